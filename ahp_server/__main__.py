@@ -1,0 +1,5 @@
+"""``python -m ahp_server …``: the same entry point as the ``ahp-server`` command."""
+
+from ahp_server.cli import main
+
+raise SystemExit(main())

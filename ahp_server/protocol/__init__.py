@@ -1,0 +1,18 @@
+"""The Agent Host Protocol as code: wire types, JSON-RPC framing, reducers, rules.
+
+Layer: protocol (pure). Imports only the standard library and msgspec, never
+the rest of ``ahp_server`` and never an I/O module (checked by
+``tests/protocol/test_purity.py``).
+
+Modules:
+
+* :mod:`~ahp_server.protocol.types` — every wire type (generated from the schemas).
+* :mod:`~ahp_server.protocol.codec` — encode/decode with open-union support.
+* :mod:`~ahp_server.protocol.jsonrpc` — JSON-RPC framing and error mapping.
+* :mod:`~ahp_server.protocol.errors` — error codes and :class:`ProtocolError`.
+* :mod:`~ahp_server.protocol.versions` — the protocol version table.
+* :mod:`~ahp_server.protocol.reducers` — pure root/session/chat reducers.
+* :mod:`~ahp_server.protocol.dispatch_rules` — may this client dispatch this action?
+"""
+
+PROTOCOL_VERSION = "0.7.0"
