@@ -49,6 +49,36 @@ INLINE_NAMES = {
     ("StringOrMarkdown", "markdown"): "MarkdownString",
 }
 PARTIAL = {"PartialChatSummary", "PartialSessionSummary"}
+# Set-or-clear action fields: a JavaScript peer may send `null` to clear
+# (fixtures 134, 224); the reducers treat `null` like absent.
+NULLABLE_FIELDS = {
+    ("ChatActivityChangedAction", "activity"),
+    ("ChatDraftChangedAction", "draft"),
+    ("SessionDefaultChatChangedAction", "defaultChat"),
+    ("SessionMcpServerStateChangedAction", "channel"),
+    ("ChatTurnsLoadedAction", "turnsNextCursor"),
+}
+# Inline shapes used in several places get one shared name.
+SHARED_INLINE = {
+    "ToolCallResultError": "ToolCallError",
+    "ToolCallCompletedStateError": "ToolCallError",
+    "ToolCallPendingResultConfirmationStateError": "ToolCallError",
+    "ChatToolCallReadyActionEdits": "ToolCallEdits",
+    "ToolCallPendingConfirmationStateEdits": "ToolCallEdits",
+    "FileEditBefore": "FileEditSide",
+    "FileEditAfter": "FileEditSide",
+    "ToolResultFileEditContentBefore": "FileEditSide",
+    "ToolResultFileEditContentAfter": "FileEditSide",
+    "ToolResultFileEditContentDiff": "FileEditDiff",
+    "CreateResourceWatchParamsExcludes": "PatternList",
+    "CreateResourceWatchParamsIncludes": "PatternList",
+    "ResourceWatchStateExcludes": "PatternList",
+    "ResourceWatchStateIncludes": "PatternList",
+    "AhpMcpUiHostCapabilitiesServerTools": "ListChangedCapability",
+    "AhpMcpUiHostCapabilitiesServerResources": "ListChangedCapability",
+    "ToolDefinitionInputSchema": "ToolSchema",
+    "ToolDefinitionOutputSchema": "ToolSchema",
+}
 SCHEMA_FIXES: dict[tuple[str, str], dict[str, Any]] = {
     ("ChatToolCallApprovedAction", "approved"): {"const": True},
     ("ChatToolCallDeniedAction", "approved"): {"const": False},
@@ -85,7 +115,7 @@ def load_markdown() -> tuple[dict[str, list[tuple[str, str]]], set[tuple[str, st
         current = None
         in_enum = False
         for line in page.read_text().splitlines():
-            heading = re.match(r"^###\s+`([A-Za-z0-9_]+)`\s*$", line)
+            heading = re.match(r"^###\s+`([A-Za-z0-9_/]+)`\s*$", line)
             if heading:
                 current, in_enum = heading.group(1), False
                 continue
@@ -143,7 +173,14 @@ def doc(text: str | None) -> str:
 class Generator:
     def __init__(self) -> None:
         self.defs = load_defs()
-        self.md_enums, self.undefined = load_markdown()
+        self.md_enums, undefined = load_markdown()
+        # Action sections are headed by their tag (`session/activityChanged`).
+        by_tag = {
+            schema["properties"]["type"]["const"]: name
+            for name, schema in self.defs.items()
+            if "const" in schema.get("properties", {}).get("type", {})
+        }
+        self.undefined = {(by_tag.get(owner, owner), field) for owner, field in undefined}
         self.structs: dict[str, tuple[Any, str]] = {}  # name -> (schema, description)
         self.unions: dict[str, list[str]] = {}  # name -> member names (structs or unions)
         self.union_docs: dict[str, str] = {}
@@ -287,6 +324,7 @@ class Generator:
         if kind == "object":
             if "properties" in schema:
                 name = INLINE_NAMES.get((owner, prop), f"{owner}{pascal(prop)}")
+                name = SHARED_INLINE.get(name, name)
                 if name not in self.structs:
                     self.structs[name] = (schema, doc(schema.get("description")))
                 return name
@@ -317,7 +355,9 @@ class Generator:
             taken.add(attr)
             is_tag = wire in DISCRIMINATOR_KEYS and self.prop_values(schema, wire) is not None
             annotation = self.ann(prop, name, wire, literal=is_tag)
-            nullable = name in PARTIAL or (name, wire) in self.undefined
+            nullable = (
+                name in PARTIAL or (name, wire) in self.undefined or (name, wire) in NULLABLE_FIELDS
+            )
             optional = wire not in required or nullable
             default: str | None = None
             if is_tag and len(self.prop_values(schema, wire) or []) == 1 and wire in required:

@@ -453,9 +453,9 @@ class AhpMcpUiHostCapabilities(ProtocolStruct, kw_only=True, frozen=True):
     """The subset of MCP App [`HostCapabilities`](https://github.com/modelcontextprotocol/ext-apps/blob/main/specification/draft/apps.mdx) an AHP host can derive from the upstream MCP server (and from AHP's own forwarding plumbing). Advertised on McpServerCustomizationApps.capabilities so clients can pass it through into the `hostCapabilities` of the `ui/initialize` response delivered to an MCP App View."""
 
     #: Producer proxies the MCP `tools/*` methods to the upstream server.
-    server_tools: AhpMcpUiHostCapabilitiesServerTools | UnsetType = msgspec.field(name='serverTools', default=UNSET)
+    server_tools: ListChangedCapability | UnsetType = msgspec.field(name='serverTools', default=UNSET)
     #: Producer proxies the MCP `resources/*` methods to the upstream server.
-    server_resources: AhpMcpUiHostCapabilitiesServerResources | UnsetType = msgspec.field(name='serverResources', default=UNSET)
+    server_resources: ListChangedCapability | UnsetType = msgspec.field(name='serverResources', default=UNSET)
     #: Producer accepts `notifications/message` log entries from the App via `mcpNotification`.
     logging: dict[str, Any] | UnsetType = UNSET
     #: Producer serves `sampling/createMessage` via `mcpMethodCall`.
@@ -466,18 +466,6 @@ class AhpMcpUiHostCapabilitiesSampling(ProtocolStruct, kw_only=True, frozen=True
     """Producer serves `sampling/createMessage` via `mcpMethodCall`."""
 
     tools: dict[str, Any] | UnsetType = UNSET
-
-
-class AhpMcpUiHostCapabilitiesServerResources(ProtocolStruct, kw_only=True, frozen=True):
-    """Producer proxies the MCP `resources/*` methods to the upstream server."""
-
-    list_changed: bool | UnsetType = msgspec.field(name='listChanged', default=UNSET)
-
-
-class AhpMcpUiHostCapabilitiesServerTools(ProtocolStruct, kw_only=True, frozen=True):
-    """Producer proxies the MCP `tools/*` methods to the upstream server."""
-
-    list_changed: bool | UnsetType = msgspec.field(name='listChanged', default=UNSET)
 
 
 class Annotation(ProtocolStruct, kw_only=True, frozen=True):
@@ -778,7 +766,7 @@ class ChangesetOperationsChangedAction(ProtocolStruct, kw_only=True, frozen=True
 
     type: Literal['changeset/operationsChanged'] = 'changeset/operationsChanged'
     #: Updated operation list. Pass `undefined` to clear all operations.
-    operations: tuple[ChangesetOperation, ...]
+    operations: tuple[ChangesetOperation, ...] | UnsetType | None = UNSET
 
 
 class ChangesetState(ProtocolStruct, kw_only=True, frozen=True):
@@ -809,7 +797,7 @@ class ChatActivityChangedAction(ProtocolStruct, kw_only=True, frozen=True):
 
     type: Literal['chat/activityChanged'] = 'chat/activityChanged'
     #: Human-readable description of current activity; omit or set `undefined` to clear
-    activity: str | UnsetType = UNSET
+    activity: str | UnsetType | None = UNSET
 
 
 class ChatDeltaAction(ProtocolStruct, kw_only=True, frozen=True):
@@ -831,7 +819,7 @@ class ChatDraftChangedAction(ProtocolStruct, kw_only=True, frozen=True):
 
     type: Literal['chat/draftChanged'] = 'chat/draftChanged'
     #: New draft message, or `undefined` to clear it
-    draft: Message | UnsetType = UNSET
+    draft: Message | UnsetType | None = UNSET
 
 
 class ChatErrorAction(ProtocolStruct, kw_only=True, frozen=True):
@@ -1340,19 +1328,13 @@ class ChatToolCallReadyAction(ProtocolStruct, kw_only=True, frozen=True):
     #: Risk assessment that informed the confirmation requirement.
     risk_assessment: ToolCallRiskAssessment | UnsetType = msgspec.field(name='riskAssessment', default=UNSET)
     #: File edits that this tool call will perform, for preview before confirmation
-    edits: ChatToolCallReadyActionEdits | UnsetType = UNSET
+    edits: ToolCallEdits | UnsetType = UNSET
     #: Whether the agent host allows the client to edit the tool's input parameters before confirming
     editable: bool | UnsetType = UNSET
     #: If set, the tool was auto-confirmed and transitions directly to `running`
     confirmed: str | UnsetType = UNSET
     #: Options the server offers for this confirmation. When present, the client SHOULD render these instead of a plain approve/deny UI. Each option belongs to a ConfirmationOptionGroup s
     options: tuple[ConfirmationOption, ...] | UnsetType = UNSET
-
-
-class ChatToolCallReadyActionEdits(ProtocolStruct, kw_only=True, frozen=True):
-    """File edits that this tool call will perform, for preview before confirmation"""
-
-    items: tuple[FileEdit, ...]
 
 
 class ChatToolCallResultConfirmedAction(ProtocolStruct, kw_only=True, frozen=True):
@@ -1444,7 +1426,7 @@ class ChatTurnsLoadedAction(ProtocolStruct, kw_only=True, frozen=True):
     #: Older completed turns loaded into the state, ordered oldest-first.
     turns: tuple[Turn, ...]
     #: Opaque cursor for loading the next older page, if one remains.
-    turns_next_cursor: str | UnsetType = msgspec.field(name='turnsNextCursor', default=UNSET)
+    turns_next_cursor: str | UnsetType | None = msgspec.field(name='turnsNextCursor', default=UNSET)
 
 
 class ChatUsageAction(ProtocolStruct, kw_only=True, frozen=True):
@@ -1681,21 +1663,9 @@ class CreateResourceWatchParams(ProtocolStruct, kw_only=True, frozen=True):
     #: If `true`, the receiver MUST report changes for descendants of `uri`. If `false` (default), only changes to `uri` itself — and, when `uri` is a directory, its direct children — are
     recursive: bool | UnsetType = UNSET
     #: Glob patterns or paths relative to `uri` to exclude from reporting. Wrapped in `{ items }` for forward compatibility.
-    excludes: CreateResourceWatchParamsExcludes | UnsetType = UNSET
+    excludes: PatternList | UnsetType = UNSET
     #: Glob patterns or paths relative to `uri` to restrict reporting to. Omit to report every change under `uri` subject to `excludes`. Wrapped in `{ items }` for forward compatibility.
-    includes: CreateResourceWatchParamsIncludes | UnsetType = UNSET
-
-
-class CreateResourceWatchParamsExcludes(ProtocolStruct, kw_only=True, frozen=True):
-    """Glob patterns or paths relative to `uri` to exclude from reporting. Wrapped in `{ items }` for forward compatibility."""
-
-    items: tuple[str, ...]
-
-
-class CreateResourceWatchParamsIncludes(ProtocolStruct, kw_only=True, frozen=True):
-    """Glob patterns or paths relative to `uri` to restrict reporting to. Omit to report every change under `uri` subject to `excludes`. Wrapped in `{ items }` for forward compatibility."""
-
-    items: tuple[str, ...]
+    includes: PatternList | UnsetType = UNSET
 
 
 class CreateResourceWatchResult(ProtocolStruct, kw_only=True, frozen=True):
@@ -1887,25 +1857,11 @@ class FileEdit(ProtocolStruct, kw_only=True, frozen=True):
     """Describes a file modification with before/after state and diff metadata."""
 
     #: The file state before the edit. Absent for file creations or for in-place file edits.
-    before: FileEditBefore | UnsetType = UNSET
+    before: FileEditSide | UnsetType = UNSET
     #: The file state after the edit. Absent for file deletions.
-    after: FileEditAfter | UnsetType = UNSET
+    after: FileEditSide | UnsetType = UNSET
     #: Optional diff display metadata
     diff: FileEditDiff | UnsetType = UNSET
-
-
-class FileEditAfter(ProtocolStruct, kw_only=True, frozen=True):
-    """The file state after the edit. Absent for file deletions."""
-
-    uri: URI
-    content: ContentRef
-
-
-class FileEditBefore(ProtocolStruct, kw_only=True, frozen=True):
-    """The file state before the edit. Absent for file creations or for in-place file edits."""
-
-    uri: URI
-    content: ContentRef
 
 
 class FileEditDiff(ProtocolStruct, kw_only=True, frozen=True):
@@ -1913,6 +1869,13 @@ class FileEditDiff(ProtocolStruct, kw_only=True, frozen=True):
 
     added: int | float | UnsetType = UNSET
     removed: int | float | UnsetType = UNSET
+
+
+class FileEditSide(ProtocolStruct, kw_only=True, frozen=True):
+    """The file state before the edit. Absent for file creations or for in-place file edits."""
+
+    uri: URI
+    content: ContentRef
 
 
 class ForkChatSource(ProtocolStruct, kw_only=True, frozen=True):
@@ -2038,6 +2001,12 @@ class InvokeChangesetOperationResult(ProtocolStruct, kw_only=True, frozen=True):
     message: StringOrMarkdown | UnsetType = UNSET
     #: Optional follow-up: a URI to open (e.g. a PR), a content ref, etc.
     follow_up: ChangesetOperationFollowUp | UnsetType = msgspec.field(name='followUp', default=UNSET)
+
+
+class ListChangedCapability(ProtocolStruct, kw_only=True, frozen=True):
+    """Producer proxies the MCP `tools/*` methods to the upstream server."""
+
+    list_changed: bool | UnsetType = msgspec.field(name='listChanged', default=UNSET)
 
 
 class ListSessionsParams(ProtocolStruct, kw_only=True, frozen=True):
@@ -2412,6 +2381,12 @@ class PartialSessionSummary(ProtocolStruct, kw_only=True, frozen=True):
     changes: ChangesSummary | UnsetType | None = UNSET
     #: Lightweight server-defined metadata clients may use for the session presentation. The protocol does not interpret these values; producers SHOULD keep the payload small because summ
     meta: dict[str, Any] | UnsetType | None = msgspec.field(name='_meta', default=UNSET)
+
+
+class PatternList(ProtocolStruct, kw_only=True, frozen=True):
+    """Glob patterns or paths relative to `uri` to exclude from reporting. Wrapped in `{ items }` for forward compatibility."""
+
+    items: tuple[str, ...]
 
 
 class PendingMessage(ProtocolStruct, kw_only=True, frozen=True):
@@ -2800,21 +2775,9 @@ class ResourceWatchState(ProtocolStruct, kw_only=True, frozen=True):
     #: `true` if the watcher reports changes for descendants of `root`; `false` if it only reports changes to `root` itself (and, when `root` is a directory, its direct children).
     recursive: bool
     #: Optional glob patterns or paths relative to `root` to exclude from change reporting.
-    excludes: ResourceWatchStateExcludes | UnsetType = UNSET
+    excludes: PatternList | UnsetType = UNSET
     #: Optional glob patterns or paths relative to `root` to restrict change reporting to. Omit to report every change under `root` subject to `excludes`.
-    includes: ResourceWatchStateIncludes | UnsetType = UNSET
-
-
-class ResourceWatchStateExcludes(ProtocolStruct, kw_only=True, frozen=True):
-    """Optional glob patterns or paths relative to `root` to exclude from change reporting."""
-
-    items: tuple[str, ...]
-
-
-class ResourceWatchStateIncludes(ProtocolStruct, kw_only=True, frozen=True):
-    """Optional glob patterns or paths relative to `root` to restrict change reporting to. Omit to report every change under `root` subject to `excludes`."""
-
-    items: tuple[str, ...]
+    includes: PatternList | UnsetType = UNSET
 
 
 class ResourceWriteParams(ProtocolStruct, kw_only=True, frozen=True):
@@ -2963,7 +2926,7 @@ class SessionActivityChangedAction(ProtocolStruct, kw_only=True, frozen=True):
 
     type: Literal['session/activityChanged'] = 'session/activityChanged'
     #: Human-readable description of current activity, or `undefined` to clear
-    activity: str
+    activity: str | UnsetType | None = UNSET
 
 
 class SessionAddedParams(ProtocolStruct, kw_only=True, frozen=True):
@@ -2980,7 +2943,7 @@ class SessionChangesetsChangedAction(ProtocolStruct, kw_only=True, frozen=True):
 
     type: Literal['session/changesetsChanged'] = 'session/changesetsChanged'
     #: New catalogue, or `undefined` to clear it
-    changesets: tuple[Changeset, ...]
+    changesets: tuple[Changeset, ...] | UnsetType | None = UNSET
 
 
 class SessionChatAddedAction(ProtocolStruct, kw_only=True, frozen=True):
@@ -3165,7 +3128,7 @@ class SessionDefaultChatChangedAction(ProtocolStruct, kw_only=True, frozen=True)
 
     type: Literal['session/defaultChatChanged'] = 'session/defaultChatChanged'
     #: New default chat URI, or `undefined` to clear the hint.
-    default_chat: URI | UnsetType = msgspec.field(name='defaultChat', default=UNSET)
+    default_chat: URI | UnsetType | None = msgspec.field(name='defaultChat', default=UNSET)
 
 
 class SessionForkSource(ProtocolStruct, kw_only=True, frozen=True):
@@ -3235,7 +3198,7 @@ class SessionMcpServerStateChangedAction(ProtocolStruct, kw_only=True, frozen=Tr
     #: The new lifecycle state.
     state: McpServerState
     #: Updated `mcp://` side-channel URI. Full-replacement: omit to clear an existing channel (typical when leaving `Ready`).
-    channel: URI | UnsetType = UNSET
+    channel: URI | UnsetType | None = UNSET
 
 
 class SessionMcpServerStopRequestedAction(ProtocolStruct, kw_only=True, frozen=True):
@@ -3251,7 +3214,7 @@ class SessionMetaChangedAction(ProtocolStruct, kw_only=True, frozen=True):
 
     type: Literal['session/metaChanged'] = 'session/metaChanged'
     #: New `_meta` payload, or `undefined` to clear it
-    meta: dict[str, Any] = msgspec.field(name='_meta')
+    meta: dict[str, Any] | UnsetType | None = msgspec.field(name='_meta', default=UNSET)
 
 
 class SessionMetadata(ProtocolStruct, kw_only=True, frozen=True):
@@ -3951,7 +3914,7 @@ class ToolCallCompletedState(ProtocolStruct, kw_only=True, frozen=True):
     #: Optional structured result object.
     structured_content: dict[str, Any] | UnsetType = msgspec.field(name='structuredContent', default=UNSET)
     #: Error details if the tool failed
-    error: ToolCallCompletedStateError | UnsetType = UNSET
+    error: ToolCallError | UnsetType = UNSET
     #: How the tool was confirmed for execution
     confirmed: str
     #: The confirmation option the user selected, if confirmation options were provided
@@ -3959,7 +3922,13 @@ class ToolCallCompletedState(ProtocolStruct, kw_only=True, frozen=True):
     status: Literal['completed'] = 'completed'
 
 
-class ToolCallCompletedStateError(ProtocolStruct, kw_only=True, frozen=True):
+class ToolCallEdits(ProtocolStruct, kw_only=True, frozen=True):
+    """File edits that this tool call will perform, for preview before confirmation"""
+
+    items: tuple[FileEdit, ...]
+
+
+class ToolCallError(ProtocolStruct, kw_only=True, frozen=True):
     """Error details if the tool failed"""
 
     message: str
@@ -4006,17 +3975,11 @@ class ToolCallPendingConfirmationState(ProtocolStruct, kw_only=True, frozen=True
     #: Risk assessment that informed the confirmation requirement.
     risk_assessment: ToolCallRiskAssessment | UnsetType = msgspec.field(name='riskAssessment', default=UNSET)
     #: File edits that this tool call will perform, for preview before confirmation
-    edits: ToolCallPendingConfirmationStateEdits | UnsetType = UNSET
+    edits: ToolCallEdits | UnsetType = UNSET
     #: Whether the agent host allows the client to edit the tool's input parameters before confirming
     editable: bool | UnsetType = UNSET
     #: Options the server offers for this confirmation. When present, the client SHOULD render these instead of a plain approve/deny UI. Each option belongs to a ConfirmationOptionGroup s
     options: tuple[ConfirmationOption, ...] | UnsetType = UNSET
-
-
-class ToolCallPendingConfirmationStateEdits(ProtocolStruct, kw_only=True, frozen=True):
-    """File edits that this tool call will perform, for preview before confirmation"""
-
-    items: tuple[FileEdit, ...]
 
 
 class ToolCallPendingResultConfirmationState(ProtocolStruct, kw_only=True, frozen=True):
@@ -4047,19 +4010,12 @@ class ToolCallPendingResultConfirmationState(ProtocolStruct, kw_only=True, froze
     #: Optional structured result object.
     structured_content: dict[str, Any] | UnsetType = msgspec.field(name='structuredContent', default=UNSET)
     #: Error details if the tool failed
-    error: ToolCallPendingResultConfirmationStateError | UnsetType = UNSET
+    error: ToolCallError | UnsetType = UNSET
     #: How the tool was confirmed for execution
     confirmed: str
     #: The confirmation option the user selected, if confirmation options were provided
     selected_option: ConfirmationOption | UnsetType = msgspec.field(name='selectedOption', default=UNSET)
     status: Literal['pending-result-confirmation'] = 'pending-result-confirmation'
-
-
-class ToolCallPendingResultConfirmationStateError(ProtocolStruct, kw_only=True, frozen=True):
-    """Error details if the tool failed"""
-
-    message: str
-    code: str | UnsetType = UNSET
 
 
 class ToolCallPostConfirmationFields(ProtocolStruct, kw_only=True, frozen=True):
@@ -4092,14 +4048,7 @@ class ToolCallResult(ProtocolStruct, kw_only=True, frozen=True):
     #: Optional structured result object.
     structured_content: dict[str, Any] | UnsetType = msgspec.field(name='structuredContent', default=UNSET)
     #: Error details if the tool failed
-    error: ToolCallResultError | UnsetType = UNSET
-
-
-class ToolCallResultError(ProtocolStruct, kw_only=True, frozen=True):
-    """Error details if the tool failed"""
-
-    message: str
-    code: str | UnsetType = UNSET
+    error: ToolCallError | UnsetType = UNSET
 
 
 class ToolCallRiskAssessmentBase(ProtocolStruct, kw_only=True, frozen=True):
@@ -4183,29 +4132,13 @@ class ToolDefinition(ProtocolStruct, kw_only=True, frozen=True):
     #: Description of what the tool does
     description: str | UnsetType = UNSET
     #: JSON Schema defining the expected input parameters.
-    input_schema: ToolDefinitionInputSchema | UnsetType = msgspec.field(name='inputSchema', default=UNSET)
+    input_schema: ToolSchema | UnsetType = msgspec.field(name='inputSchema', default=UNSET)
     #: JSON Schema defining the structure of the tool's output.
-    output_schema: ToolDefinitionOutputSchema | UnsetType = msgspec.field(name='outputSchema', default=UNSET)
+    output_schema: ToolSchema | UnsetType = msgspec.field(name='outputSchema', default=UNSET)
     #: Behavioral hints about the tool. All properties are advisory.
     annotations: ToolAnnotations | UnsetType = UNSET
     #: Additional provider-specific metadata.
     meta: dict[str, Any] | UnsetType = msgspec.field(name='_meta', default=UNSET)
-
-
-class ToolDefinitionInputSchema(ProtocolStruct, kw_only=True, frozen=True):
-    """JSON Schema defining the expected input parameters."""
-
-    type: Literal['object'] = 'object'
-    properties: dict[str, dict[str, Any]] | UnsetType = UNSET
-    required: tuple[str, ...] | UnsetType = UNSET
-
-
-class ToolDefinitionOutputSchema(ProtocolStruct, kw_only=True, frozen=True):
-    """JSON Schema defining the structure of the tool's output."""
-
-    type: Literal['object'] = 'object'
-    properties: dict[str, dict[str, Any]] | UnsetType = UNSET
-    required: tuple[str, ...] | UnsetType = UNSET
 
 
 class ToolResultEmbeddedResourceContent(ProtocolStruct, kw_only=True, frozen=True):
@@ -4222,33 +4155,12 @@ class ToolResultFileEditContent(ProtocolStruct, kw_only=True, frozen=True):
     """Describes a file modification performed by a tool."""
 
     #: The file state before the edit. Absent for file creations or for in-place file edits.
-    before: ToolResultFileEditContentBefore | UnsetType = UNSET
+    before: FileEditSide | UnsetType = UNSET
     #: The file state after the edit. Absent for file deletions.
-    after: ToolResultFileEditContentAfter | UnsetType = UNSET
+    after: FileEditSide | UnsetType = UNSET
     #: Optional diff display metadata
-    diff: ToolResultFileEditContentDiff | UnsetType = UNSET
+    diff: FileEditDiff | UnsetType = UNSET
     type: Literal['fileEdit'] = 'fileEdit'
-
-
-class ToolResultFileEditContentAfter(ProtocolStruct, kw_only=True, frozen=True):
-    """The file state after the edit. Absent for file deletions."""
-
-    uri: URI
-    content: ContentRef
-
-
-class ToolResultFileEditContentBefore(ProtocolStruct, kw_only=True, frozen=True):
-    """The file state before the edit. Absent for file creations or for in-place file edits."""
-
-    uri: URI
-    content: ContentRef
-
-
-class ToolResultFileEditContentDiff(ProtocolStruct, kw_only=True, frozen=True):
-    """Optional diff display metadata"""
-
-    added: int | float | UnsetType = UNSET
-    removed: int | float | UnsetType = UNSET
 
 
 class ToolResultResourceContent(ProtocolStruct, kw_only=True, frozen=True):
@@ -4299,6 +4211,14 @@ class ToolResultTextContent(ProtocolStruct, kw_only=True, frozen=True):
     type: Literal['text'] = 'text'
     #: The text content
     text: str
+
+
+class ToolSchema(ProtocolStruct, kw_only=True, frozen=True):
+    """JSON Schema defining the expected input parameters."""
+
+    type: Literal['object'] = 'object'
+    properties: dict[str, dict[str, Any]] | UnsetType = UNSET
+    required: tuple[str, ...] | UnsetType = UNSET
 
 
 class Turn(ProtocolStruct, kw_only=True, frozen=True):
@@ -5138,8 +5058,6 @@ WIRE_TYPES: dict[str, Any] = {
     'AgentSelection': AgentSelection,
     'AhpMcpUiHostCapabilities': AhpMcpUiHostCapabilities,
     'AhpMcpUiHostCapabilitiesSampling': AhpMcpUiHostCapabilitiesSampling,
-    'AhpMcpUiHostCapabilitiesServerResources': AhpMcpUiHostCapabilitiesServerResources,
-    'AhpMcpUiHostCapabilitiesServerTools': AhpMcpUiHostCapabilitiesServerTools,
     'Annotation': Annotation,
     'AnnotationEntry': AnnotationEntry,
     'AnnotationsAction': AnnotationsAction,
@@ -5222,7 +5140,6 @@ WIRE_TYPES: dict[str, Any] = {
     'ChatToolCallDeltaAction': ChatToolCallDeltaAction,
     'ChatToolCallDeniedAction': ChatToolCallDeniedAction,
     'ChatToolCallReadyAction': ChatToolCallReadyAction,
-    'ChatToolCallReadyActionEdits': ChatToolCallReadyActionEdits,
     'ChatToolCallResultConfirmedAction': ChatToolCallResultConfirmedAction,
     'ChatToolCallStartAction': ChatToolCallStartAction,
     'ChatTruncatedAction': ChatTruncatedAction,
@@ -5247,8 +5164,6 @@ WIRE_TYPES: dict[str, Any] = {
     'ContentRef': ContentRef,
     'CreateChatParams': CreateChatParams,
     'CreateResourceWatchParams': CreateResourceWatchParams,
-    'CreateResourceWatchParamsExcludes': CreateResourceWatchParamsExcludes,
-    'CreateResourceWatchParamsIncludes': CreateResourceWatchParamsIncludes,
     'CreateResourceWatchResult': CreateResourceWatchResult,
     'CreateSessionParams': CreateSessionParams,
     'CreateTerminalParams': CreateTerminalParams,
@@ -5269,9 +5184,8 @@ WIRE_TYPES: dict[str, Any] = {
     'FetchTurnsParams': FetchTurnsParams,
     'FetchTurnsResult': FetchTurnsResult,
     'FileEdit': FileEdit,
-    'FileEditAfter': FileEditAfter,
-    'FileEditBefore': FileEditBefore,
     'FileEditDiff': FileEditDiff,
+    'FileEditSide': FileEditSide,
     'ForkChatSource': ForkChatSource,
     'HookCustomization': HookCustomization,
     'Icon': Icon,
@@ -5282,6 +5196,7 @@ WIRE_TYPES: dict[str, Any] = {
     'InvokeChangesetOperationParams': InvokeChangesetOperationParams,
     'InvokeChangesetOperationResult': InvokeChangesetOperationResult,
     'JsonPrimitive': JsonPrimitive,
+    'ListChangedCapability': ListChangedCapability,
     'ListSessionsParams': ListSessionsParams,
     'ListSessionsResult': ListSessionsResult,
     'MarkdownResponsePart': MarkdownResponsePart,
@@ -5314,6 +5229,7 @@ WIRE_TYPES: dict[str, Any] = {
     'PaginatedResult': PaginatedResult,
     'PartialChatSummary': PartialChatSummary,
     'PartialSessionSummary': PartialSessionSummary,
+    'PatternList': PatternList,
     'PendingMessage': PendingMessage,
     'PermissionDeniedErrorData': PermissionDeniedErrorData,
     'PingParams': PingParams,
@@ -5350,8 +5266,6 @@ WIRE_TYPES: dict[str, Any] = {
     'ResourceWatchChangedAction': ResourceWatchChangedAction,
     'ResourceWatchChangedActionChanges': ResourceWatchChangedActionChanges,
     'ResourceWatchState': ResourceWatchState,
-    'ResourceWatchStateExcludes': ResourceWatchStateExcludes,
-    'ResourceWatchStateIncludes': ResourceWatchStateIncludes,
     'ResourceWriteParams': ResourceWriteParams,
     'ResourceWriteResult': ResourceWriteResult,
     'ResponsePart': ResponsePart,
@@ -5457,19 +5371,17 @@ WIRE_TYPES: dict[str, Any] = {
     'ToolCallCancelledState': ToolCallCancelledState,
     'ToolCallClientContributor': ToolCallClientContributor,
     'ToolCallCompletedState': ToolCallCompletedState,
-    'ToolCallCompletedStateError': ToolCallCompletedStateError,
     'ToolCallConfirmationState': ToolCallConfirmationState,
     'ToolCallContributor': ToolCallContributor,
+    'ToolCallEdits': ToolCallEdits,
+    'ToolCallError': ToolCallError,
     'ToolCallMcpContributor': ToolCallMcpContributor,
     'ToolCallParameterFields': ToolCallParameterFields,
     'ToolCallPendingConfirmationState': ToolCallPendingConfirmationState,
-    'ToolCallPendingConfirmationStateEdits': ToolCallPendingConfirmationStateEdits,
     'ToolCallPendingResultConfirmationState': ToolCallPendingResultConfirmationState,
-    'ToolCallPendingResultConfirmationStateError': ToolCallPendingResultConfirmationStateError,
     'ToolCallPostConfirmationFields': ToolCallPostConfirmationFields,
     'ToolCallResponsePart': ToolCallResponsePart,
     'ToolCallResult': ToolCallResult,
-    'ToolCallResultError': ToolCallResultError,
     'ToolCallRiskAssessment': ToolCallRiskAssessment,
     'ToolCallRiskAssessmentBase': ToolCallRiskAssessmentBase,
     'ToolCallRiskAssessmentCompleteState': ToolCallRiskAssessmentCompleteState,
@@ -5478,18 +5390,14 @@ WIRE_TYPES: dict[str, Any] = {
     'ToolCallState': ToolCallState,
     'ToolCallStreamingState': ToolCallStreamingState,
     'ToolDefinition': ToolDefinition,
-    'ToolDefinitionInputSchema': ToolDefinitionInputSchema,
-    'ToolDefinitionOutputSchema': ToolDefinitionOutputSchema,
     'ToolResultContent': ToolResultContent,
     'ToolResultEmbeddedResourceContent': ToolResultEmbeddedResourceContent,
     'ToolResultFileEditContent': ToolResultFileEditContent,
-    'ToolResultFileEditContentAfter': ToolResultFileEditContentAfter,
-    'ToolResultFileEditContentBefore': ToolResultFileEditContentBefore,
-    'ToolResultFileEditContentDiff': ToolResultFileEditContentDiff,
     'ToolResultResourceContent': ToolResultResourceContent,
     'ToolResultSubagentContent': ToolResultSubagentContent,
     'ToolResultTerminalContent': ToolResultTerminalContent,
     'ToolResultTextContent': ToolResultTextContent,
+    'ToolSchema': ToolSchema,
     'Turn': Turn,
     'URI': URI,
     'UnsubscribeParams': UnsubscribeParams,

@@ -1,0 +1,39 @@
+"""Helpers shared by the reducers: the injected clock, timestamps, status bits.
+
+Layer: protocol (pure).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+
+from ahp_server.protocol.types import SessionStatus
+
+__all__ = [
+    "ACTIVITY_MASK",
+    "Clock",
+    "iso_timestamp",
+    "with_activity",
+]
+
+#: Milliseconds since the Unix epoch. Reducers never read the real clock; the
+#: caller passes one in (tests freeze it at 9999 ms, fixtures/README.md step 3).
+Clock = Callable[[], float]
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+#: Bits 0–4 hold exactly one activity state; bits 5 and up are orthogonal
+#: flags (WIRE-SUMMARY §10.4).
+ACTIVITY_MASK = 0b11111
+
+
+def iso_timestamp(ms: float) -> str:
+    """``ms`` since the epoch as JavaScript's ``Date.prototype.toISOString()`` prints it."""
+    moment = _EPOCH + timedelta(milliseconds=int(ms))
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+def with_activity(status: int, activity: SessionStatus | int) -> int:
+    """Replace the activity bits of ``status``, keeping every flag bit (and unknown bits)."""
+    return (status & ~ACTIVITY_MASK) | int(activity)

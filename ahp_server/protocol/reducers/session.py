@@ -1,0 +1,373 @@
+"""The pure reducer of session channels (``ahp-session:/<id>``).
+
+Layer: protocol (pure). WIRE-SUMMARY §10.5; semantics of upstream
+``types/channels-session/reducer.ts`` at 0.7.0, checked by the fixtures.
+
+JavaScript-isms kept on purpose (they are what every client computes):
+
+* assigning ``undefined``/``null`` to an optional field removes it (we store
+  ``UNSET``); ``""``, ``[]`` and ``false`` are values;
+* ``inputNeeded`` disappears when its last entry is removed, while
+  ``workingDirectories``, container ``children``, ``chats`` and
+  ``activeClients`` stay as empty lists;
+* first-match vs every-match is noted on each customization action.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from msgspec import UNSET, UnsetType
+from msgspec.structs import replace
+
+from ahp_server.protocol._base import UnknownVariant
+from ahp_server.protocol.reducers._common import ACTIVITY_MASK, Clock, with_activity
+from ahp_server.protocol.types import (
+    ChatSummary,
+    DirectoryCustomization,
+    McpServerCustomization,
+    McpServerStartingState,
+    McpServerStoppedState,
+    PartialChatSummary,
+    PluginCustomization,
+    SessionActiveClient,
+    SessionActiveClientRemovedAction,
+    SessionActiveClientSetAction,
+    SessionActivityChangedAction,
+    SessionChangesetsChangedAction,
+    SessionChatAddedAction,
+    SessionChatRemovedAction,
+    SessionChatUpdatedAction,
+    SessionConfigChangedAction,
+    SessionCreationFailedAction,
+    SessionCustomizationRemovedAction,
+    SessionCustomizationsChangedAction,
+    SessionCustomizationToggledAction,
+    SessionCustomizationUpdatedAction,
+    SessionDefaultChatChangedAction,
+    SessionInputNeededRemovedAction,
+    SessionInputNeededSetAction,
+    SessionIsArchivedChangedAction,
+    SessionIsReadChangedAction,
+    SessionMcpServerStartRequestedAction,
+    SessionMcpServerStateChangedAction,
+    SessionMcpServerStopRequestedAction,
+    SessionMetaChangedAction,
+    SessionReadyAction,
+    SessionServerToolsChangedAction,
+    SessionState,
+    SessionStatus,
+    SessionTitleChangedAction,
+    SessionWorkingDirectoryRemovedAction,
+    SessionWorkingDirectorySetAction,
+)
+
+__all__ = ["merge_chat_summary", "reduce_session", "with_flag", "with_input_needed"]
+
+# InputNeeded (24) without InProgress (8): the one bit that marks "blocked".
+_INPUT_NEEDED_BIT = int(SessionStatus.InputNeeded) & ~int(SessionStatus.InProgress)
+
+
+def with_flag(status: int, flag: int, on: bool) -> int:
+    """Set or clear one orthogonal flag bit (IsRead, IsArchived)."""
+    return status | flag if on else status & ~flag
+
+
+def with_input_needed(status: int, has_requests: bool) -> int:
+    """The session-level input-needed roll-up (WIRE-SUMMARY §10.5).
+
+    A non-empty list forces the activity bits to InputNeeded whatever they were;
+    an empty list clears only the "blocked" bit (24 → 8, 1 stays 1).
+    """
+    if has_requests:
+        return with_activity(status, SessionStatus.InputNeeded)
+    return status & ~_INPUT_NEEDED_BIT
+
+
+def merge_chat_summary(summary: ChatSummary, changes: PartialChatSummary) -> ChatSummary:
+    """Shallow-merge a ``Partial<ChatSummary>``: present keys win, ``null`` clears.
+
+    ``resource`` is identity and is never changed. A ``null`` for a required
+    field (title, status, modifiedAt) cannot clear it and is ignored.
+    """
+    updates: dict[str, Any] = {}
+    for field in changes.__struct_fields__:
+        if field == "resource":
+            continue
+        value = getattr(changes, field)
+        if value is UNSET:
+            continue
+        if value is None:
+            if field in _REQUIRED_SUMMARY_FIELDS:
+                continue
+            value = UNSET
+        updates[field] = value
+    return replace(summary, **updates) if updates else summary
+
+
+_REQUIRED_SUMMARY_FIELDS = frozenset({"title", "status", "modified_at"})
+
+T = TypeVar("T")
+
+
+def _find(items: tuple[T, ...], key: Callable[[T], object], value: object) -> int | None:
+    """Index of the first item whose ``key`` equals ``value``."""
+    return next((i for i, item in enumerate(items) if key(item) == value), None)
+
+
+def _upsert(items: tuple[T, ...], key: Callable[[T], object], item: T) -> tuple[T, ...]:
+    """Replace the first item with the same key in place, else append."""
+    index = _find(items, key, key(item))
+    if index is None:
+        return (*items, item)
+    return (*items[:index], item, *items[index + 1 :])
+
+
+def _without(items: tuple[T, ...], index: int) -> tuple[T, ...]:
+    return (*items[:index], *items[index + 1 :])
+
+_Container = PluginCustomization | DirectoryCustomization
+
+
+def _is_container(entry: object) -> bool:
+    """Upstream's test: not an MCP server and has (truthy) ``children``."""
+    return (
+        isinstance(entry, (PluginCustomization, DirectoryCustomization))
+        and not isinstance(entry.children, UnsetType)
+        and len(entry.children) > 0
+    )
+
+
+def _or_empty(items: tuple[T, ...] | UnsetType) -> tuple[T, ...]:
+    return () if isinstance(items, UnsetType) else items
+
+
+def _chat_uri(chat: ChatSummary) -> str:
+    return chat.resource
+
+
+def _client_id(client: SessionActiveClient) -> str:
+    return client.client_id
+
+
+def _entry_id(entry: object) -> object:
+    if isinstance(entry, UnknownVariant):
+        return entry.data.get("id")
+    return getattr(entry, "id", None)
+
+
+def _update_mcp(
+    state: SessionState, mcp_id: str, update: Callable[[McpServerCustomization], object]
+) -> SessionState:
+    """Apply ``update`` to the MCP server ``mcp_id``: top level first, else children.
+
+    A top-level match that is not an MCP server is a no-op (no fall-through).
+    Otherwise the first matching child of **every** container is updated.
+    """
+    entries = state.customizations
+    if isinstance(entries, UnsetType) or not entries:
+        return state
+    for index, entry in enumerate(entries):
+        if _entry_id(entry) == mcp_id:
+            if not isinstance(entry, McpServerCustomization):
+                return state
+            updated = (*entries[:index], update(entry), *entries[index + 1 :])
+            return replace(state, customizations=updated)
+    changed = False
+    new_entries: list[object] = []
+    for entry in entries:
+        if _is_container(entry):
+            assert isinstance(entry, (PluginCustomization, DirectoryCustomization))
+            children = entry.children
+            assert not isinstance(children, UnsetType)
+            position = next((i for i, c in enumerate(children) if _entry_id(c) == mcp_id), None)
+            if position is not None and isinstance(children[position], McpServerCustomization):
+                child = children[position]
+                assert isinstance(child, McpServerCustomization)
+                new_children = (*children[:position], update(child), *children[position + 1 :])
+                new_entries.append(replace(entry, children=new_children))
+                changed = True
+                continue
+        new_entries.append(entry)
+    return replace(state, customizations=tuple(new_entries)) if changed else state
+
+
+def _toggle(state: SessionState, action: SessionCustomizationToggledAction) -> SessionState:
+    """First top-level match, else the first child match of the first container."""
+    entries = state.customizations
+    if isinstance(entries, UnsetType) or not entries:
+        return state
+    for index, entry in enumerate(entries):
+        if _entry_id(entry) == action.id:
+            if isinstance(entry, UnknownVariant):
+                toggled: object = UnknownVariant({**entry.data, "enabled": action.enabled})
+            else:
+                toggled = replace(entry, enabled=action.enabled)
+            return replace(state, customizations=(*entries[:index], toggled, *entries[index + 1 :]))
+    for index, entry in enumerate(entries):
+        if not _is_container(entry):
+            continue
+        assert isinstance(entry, (PluginCustomization, DirectoryCustomization))
+        children = entry.children
+        assert not isinstance(children, UnsetType)
+        for position, child in enumerate(children):
+            if _entry_id(child) != action.id:
+                continue
+            if isinstance(child, UnknownVariant):
+                new_child: object = UnknownVariant({**child.data, "enabled": action.enabled})
+            else:
+                new_child = replace(child, enabled=action.enabled)
+            new_children = (*children[:position], new_child, *children[position + 1 :])
+            new_entry = replace(entry, children=new_children)
+            return replace(
+                state, customizations=(*entries[:index], new_entry, *entries[index + 1 :])
+            )
+    return state
+
+
+def _remove_customization(state: SessionState, removed_id: str) -> SessionState:
+    """A top-level match goes with its children; else the first matching child of every
+    container."""
+    entries = state.customizations
+    if isinstance(entries, UnsetType) or not entries:
+        return state
+    for index, entry in enumerate(entries):
+        if _entry_id(entry) == removed_id:
+            return replace(state, customizations=(*entries[:index], *entries[index + 1 :]))
+    changed = False
+    new_entries: list[object] = []
+    for entry in entries:
+        if _is_container(entry):
+            assert isinstance(entry, (PluginCustomization, DirectoryCustomization))
+            children = entry.children
+            assert not isinstance(children, UnsetType)
+            position = next(
+                (i for i, c in enumerate(children) if _entry_id(c) == removed_id), None
+            )
+            if position is not None:
+                new_children = (*children[:position], *children[position + 1 :])
+                new_entries.append(replace(entry, children=new_children))
+                changed = True
+                continue
+        new_entries.append(entry)
+    return replace(state, customizations=tuple(new_entries)) if changed else state
+
+
+def _merge_config(state: SessionState, action: SessionConfigChangedAction) -> SessionState:
+    if isinstance(state.config, UnsetType):
+        return state  # the action never creates a config
+    values = (
+        dict(action.config) if action.replace is True else {**state.config.values, **action.config}
+    )
+    return replace(state, config=replace(state.config, values=values))
+
+
+def reduce_session(state: SessionState, action: object, now: Clock) -> SessionState:
+    """Apply one action to a session state; unknown actions return ``state`` itself."""
+    del now  # no session action is time-stamped at 0.7.0
+    match action:
+        case SessionReadyAction():
+            # Only the lifecycle: a provisional InProgress status is kept (fixture 147).
+            return replace(state, lifecycle="ready")
+        case SessionCreationFailedAction(error=error):
+            return replace(state, lifecycle="creationFailed", creation_error=error)
+        case SessionChatAddedAction(summary=summary):
+            # Upsert by resource: a match is replaced whole, in place; else appended.
+            return replace(state, chats=_upsert(state.chats, _chat_uri, summary))
+        case SessionChatRemovedAction(chat=uri):
+            index = _find(state.chats, _chat_uri, uri)
+            if index is None:
+                return state
+            if state.default_chat == uri:
+                return replace(state, chats=_without(state.chats, index), default_chat=UNSET)
+            return replace(state, chats=_without(state.chats, index))
+        case SessionChatUpdatedAction(chat=uri, changes=changes):
+            index = _find(state.chats, _chat_uri, uri)
+            if index is None:
+                return state
+            merged = merge_chat_summary(state.chats[index], changes)
+            return replace(state, chats=(*state.chats[:index], merged, *state.chats[index + 1 :]))
+        case SessionDefaultChatChangedAction(default_chat=default_chat):
+            return replace(state, default_chat=UNSET if default_chat is None else default_chat)
+        case SessionTitleChangedAction(title=title):
+            return replace(state, title=title)
+        case SessionServerToolsChangedAction(tools=tools):
+            return replace(state, server_tools=tools)
+        case SessionActiveClientSetAction(active_client=client):
+            return replace(state, active_clients=_upsert(state.active_clients, _client_id, client))
+        case SessionActiveClientRemovedAction(client_id=client_id):
+            index = _find(state.active_clients, _client_id, client_id)
+            if index is None:
+                return state
+            return replace(state, active_clients=_without(state.active_clients, index))
+        case SessionWorkingDirectorySetAction(directory=directory):
+            directories = _or_empty(state.working_directories)
+            if directory in directories:
+                return state
+            return replace(state, working_directories=(*directories, directory))
+        case SessionWorkingDirectoryRemovedAction(directory=directory):
+            present = _or_empty(state.working_directories)
+            if directory not in present:
+                return state
+            return replace(state, working_directories=_without(present, present.index(directory)))
+        case SessionInputNeededSetAction(request=request):
+            requests = _upsert(_or_empty(state.input_needed), _entry_id, request)
+            status = with_input_needed(state.status, True)
+            return replace(state, input_needed=requests, status=status)
+        case SessionInputNeededRemovedAction(id=request_id):
+            open_requests = _or_empty(state.input_needed)
+            index = _find(open_requests, _entry_id, request_id)
+            if index is None:
+                return state
+            remaining = _without(open_requests, index)
+            status = with_input_needed(state.status, bool(remaining))
+            return replace(state, input_needed=remaining or UNSET, status=status)
+        case SessionCustomizationsChangedAction(customizations=customizations):
+            return replace(state, customizations=customizations)
+        case SessionCustomizationToggledAction():
+            return _toggle(state, action)
+        case SessionCustomizationUpdatedAction(customization=customization):
+            # Top level only; a match is replaced whole (children included).
+            entries = _upsert(_or_empty(state.customizations), _entry_id, customization)
+            return replace(state, customizations=entries)
+        case SessionCustomizationRemovedAction(id=removed_id):
+            return _remove_customization(state, removed_id)
+        case SessionMcpServerStateChangedAction(id=mcp_id, state=mcp_state, channel=channel):
+            return _update_mcp(
+                state, mcp_id, lambda entry: replace(
+                    entry, state=mcp_state, channel=UNSET if channel is None else channel
+                ),
+            )
+        case SessionMcpServerStartRequestedAction(id=mcp_id):
+            return _update_mcp(
+                state,
+                mcp_id,
+                lambda entry: replace(entry, state=McpServerStartingState(), channel=UNSET),
+            )
+        case SessionMcpServerStopRequestedAction(id=mcp_id):
+            return _update_mcp(
+                state,
+                mcp_id,
+                lambda entry: replace(entry, state=McpServerStoppedState(), channel=UNSET),
+            )
+        case SessionIsReadChangedAction(is_read=is_read):
+            return replace(
+                state, status=with_flag(state.status, int(SessionStatus.IsRead), is_read)
+            )
+        case SessionIsArchivedChangedAction(is_archived=is_archived):
+            status = with_flag(state.status, int(SessionStatus.IsArchived), is_archived)
+            return replace(state, status=status)
+        case SessionActivityChangedAction(activity=activity):
+            return replace(state, activity=UNSET if activity is None else activity)
+        case SessionChangesetsChangedAction(changesets=changesets):
+            return replace(state, changesets=UNSET if changesets is None else changesets)
+        case SessionConfigChangedAction():
+            return _merge_config(state, action)
+        case SessionMetaChangedAction(meta=meta):
+            return replace(state, meta=UNSET if meta is None else meta)
+        case _:
+            return state
+
+
+assert ACTIVITY_MASK == 0b11111  # the roll-up above relies on the 5 activity bits
