@@ -391,7 +391,9 @@ class Generator:
         if key is None:
             shape = self.shape(name)
             pairs = ", ".join(f"({k!r}, {m})" for k, m in shape)
-            return typing_line_for(name, flat), f"    {name} = shape_union(\n        {name!r}, ({pairs},)\n    )"
+            return typing_line_for(
+                name, flat
+            ), f"    {name} = shape_union(\n        {name!r}, ({pairs},)\n    )"
         mapping: dict[str, str] = {}
         for member in members:
             for value in self.type_values(member, key):
@@ -464,7 +466,9 @@ class Generator:
             values = self.str_enums.get(name) or self.int_enums.get(name)
             if members:
                 pairs = [(m, enum_value(v)) for m, v in members]
-                if values is not None and sorted(map(str, values)) != sorted(str(v) for _, v in pairs):
+                if values is not None and sorted(map(str, values)) != sorted(
+                    str(v) for _, v in pairs
+                ):
                     pairs = [(pascal(str(v)), v) for v in values]
             elif values is not None:
                 pairs = [(pascal(str(v)), v) for v in values]
@@ -482,7 +486,9 @@ class Generator:
         # ActionType: every action type tag
         out.append("")
         out.append("class ActionType(StrEnum):")
-        out.append('    """Discriminant values for all state actions (the `type` of each action)."""')
+        out.append(
+            '    """Discriminant values for all state actions (the `type` of each action)."""'
+        )
         out.append("")
         for member in self.unions["StateAction"]:
             for value in dict.fromkeys(self.type_values(member, "type")):
@@ -517,7 +523,10 @@ class Generator:
             out.append(f"{name}: TypeAlias = {ann}")
         out.append("")
         names = sorted(
-            set(rendered) | set(self.unions) | set(self.any_aliases) | {"URI", "JsonPrimitive", "StringOrMarkdown"}
+            set(rendered)
+            | set(self.unions)
+            | set(self.any_aliases)
+            | {"URI", "JsonPrimitive", "StringOrMarkdown"}
         )
         out.append("#: Every named wire type, by its spec name (enums map to their wire type).")
         out.append("WIRE_TYPES: dict[str, Any] = {")

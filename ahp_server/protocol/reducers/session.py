@@ -127,6 +127,7 @@ def _upsert(items: tuple[T, ...], key: Callable[[T], object], item: T) -> tuple[
 def _without(items: tuple[T, ...], index: int) -> tuple[T, ...]:
     return (*items[:index], *items[index + 1 :])
 
+
 _Container = PluginCustomization | DirectoryCustomization
 
 
@@ -242,9 +243,7 @@ def _remove_customization(state: SessionState, removed_id: str) -> SessionState:
             assert isinstance(entry, (PluginCustomization, DirectoryCustomization))
             children = entry.children
             assert not isinstance(children, UnsetType)
-            position = next(
-                (i for i, c in enumerate(children) if _entry_id(c) == removed_id), None
-            )
+            position = next((i for i, c in enumerate(children) if _entry_id(c) == removed_id), None)
             if position is not None:
                 new_children = (*children[:position], *children[position + 1 :])
                 new_entries.append(replace(entry, children=new_children))
@@ -335,7 +334,9 @@ def reduce_session(state: SessionState, action: object, now: Clock) -> SessionSt
             return _remove_customization(state, removed_id)
         case SessionMcpServerStateChangedAction(id=mcp_id, state=mcp_state, channel=channel):
             return _update_mcp(
-                state, mcp_id, lambda entry: replace(
+                state,
+                mcp_id,
+                lambda entry: replace(
                     entry, state=mcp_state, channel=UNSET if channel is None else channel
                 ),
             )
