@@ -85,6 +85,8 @@ class OpenUnion(abc.ABC):
     #: For unions without a discriminator (``Snapshot.state``): (key, member)
     #: pairs; the first key present in the object picks the member.
     shape: ClassVar[tuple[tuple[str, type], ...]] = ()
+    #: False for a boolean discriminator (``approved``): it has no future values.
+    open_tags: ClassVar[bool] = True
 
     @classmethod
     def decode_obj(cls, obj: object) -> object:
@@ -106,8 +108,7 @@ class OpenUnion(abc.ABC):
             raise TypeError(f"`{cls.discriminator}` of {cls.__name__} must be a string")
         target = cls.variants.get(tag)
         if target is None:
-            if isinstance(tag, bool):
-                # A boolean discriminator (`approved`) has no future values.
+            if not cls.open_tags:
                 raise ValueError(f"invalid `{cls.discriminator}` for {cls.__name__}")
             return UnknownVariant(obj)
         if _is_open_union(target):
@@ -125,7 +126,12 @@ def open_union(name: str, discriminator: str, variants: Mapping[object, type]) -
     cls: type[OpenUnion] = abc.ABCMeta(  # type: ignore[assignment]
         name,
         (OpenUnion,),
-        {"discriminator": discriminator, "variants": dict(variants), "__module__": __name__},
+        {
+            "discriminator": discriminator,
+            "variants": dict(variants),
+            "open_tags": not any(isinstance(tag, bool) for tag in variants),
+            "__module__": __name__,
+        },
     )
     for member in set(variants.values()):
         cls.register(member)

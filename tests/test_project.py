@@ -1,0 +1,58 @@
+"""The project's promises to newcomers and CI: README commands, CI script, generated code."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SPEC = ROOT.parent / "shared" / "spec"
+
+
+def readme_commands() -> list[str]:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    first_screen = text[: text.index("## ")]
+    return re.findall(r"```sh\n(.+?)\n```", first_screen, flags=re.S)
+
+
+def test_readme_first_screen_gives_exactly_two_commands() -> None:
+    commands = readme_commands()
+    assert len(commands) == 2
+    assert "ahp-server serve" in commands[0]
+    assert "pytest" in commands[1]
+
+
+def test_ci_runs_the_readme_test_command_verbatim() -> None:
+    script = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    match = re.search(r"^TEST_COMMAND='(.+)'$", script, flags=re.M)
+    assert match is not None
+    assert match.group(1) == readme_commands()[1]
+    assert "ruff check" in script
+    assert "mypy --strict ahp_server" in script
+    assert '"$status" -eq 5' in script  # pytest's "no tests" is a failure
+
+
+@pytest.mark.skipif(not SPEC.is_dir(), reason="the spec checkout ../shared is not present")
+def test_generated_types_are_up_to_date() -> None:
+    result = subprocess.run(
+        [sys.executable, str(ROOT / ".ci" / "gen_types.py"), "--check"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+
+
+def test_cli_entry_point_runs() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "ahp_server", "--version"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0
+    assert "0.7.0" in result.stdout
