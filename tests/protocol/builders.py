@@ -189,6 +189,14 @@ def turn_json(turn_id: str) -> dict[str, Any]:
 
 
 # -- states --------------------------------------------------------------------------------
+#
+# The state builders take wire keys as keyword arguments; ``None`` removes a key
+# (the field is then absent, i.e. ``msgspec.UNSET``).
+
+
+def _merge(data: dict[str, Any], fields: dict[str, Any]) -> dict[str, Any]:
+    merged = {**data, **fields}
+    return {key: value for key, value in merged.items() if value is not None}
 
 
 def chat(**fields: Any) -> ChatState:
@@ -200,8 +208,7 @@ def chat(**fields: Any) -> ChatState:
         "modifiedAt": NOW,
         "turns": [],
     }
-    data.update(fields)
-    return codec.convert(data, ChatState)
+    return codec.convert(_merge(data, fields), ChatState)
 
 
 def chat_with_turn(parts: list[dict[str, Any]] | None = None, **fields: Any) -> ChatState:
@@ -239,8 +246,7 @@ def session(**fields: Any) -> SessionState:
         "chats": [chat_summary_json(CHAT, primaryWorkingDirectory=DIR_A)],
         "config": session_config_json(),
     }
-    data.update(fields)
-    return codec.convert(data, SessionState)
+    return codec.convert(_merge(data, fields), SessionState)
 
 
 def root_config_json() -> dict[str, Any]:
@@ -259,8 +265,7 @@ def root_config_json() -> dict[str, Any]:
 
 def root(**fields: Any) -> RootState:
     data: dict[str, Any] = {"agents": [], "config": root_config_json()}
-    data.update(fields)
-    return codec.convert(data, RootState)
+    return codec.convert(_merge(data, fields), RootState)
 
 
 # -- actions -------------------------------------------------------------------------------
