@@ -214,11 +214,30 @@ def check_dispatch(
 # -- root ----------------------------------------------------------------------------
 
 
+def _config_changes(
+    values: dict[str, Any], changes: dict[str, Any], replace: bool | UnsetType
+) -> dict[str, tuple[object, object]]:
+    """Every key whose value the action would change: ``{key: (old, new)}``.
+
+    With ``replace`` the keys the action leaves out are dropped, so they change too.
+    """
+    missing = object()
+    keys = set(changes) | (set(values) if replace is True else set())
+    changed: dict[str, tuple[object, object]] = {}
+    for key in keys:
+        old = values.get(key, missing)
+        new = changes.get(key, missing) if replace is True else changes[key]
+        if old != new:
+            changed[key] = (old, new)
+    return changed
+
+
 def _check_root(state: RootState, action: object) -> Rejection | None:
     if isinstance(action, RootConfigChangedAction):
         if isinstance(state.config, UnsetType):
             return Rejection(RejectionCode.ConfigNotAvailable, "the host has no configuration")
-        for key in action.config:
+        changed = _config_changes(state.config.values, action.config, action.replace)
+        for key in sorted(changed):
             prop = state.config.schema.properties.get(key)
             if prop is None:
                 return Rejection(RejectionCode.ConfigNotMutable, f"unknown config key {key!r}")
@@ -255,7 +274,8 @@ def _check_session(state: SessionState, action: object, client_id: str) -> Rejec
                 return Rejection(
                     RejectionCode.ConfigNotAvailable, "the session has no configuration"
                 )
-            for key in changes:
+            changed = _config_changes(state.config.values, changes, action.replace)
+            for key in sorted(changed):
                 prop = state.config.schema.properties.get(key)
                 if prop is None or prop.session_mutable is not True:
                     return Rejection(
@@ -418,8 +438,7 @@ def _check_answer(request: ChatInputRequest, question_id: str, answer: object) -
             chosen = list(value.value)
         else:  # pragma: no cover - excluded by the kind check above
             chosen = []
-        # An empty selection with free-form input is how "other" answers arrive.
-        unknown = [c for c in chosen if c not in ids and c != ""]
+        unknown = [c for c in chosen if c not in ids]
         if unknown and question.allow_freeform_input is not True:
             return Rejection(
                 RejectionCode.AnswerMismatch,
@@ -526,6 +545,11 @@ def _check_chat(
             if problem is not None:
                 return problem
             assert request is not None
+            if action.response not in ("accept", "decline", "cancel"):
+                return Rejection(
+                    RejectionCode.AnswerMismatch,
+                    f"response must be accept, decline or cancel, not {action.response!r}",
+                )
             given = {} if isinstance(action.answers, UnsetType) else action.answers
             for question_id, answer in given.items():
                 if problem := _check_answer(request, question_id, answer):

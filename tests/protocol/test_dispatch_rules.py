@@ -15,7 +15,7 @@ inputs. The remaining tests check the key rules one by one.
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
 
@@ -45,7 +45,7 @@ from tests.protocol.builders import (
 
 Code = RejectionCode
 
-# -- shared pieces ----------------------------------------------------------------------------
+# -- shared pieces -------------------------------------------------------------------------
 
 
 def turn_started(kind: str = "user", turn_id: str = "turn-2") -> Any:
@@ -112,7 +112,9 @@ def cancel(turn_id: str = "turn-1") -> Any:
     return action("chat/turnCancelled", turnId=turn_id, duration=12)
 
 
-def answer_changed(question_id: str, answer: dict[str, Any] | None, request_id: str = "req-1") -> Any:
+def answer_changed(
+    question_id: str, answer: dict[str, Any] | None, request_id: str = "req-1"
+) -> Any:
     fields: dict[str, Any] = {"requestId": request_id, "questionId": question_id}
     if answer is not None:
         fields["answer"] = answer
@@ -180,7 +182,10 @@ def chat_asking(
 ) -> ChatState:
     """A chat whose active turn holds input request ``req-1``."""
     part = b.input_part_json(
-        "req-1", ALL_QUESTIONS if questions is None else questions, answers=answers, response=response
+        "req-1",
+        ALL_QUESTIONS if questions is None else questions,
+        answers=answers,
+        response=response,
     )
     return b.chat_with_turn([part])
 
@@ -200,7 +205,7 @@ class Case:
     code: RejectionCode | None = None
     mentions: tuple[str, ...] = ()
     client_id: str = ME
-    session: SessionState | None = field(default=None)
+    session: SessionState | None = None
 
     def run(self) -> Rejection | None:
         return check_dispatch(self.state, self.action, self.client_id, session=self.session)
@@ -224,7 +229,7 @@ def accept(
     return Case(id, state, act, None, (), client_id, session)
 
 
-# -- rejection table --------------------------------------------------------------------------
+# -- rejection table -----------------------------------------------------------------------
 
 REJECTIONS: list[Case] = [
     # UnknownAction
@@ -785,3 +790,598 @@ REJECTIONS: list[Case] = [
         "nope",
     ),
 ]
+
+# -- accept table --------------------------------------------------------------------------
+
+ACCEPTS: list[Case] = [
+    # root
+    accept("root/configChanged", b.root(), action("root/configChanged", config={"theme": "light"})),
+    accept(
+        "root/configChanged-explicitly-not-read-only",
+        b.root(),
+        action("root/configChanged", config={"telemetry": True}),
+    ),
+    # session
+    accept("session/titleChanged", b.session(), action("session/titleChanged", title="Renamed")),
+    accept(
+        "session/activeClientSet",
+        b.session(),
+        action("session/activeClientSet", activeClient={"clientId": ME, "tools": []}),
+    ),
+    accept(
+        "session/activeClientRemoved",
+        b.session(activeClients=[{"clientId": ME, "tools": []}]),
+        action("session/activeClientRemoved", clientId=ME),
+    ),
+    accept(
+        "session/workingDirectorySet",
+        b.session(),
+        action("session/workingDirectorySet", directory=DIR_OUTSIDE),
+    ),
+    accept(
+        "session/workingDirectoryRemoved",
+        b.session(),
+        action("session/workingDirectoryRemoved", directory=DIR_B),
+    ),
+    accept(
+        "session/customizationToggled",
+        b.session(),
+        action("session/customizationToggled", id="cust-1", enabled=False),
+    ),
+    accept(
+        "session/mcpServerStartRequested",
+        b.session(),
+        action("session/mcpServerStartRequested", id="mcp-1"),
+    ),
+    accept(
+        "session/mcpServerStopRequested",
+        b.session(),
+        action("session/mcpServerStopRequested", id="mcp-1"),
+    ),
+    accept("session/isReadChanged", b.session(), action("session/isReadChanged", isRead=True)),
+    accept(
+        "session/isArchivedChanged",
+        b.session(),
+        action("session/isArchivedChanged", isArchived=True),
+    ),
+    accept(
+        "session/configChanged",
+        b.session(),
+        action("session/configChanged", config={"mode": "plan"}),
+    ),
+    # chat: turns
+    accept("chat/turnStarted", b.chat(), turn_started()),
+    accept("chat/turnStarted-explicitly-full", b.chat(interactivity="full"), turn_started()),
+    accept(
+        "chat/turnStarted-after-completed-turns",
+        b.chat(turns=[b.turn_json("turn-a")]),
+        turn_started(),
+    ),
+    accept("chat/turnCancelled", b.chat_with_turn(), cancel("turn-1")),
+    # chat: tool calls
+    accept(
+        "chat/toolCallConfirmed-approved",
+        chat_with_tool(b.pending_confirmation_tool_json("tc-1")),
+        approve("tc-1"),
+    ),
+    accept(
+        "chat/toolCallConfirmed-denied",
+        chat_with_tool(b.pending_confirmation_tool_json("tc-1")),
+        deny("tc-1"),
+    ),
+    accept(
+        "chat/toolCallConfirmed-client-tool-by-any-client",
+        chat_with_tool(b.pending_confirmation_tool_json("tc-1", b.client_contributor_json(ME))),
+        approve("tc-1"),
+        client_id=OTHER_CLIENT,
+    ),
+    accept("chat/toolCallComplete", owned_running(), complete("tc-1")),
+    accept(
+        "chat/toolCallComplete-among-other-parts",
+        b.chat_with_turn(
+            [
+                {"kind": "markdown", "id": "md-1", "content": "working"},
+                b.tool_part_json(b.completed_tool_json("tc-0")),
+                {"kind": "futurePart", "x": 1},
+                b.tool_part_json(b.running_tool_json("tc-1", b.client_contributor_json(ME))),
+            ]
+        ),
+        complete("tc-1"),
+    ),
+    accept("chat/toolCallContentChanged", owned_running(), content_changed("tc-1")),
+    accept(
+        "chat/toolCallResultConfirmed",
+        chat_with_tool(b.pending_result_tool_json("tc-1")),
+        result_confirmed("tc-1"),
+    ),
+    # chat: working directories
+    accept(
+        "chat/workingDirectorySet",
+        b.chat(workingDirectories=[DIR_A], primaryWorkingDirectory=DIR_A),
+        action("chat/workingDirectorySet", directory=DIR_B),
+        session=b.session(),
+    ),
+    accept(
+        "chat/workingDirectoryRemoved",
+        b.chat(workingDirectories=[DIR_A, DIR_B], primaryWorkingDirectory=DIR_A),
+        action("chat/workingDirectoryRemoved", directory=DIR_B),
+    ),
+    # chat: pending messages and drafts
+    accept("chat/pendingMessageSet-queued", b.chat(), pending_set("queued")),
+    accept("chat/pendingMessageSet-steering", b.chat_with_turn(), pending_set("steering")),
+    accept(
+        "chat/pendingMessageRemoved-steering",
+        b.chat(steeringMessage={"id": "pm-1", "message": b.message_json()}),
+        action("chat/pendingMessageRemoved", kind="steering", id="pm-1"),
+    ),
+    accept(
+        "chat/pendingMessageRemoved-queued",
+        b.chat(
+            queuedMessages=[
+                {"id": "pm-1", "message": b.message_json()},
+                {"id": "pm-2", "message": b.message_json()},
+            ]
+        ),
+        action("chat/pendingMessageRemoved", kind="queued", id="pm-2"),
+    ),
+    accept(
+        "chat/queuedMessagesReordered",
+        b.chat(queuedMessages=[{"id": "pm-1", "message": b.message_json()}]),
+        action("chat/queuedMessagesReordered", order=["pm-1", "pm-unknown"]),
+    ),
+    accept("chat/draftChanged", b.chat(), draft_changed()),
+    accept("chat/draftChanged-cleared", b.chat(), action("chat/draftChanged")),
+    accept("chat/draftChanged-null", b.chat(), action("chat/draftChanged", draft=None)),
+    # chat: input requests
+    accept("chat/inputAnswerChanged", chat_asking(), answer_changed("q-text", submitted(text()))),
+    accept(
+        "chat/inputAnswerChanged-draft",
+        chat_asking(),
+        answer_changed("q-num", b.answered_json(number(1.5), "draft")),
+    ),
+    accept("chat/inputAnswerChanged-cleared", chat_asking(), answer_changed("q-text", None)),
+    accept(
+        "chat/inputAnswerChanged-skipped",
+        chat_asking(),
+        answer_changed("q-bool", {"state": "skipped", "freeformValues": ["later"]}),
+    ),
+    accept(
+        "chat/inputCompleted-accept-all-required-submitted",
+        chat_asking(REQUIRED_QUESTIONS),
+        input_completed("accept", {"q-name": submitted(text()), "q-ok": submitted(boolean(False))}),
+    ),
+    accept(
+        "chat/inputCompleted-accept-required-already-submitted",
+        chat_asking(
+            REQUIRED_QUESTIONS,
+            answers={"q-name": submitted(text()), "q-ok": submitted(boolean())},
+        ),
+        input_completed("accept"),
+    ),
+    accept(
+        "chat/inputCompleted-decline-without-answers",
+        chat_asking(REQUIRED_QUESTIONS),
+        input_completed("decline"),
+    ),
+    accept(
+        "chat/inputCompleted-cancel-without-answers",
+        chat_asking(REQUIRED_QUESTIONS),
+        input_completed("cancel"),
+    ),
+    # chat: history
+    accept(
+        "chat/truncated-to-turn",
+        b.chat(turns=[b.turn_json("turn-a"), b.turn_json("turn-b")]),
+        action("chat/truncated", turnId="turn-a"),
+    ),
+    accept(
+        "chat/truncated-everything",
+        b.chat_with_turn(turns=[b.turn_json("turn-a")]),
+        action("chat/truncated"),
+    ),
+    accept("chat/truncated-empty-chat", b.chat(), action("chat/truncated")),
+    # forward compatibility: unknown variants inside known structures pass
+    accept(
+        "chat/inputAnswerChanged-unknown-question-kind",
+        chat_asking([{"kind": "colour-picker", "id": "q-colour", "message": "Colour?"}]),
+        answer_changed("q-colour", submitted(text("red"))),
+    ),
+    accept(
+        "chat/inputAnswerChanged-unknown-value-kind",
+        chat_asking(),
+        answer_changed("q-text", submitted({"kind": "hologram", "value": 1})),
+    ),
+    accept(
+        "chat/inputAnswerChanged-unknown-answer-state",
+        chat_asking(),
+        answer_changed("q-bool", {"state": "pondering"}),
+    ),
+]
+
+CASES = REJECTIONS + ACCEPTS
+
+
+def _type_of(act: Any) -> str:
+    return act.data["type"] if isinstance(act, UnknownVariant) else act.type
+
+
+# -- the tables ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("case", REJECTIONS, ids=lambda c: c.id)
+def test_rejection(case: Case) -> None:
+    result = case.run()
+    assert isinstance(result, Rejection), f"expected {case.code}, got {result!r}"
+    assert result.code is case.code
+    assert isinstance(result.reason, str)
+    assert result.reason.strip() == result.reason
+    assert len(result.reason) > 8
+    assert " " in result.reason  # a sentence, not a bare code
+    assert result.reason != result.code.value
+    for needle in case.mentions:
+        assert needle in result.reason, f"{needle!r} not in {result.reason!r}"
+
+
+@pytest.mark.parametrize("case", ACCEPTS, ids=lambda c: c.id)
+def test_accept(case: Case) -> None:
+    assert case.run() is None
+
+
+def test_every_rejection_code_has_a_case() -> None:
+    covered = {case.code for case in REJECTIONS}
+    missing = set(RejectionCode) - covered
+    assert not missing, f"RejectionCode members without a test case: {sorted(missing)}"
+
+
+def test_case_ids_are_unique() -> None:
+    ids = [case.id for case in CASES]
+    assert len(ids) == len(set(ids))
+
+
+def test_every_client_dispatchable_root_session_chat_type_has_an_accept_case() -> None:
+    wanted = {t for t in CLIENT_DISPATCHABLE if t.startswith(("root/", "session/", "chat/"))}
+    covered = {_type_of(case.action) for case in ACCEPTS}
+    assert wanted - covered == set(), f"no accept case for {sorted(wanted - covered)}"
+    assert covered <= wanted
+
+
+def _snapshot(value: Any) -> tuple[bytes, Any]:
+    return codec.encode(value), copy.deepcopy(codec.to_builtins(value))
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
+def test_check_dispatch_is_pure(case: Case) -> None:
+    inputs = (case.state, case.action, case.session)
+    before = [_snapshot(v) for v in inputs]
+    first = case.run()  # must not raise
+    second = case.run()
+    assert first == second, "check_dispatch is not deterministic"
+    assert [_snapshot(v) for v in inputs] == before, "check_dispatch mutated its inputs"
+
+
+# -- the action-type lists -----------------------------------------------------------------
+
+#: WIRE-SUMMARY §7, "Client-dispatchable actions", copied from the spec.
+SPEC_CLIENT_DISPATCHABLE = {
+    "root/configChanged",
+    "session/titleChanged",
+    "session/activeClientSet",
+    "session/activeClientRemoved",
+    "session/workingDirectorySet",
+    "session/workingDirectoryRemoved",
+    "session/customizationToggled",
+    "session/mcpServerStartRequested",
+    "session/mcpServerStopRequested",
+    "session/isReadChanged",
+    "session/isArchivedChanged",
+    "session/configChanged",
+    "chat/turnStarted",
+    "chat/toolCallConfirmed",
+    "chat/toolCallComplete",
+    "chat/toolCallResultConfirmed",
+    "chat/toolCallContentChanged",
+    "chat/turnCancelled",
+    "chat/workingDirectorySet",
+    "chat/workingDirectoryRemoved",
+    "chat/pendingMessageSet",
+    "chat/pendingMessageRemoved",
+    "chat/queuedMessagesReordered",
+    "chat/draftChanged",
+    "chat/inputAnswerChanged",
+    "chat/inputCompleted",
+    "chat/truncated",
+    "terminal/input",
+    "terminal/resized",
+    "terminal/claimed",
+    "terminal/titleChanged",
+    "terminal/cleared",
+    "changeset/filesReviewChanged",
+    "annotations/set",
+    "annotations/updated",
+    "annotations/removed",
+    "annotations/entrySet",
+    "annotations/entryRemoved",
+}
+
+
+def test_client_dispatchable_matches_the_spec() -> None:
+    assert set(CLIENT_DISPATCHABLE) == SPEC_CLIENT_DISPATCHABLE
+    assert set(CLIENT_DISPATCHABLE) <= {t.value for t in ActionType}
+
+
+STATE_FOR_PREFIX: dict[str, Any] = {
+    "root/": b.root(),
+    "session/": b.session(),
+    "chat/": b.chat_with_turn(),
+}
+
+SERVER_ONLY = sorted(
+    t.value
+    for t in ActionType
+    if t.value.startswith(tuple(STATE_FOR_PREFIX)) and t.value not in CLIENT_DISPATCHABLE
+)
+
+
+def _stand_in(type_: str) -> SimpleNamespace:
+    """An object with only a ``type``: enough for the channel and server-only gates."""
+    return SimpleNamespace(type=type_)
+
+
+@pytest.mark.parametrize("type_", SERVER_ONLY)
+def test_every_server_only_type_is_rejected_as_server_only(type_: str) -> None:
+    state = next(s for p, s in STATE_FOR_PREFIX.items() if type_.startswith(p))
+    result = check_dispatch(state, _stand_in(type_), ME)
+    assert result is not None
+    assert result.code is Code.ServerOnly
+    assert type_ in result.reason
+
+
+def test_server_only_list_matches_the_spec() -> None:
+    # WIRE-SUMMARY §7 "Server-only" names 3 root, 16 session and 14 chat types.
+    assert len([t for t in SERVER_ONLY if t.startswith("root/")]) == 3
+    assert len([t for t in SERVER_ONLY if t.startswith("session/")]) == 16
+    assert len([t for t in SERVER_ONLY if t.startswith("chat/")]) == 14
+    assert "session/defaultChatChanged" in SERVER_ONLY
+    assert "chat/inputRequested" in SERVER_ONLY
+
+
+@pytest.mark.parametrize("prefix", list(STATE_FOR_PREFIX))
+def test_every_action_of_another_family_is_wrong_channel(prefix: str) -> None:
+    state = STATE_FOR_PREFIX[prefix]
+    others = [t.value for t in ActionType if not t.value.startswith(prefix)]
+    assert others
+    for type_ in others:
+        result = check_dispatch(state, _stand_in(type_), ME)
+        assert result is not None, type_
+        assert result.code is Code.WrongChannel, type_
+        assert type_ in result.reason
+
+
+def test_is_client_dispatchable() -> None:
+    assert is_client_dispatchable(turn_started())
+    assert is_client_dispatchable(approve())
+    assert is_client_dispatchable(deny())
+    assert not is_client_dispatchable(action("chat/delta", turnId="t", partId="p", content="x"))
+    assert not is_client_dispatchable(action("session/defaultChatChanged", defaultChat=CHAT))
+    assert not is_client_dispatchable(action("root/agentsChanged", agents=[]))
+    assert not is_client_dispatchable(action("chat/somethingNew"))
+    # an unknown variant is never dispatchable, whatever its type claims
+    assert not is_client_dispatchable(UnknownVariant({"type": "chat/turnStarted"}))
+    assert not is_client_dispatchable(object())
+
+
+# -- key rules, one by one -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("origin", ["agent", "tool", "systemNotification"])
+@pytest.mark.parametrize(
+    "make",
+    [
+        pytest.param(turn_started, id="turnStarted"),
+        pytest.param(lambda kind: pending_set("queued", kind), id="pendingMessageSet-queued"),
+        pytest.param(lambda kind: pending_set("steering", kind), id="pendingMessageSet-steering"),
+        pytest.param(draft_changed, id="draftChanged"),
+    ],
+)
+def test_clients_may_only_send_user_messages(make: Any, origin: str) -> None:
+    rejected = check_dispatch(b.chat(), make(origin), ME)
+    assert rejected is not None
+    assert rejected.code is Code.NotUserMessage
+    assert origin in rejected.reason
+    assert check_dispatch(b.chat(), make("user"), ME) is None
+
+
+@pytest.mark.parametrize(
+    "make", [pytest.param(complete, id="complete"), pytest.param(content_changed, id="content")]
+)
+@pytest.mark.parametrize(
+    ("contributor", "sender"),
+    [
+        pytest.param(b.client_contributor_json(ME), OTHER_CLIENT, id="other-client"),
+        pytest.param(b.mcp_contributor_json(), ME, id="mcp-tool"),
+        pytest.param(None, ME, id="server-tool"),
+    ],
+)
+def test_only_the_owning_client_completes_a_client_tool(
+    make: Any, contributor: dict[str, Any] | None, sender: str
+) -> None:
+    state = chat_with_tool(b.running_tool_json("tc-1", contributor))
+    result = check_dispatch(state, make("tc-1"), sender)
+    assert result is not None
+    assert result.code is Code.NotToolOwner
+    assert "tc-1" in result.reason
+    # ... and the owner may
+    assert check_dispatch(owned_running(), make("tc-1"), ME) is None
+
+
+def test_owner_check_comes_before_the_state_check() -> None:
+    # a non-owner learns nothing about the call's state
+    state = chat_with_tool(b.completed_tool_json("tc-1", b.client_contributor_json(ME)))
+    result = check_dispatch(state, complete("tc-1"), OTHER_CLIENT)
+    assert result is not None
+    assert result.code is Code.NotToolOwner
+
+
+def test_turn_started_while_a_turn_is_active() -> None:
+    result = check_dispatch(b.chat_with_turn(), turn_started(turn_id="turn-2"), ME)
+    assert result is not None
+    assert result.code is Code.TurnInProgress
+    # the same message is fine once the chat is idle
+    assert check_dispatch(b.chat(), turn_started(turn_id="turn-2"), ME) is None
+
+
+def test_turn_cancelled_needs_an_active_turn() -> None:
+    result = check_dispatch(b.chat(turns=[b.turn_json("turn-1")]), cancel("turn-1"), ME)
+    assert result is not None
+    assert result.code is Code.NoActiveTurn
+    assert check_dispatch(b.chat_with_turn(), cancel("turn-1"), ME) is None
+
+
+@pytest.mark.parametrize("interactivity", ["read-only", "hidden"])
+def test_read_only_and_hidden_chats_take_no_messages_but_drafts(interactivity: str) -> None:
+    state = b.chat(interactivity=interactivity)
+    for act in (turn_started(), pending_set("queued"), pending_set("steering")):
+        result = check_dispatch(state, act, ME)
+        assert result is not None, act
+        assert result.code is Code.NotInteractive
+        assert interactivity in result.reason
+    assert check_dispatch(state, draft_changed(), ME) is None
+    assert check_dispatch(state, action("chat/draftChanged"), ME) is None
+
+
+def test_not_interactive_wins_over_turn_in_progress() -> None:
+    result = check_dispatch(b.chat_with_turn(interactivity="read-only"), turn_started(), ME)
+    assert result is not None
+    assert result.code is Code.NotInteractive
+
+
+@pytest.mark.parametrize(
+    ("question_id", "value"),
+    [
+        pytest.param("q-bool", text("yes"), id="text-for-boolean"),
+        pytest.param("q-bool", number(1), id="number-for-boolean"),
+        pytest.param("q-text", boolean(), id="boolean-for-text"),
+        pytest.param("q-text", selected("red"), id="selected-for-text"),
+        pytest.param("q-num", text("3"), id="text-for-number"),
+        pytest.param("q-int", number(2.5), id="fraction-for-integer"),
+        pytest.param("q-int", number(-0.001), id="small-fraction-for-integer"),
+        pytest.param("q-one", selected("green"), id="unknown-option-single"),
+        pytest.param("q-one", selected_many("red"), id="many-for-single"),
+        pytest.param("q-many", selected("a"), id="single-for-many"),
+        pytest.param("q-many", selected_many("a", "zzz"), id="unknown-option-many"),
+    ],
+)
+def test_answer_must_fit_its_question(question_id: str, value: dict[str, Any]) -> None:
+    for state in ("draft", "submitted"):
+        act = answer_changed(question_id, b.answered_json(value, state))
+        result = check_dispatch(chat_asking(), act, ME)
+        assert result is not None, state
+        assert result.code is Code.AnswerMismatch
+        assert question_id in result.reason
+    # the same check applies to the answers carried by chat/inputCompleted
+    completed = input_completed("accept", {question_id: submitted(value)})
+    result = check_dispatch(chat_asking(), completed, ME)
+    assert result is not None
+    assert result.code is Code.AnswerMismatch
+
+
+@pytest.mark.parametrize(
+    ("question_id", "value"),
+    [
+        pytest.param("q-text", text(""), id="text"),
+        pytest.param("q-num", number(2.5), id="fraction-for-number"),
+        pytest.param("q-num", number(3), id="int-for-number"),
+        pytest.param("q-int", number(3), id="int-for-integer"),
+        pytest.param("q-int", number(3.0), id="integral-float-for-integer"),
+        pytest.param("q-bool", boolean(False), id="boolean"),
+        pytest.param("q-one", selected("blue"), id="known-option-single"),
+        pytest.param("q-one-free", selected("teal"), id="freeform-single"),
+        pytest.param("q-one-free", selected(""), id="empty-freeform-single"),
+        pytest.param("q-many", selected_many("a", "b"), id="known-options-many"),
+        pytest.param("q-many", selected_many(), id="nothing-selected-many"),
+        pytest.param("q-many-free", selected_many("a", "other"), id="freeform-many"),
+    ],
+)
+def test_fitting_answers_are_accepted(question_id: str, value: dict[str, Any]) -> None:
+    assert check_dispatch(chat_asking(), answer_changed(question_id, submitted(value)), ME) is None
+
+
+def test_answer_to_a_resolved_request_is_rejected() -> None:
+    state = chat_asking(response="decline")
+    result = check_dispatch(state, answer_changed("q-text", submitted(text())), ME)
+    assert result is not None
+    assert result.code is Code.UnknownInputRequest
+
+
+def test_input_request_of_a_finished_turn_is_not_open() -> None:
+    # §7 table: the request must be in the *active* turn
+    finished = {
+        **b.turn_json("turn-a"),
+        "responseParts": [b.input_part_json("req-1", ALL_QUESTIONS)],
+    }
+    state = b.chat(turns=[finished])
+    result = check_dispatch(state, input_completed("cancel"), ME)
+    assert result is not None
+    assert result.code is Code.UnknownInputRequest
+
+
+def test_never_raises_on_odd_but_decodable_inputs() -> None:
+    odd_chat = b.chat_with_turn(
+        [
+            {"kind": "futurePart"},
+            b.tool_part_json({"status": "teleporting"}),  # no toolCallId at all
+            b.input_part_json("req-1"),  # no questions
+        ]
+    )
+    actions = [
+        approve("tc-1"),
+        deny("tc-1"),
+        complete("tc-1"),
+        content_changed("tc-1"),
+        result_confirmed("tc-1"),
+        answer_changed("q", submitted(text())),
+        input_completed("accept"),
+        input_completed("accept", {"q": {"state": "skipped"}}),
+        action("chat/truncated", turnId="nope"),
+        action("chat/pendingMessageRemoved", kind="mystery", id="x"),
+        action("chat/workingDirectorySet", directory=DIR_A),
+        action("chat/workingDirectoryRemoved", directory=DIR_A),
+        UnknownVariant({}),
+        UnknownVariant({"type": 42}),
+        object(),
+    ]
+    for act in actions:
+        result = check_dispatch(odd_chat, act, ME)
+        assert result is None or isinstance(result, Rejection)
+    # a request with no questions and no answers can be accepted
+    assert check_dispatch(odd_chat, input_completed("accept"), ME) is None
+
+
+# -- regressions: replace:true config changes, empty selections, bad responses ------------
+
+
+def test_session_config_replace_may_not_drop_immutable_values() -> None:
+    act = action("session/configChanged", config={"mode": "plan"}, replace=True)
+    result = check_dispatch(b.session(), act, ME)
+    assert result is not None
+    assert result.code is Code.ConfigNotMutable
+
+
+def test_root_config_replace_may_not_drop_read_only_values() -> None:
+    act = action("root/configChanged", config={"theme": "light"}, replace=True)
+    result = check_dispatch(b.root(), act, ME)
+    assert result is not None
+    assert result.code is Code.ConfigNotMutable
+
+
+def test_empty_selection_needs_freeform_input() -> None:
+    result = check_dispatch(chat_asking(), answer_changed("q-one", submitted(selected(""))), ME)
+    assert result is not None
+    assert result.code is Code.AnswerMismatch
+
+
+def test_input_completed_response_must_be_a_known_kind() -> None:
+    result = check_dispatch(chat_asking(), input_completed(response="maybe"), ME)
+    assert result is not None
+    assert result.code is Code.AnswerMismatch
+    assert "maybe" in result.reason
