@@ -11,7 +11,7 @@ reusable decoder.
 from __future__ import annotations
 
 import functools
-from typing import Any, TypeVar
+from typing import Any, TypeVar, overload
 
 import msgspec
 
@@ -30,21 +30,30 @@ def encode(value: object) -> bytes:
 
 
 @functools.cache
-def decoder(type_: Any) -> msgspec.json.Decoder[Any]:
+def decoder(type_: object) -> msgspec.json.Decoder[Any]:
     """The shared JSON decoder for ``type_`` (open unions resolved)."""
     return msgspec.json.Decoder(type_, dec_hook=dec_hook)
 
 
-def decode(data: bytes | memoryview | str, type_: type[T]) -> T:
-    """Decode JSON into ``type_``; raises ``msgspec.DecodeError``/``ValidationError``."""
-    result: T = decoder(type_).decode(data)  # type: ignore[arg-type]  # types are hashable
-    return result
+@overload
+def decode(data: bytes | memoryview | str, type_: type[T]) -> T: ...
+@overload
+def decode(data: bytes | memoryview | str, type_: object) -> Any: ...
+def decode(data: bytes | memoryview | str, type_: object) -> Any:
+    """Decode JSON into ``type_`` (a struct, or a union alias such as ``StateAction``).
+
+    Raises ``msgspec.DecodeError`` / ``msgspec.ValidationError``.
+    """
+    return decoder(type_).decode(data)
 
 
-def convert(value: object, type_: type[T]) -> T:
+@overload
+def convert(value: object, type_: type[T]) -> T: ...
+@overload
+def convert(value: object, type_: object) -> Any: ...
+def convert(value: object, type_: object) -> Any:
     """Convert already-parsed JSON builtins into ``type_``."""
-    result: T = msgspec.convert(value, type_, dec_hook=dec_hook)
-    return result
+    return msgspec.convert(value, type_, dec_hook=dec_hook)
 
 
 def to_builtins(value: object) -> Any:

@@ -55,12 +55,16 @@ class ProtocolError(Exception):
 
     code: int = JsonRpcErrorCode.InternalError
 
-    def __init__(self, message: str, *, code: int | None = None, data: Any = None) -> None:
+    def __init__(
+        self, message: str, *, code: int | None = None, data: Any = None, close: bool = False
+    ) -> None:
         super().__init__(message)
         if code is not None:
             self.code = code
         self.message = message
         self.data = data
+        #: The connection must be closed after this error is sent (e.g. -32005).
+        self.close = close
 
 
 class ParseError(ProtocolError):

@@ -13,9 +13,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 __all__ = [
+    "ACTION_INTRODUCED_IN",
     "PROTOCOL_VERSION",
     "SUPPORTED_VERSIONS",
     "ProtocolVersion",
+    "blocked_action_types",
     "negotiate",
     "parse_version",
 ]
@@ -64,3 +66,28 @@ def negotiate(offered: Sequence[str], supported: Iterable[str] = SUPPORTED_VERSI
     if not candidates:
         return None
     return max(candidates, key=lambda v: parse_version(v) or (0, 0, 0))
+
+
+#: The protocol version that introduced each action type newer than our oldest
+#: supported version (upstream ``ACTION_INTRODUCED_IN``); older types are 0.5.1 or before.
+ACTION_INTRODUCED_IN: dict[str, str] = {
+    "session/mcpServerStartRequested": "0.5.2",
+    "session/mcpServerStopRequested": "0.5.2",
+    "chat/toolCallAuthRequired": "0.6.0",
+    "chat/toolCallAuthResolved": "0.6.0",
+    "changeset/filesReviewChanged": "0.6.0",
+    "session/workingDirectorySet": "0.7.0",
+    "session/workingDirectoryRemoved": "0.7.0",
+    "chat/workingDirectorySet": "0.7.0",
+    "chat/workingDirectoryRemoved": "0.7.0",
+}
+
+
+def blocked_action_types(version: str) -> frozenset[str]:
+    """Action types a client that negotiated ``version`` must never receive (§3.1)."""
+    negotiated = parse_version(version) or (0, 0, 0)
+    return frozenset(
+        action
+        for action, introduced in ACTION_INTRODUCED_IN.items()
+        if (parse_version(introduced) or (0, 0, 0)) > negotiated
+    )

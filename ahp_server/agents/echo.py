@@ -1,0 +1,184 @@
+"""The built-in echo agent: offline, deterministic, and able to demo every client feature.
+
+Layer: agents.
+
+Plain text is echoed back as Markdown in several chunks, after a short
+reasoning note, followed by a usage report. A directive at the start of the
+message selects a demo (documented in the README):
+
+``/slow <ms> <text>``
+    Echo ``text`` one word every ``ms`` milliseconds (watch a stream, cancel it).
+    A steering message sent meanwhile is acknowledged in the stream.
+``/tool``
+    A tool call that waits for the user's confirmation, then "runs".
+``/client-tool``
+    A tool call that the client which sent the message must execute
+    (``contributor: {kind: "client", clientId}``); the agent waits for its result.
+``/input``
+    An input request with a text, a boolean and a single-select question.
+``/error``
+    The turn ends with ``chat/error``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+
+from ahp_server.agents.base import AgentError, TurnIO, TurnRequest
+from ahp_server.protocol.types import (
+    AgentCapabilities,
+    AgentInfo,
+    ChatInputAnswered,
+    ChatInputBooleanQuestion,
+    ChatInputOption,
+    ChatInputRequest,
+    ChatInputSingleSelectQuestion,
+    ChatInputTextQuestion,
+    MarkdownString,
+    MultipleChatsCapability,
+    MultipleWorkingDirectoriesCapability,
+    SessionModelInfo,
+    ToolCallResult,
+    ToolResultTextContent,
+    UsageInfo,
+)
+
+__all__ = ["ECHO_PROVIDER", "EchoAgent"]
+
+ECHO_PROVIDER = "echo"
+_CHUNK_WORDS = 3
+_SLOW = re.compile(r"^/slow\s+(\d+)\s*(.*)$", re.S)
+
+
+def _chunks(text: str, words: int = _CHUNK_WORDS) -> list[str]:
+    """Split ``text`` into chunks of a few words, keeping every character."""
+    pieces = re.findall(r"\S+\s*|\s+", text)
+    return ["".join(pieces[i : i + words]) for i in range(0, len(pieces), words)] or [""]
+
+
+class EchoAgent:
+    """The default provider: repeats what it is told, and demos the protocol."""
+
+    def __init__(self, *, clock_tick: float = 0.0) -> None:
+        # A pause between plain chunks (0 by default: fast and deterministic).
+        self._tick = clock_tick
+
+    @property
+    def info(self) -> AgentInfo:
+        return AgentInfo(
+            provider=ECHO_PROVIDER,
+            display_name="Echo",
+            description="Built-in offline agent: echoes messages and demos every protocol feature.",
+            models=(SessionModelInfo(id="echo-1", provider=ECHO_PROVIDER, name="Echo 1"),),
+            capabilities=AgentCapabilities(
+                multiple_chats=MultipleChatsCapability(fork=True, side_chat=True),
+                multiple_working_directories=MultipleWorkingDirectoriesCapability(
+                    requires_primary=False
+                ),
+            ),
+        )
+
+    async def run_turn(self, request: TurnRequest, io: TurnIO) -> None:
+        text = request.message.text
+        stripped = text.strip()
+        if slow := _SLOW.match(stripped):
+            await self._slow(io, int(slow.group(1)), slow.group(2))
+        elif stripped.startswith("/tool"):
+            await self._tool(io)
+        elif stripped.startswith("/client-tool"):
+            await self._client_tool(io, request)
+        elif stripped.startswith("/input"):
+            await self._input(io)
+        elif stripped.startswith("/error"):
+            await io.text("About to fail, as asked.")
+            raise AgentError("The echo agent was asked to fail (/error).", error_type="echoError")
+        else:
+            await self._echo(io, text)
+        words = len(text.split())
+        await io.usage(UsageInfo(input_tokens=words, output_tokens=words, model="echo-1"))
+
+    async def _echo(self, io: TurnIO, text: str) -> None:
+        await io.reasoning(f"The user said {len(text)} characters; echoing them back.")
+        for chunk in _chunks(text):
+            await io.text(chunk)
+            if self._tick:
+                await asyncio.sleep(self._tick)
+
+    async def _slow(self, io: TurnIO, interval_ms: int, text: str) -> None:
+        await io.activity("typing slowly")
+        for word in _chunks(text or "slow stream of words", words=1):
+            await io.text(word)
+            steering = await io.take_steering()
+            if steering is not None:
+                await io.text(f"\n\n*(steered: {steering.text})*\n\n")
+            await asyncio.sleep(interval_ms / 1000)
+        await io.activity(None)
+
+    async def _tool(self, io: TurnIO) -> None:
+        call = await io.start_tool_call(
+            tool_name="echo_write_file",
+            display_name="Write file",
+            invocation_message="Write `hello.txt` with a greeting",
+            tool_input='{"path": "hello.txt", "content": "hello"}',
+            confirm=True,
+            confirmation_title=MarkdownString(
+                markdown="Allow the echo agent to write `hello.txt`?"
+            ),
+        )
+        decision = await call.decision()
+        if not decision.approved:
+            await io.text(f"Fine, I will not write the file ({decision.reason or 'denied'}).")
+            return
+        await call.set_content((ToolResultTextContent(text="writing hello.txt…"),))
+        await call.complete(
+            ToolCallResult(
+                success=True,
+                past_tense_message="Wrote `hello.txt`",
+                content=(ToolResultTextContent(text="hello"),),
+            )
+        )
+        await io.text("Done: the (pretend) file is written.")
+
+    async def _client_tool(self, io: TurnIO, request: TurnRequest) -> None:
+        if request.client_id is None:
+            await io.text("No client started this turn, so no client can run the tool.")
+            return
+        call = await io.start_tool_call(
+            tool_name="client_echo",
+            display_name="Client echo",
+            invocation_message="Ask your client to run `client_echo`",
+            tool_input='{"text": "ping"}',
+            client_id=request.client_id,
+        )
+        result = await call.client_result()
+        outcome = "succeeded" if result.success else "failed"
+        await io.text(f"The client tool {outcome}.")
+
+    async def _input(self, io: TurnIO) -> None:
+        answer = await io.request_input(
+            ChatInputRequest(
+                id="echo-input",
+                message="The echo agent has a few questions.",
+                questions=(
+                    ChatInputTextQuestion(id="name", message="What is your name?", required=True),
+                    ChatInputBooleanQuestion(id="tea", message="Tea?", default_value=True),
+                    ChatInputSingleSelectQuestion(
+                        id="color",
+                        message="Pick a color",
+                        options=(
+                            ChatInputOption(id="red", label="Red"),
+                            ChatInputOption(id="blue", label="Blue", recommended=True),
+                        ),
+                    ),
+                ),
+            )
+        )
+        if answer.response != "accept":
+            await io.text(f"No answers ({answer.response}).")
+            return
+        parts = []
+        for question_id, value in sorted(answer.answers.items()):
+            if isinstance(value, ChatInputAnswered):
+                parts.append(f"{question_id} = {getattr(value.value, 'value', '?')}")
+        await io.text("You answered: " + (", ".join(parts) or "nothing"))

@@ -1,0 +1,692 @@
+"""Channel actors: the single writer of each root, session and chat state.
+
+Layer: host (asyncio).
+
+Each channel is owned by one actor task with a bounded inbox. Only the actor
+changes its state, and always the same way (:meth:`ChannelActor.apply`): run
+the pure reducer, take the next global ``serverSeq`` and publish the envelope —
+one synchronous step, so ordering holds across actors (see ``sequencer.py``).
+Actors never wait on a subscriber: publishing only appends to outboxes.
+
+Inbox policy (docs/architecture.md): producers *wait* when an actor's inbox is
+full. Waits only ever go one way — connection/turn engine → chat actor →
+session actor → (root notifications, which never wait) — so no cycle of full
+inboxes can deadlock.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+import structlog
+from msgspec import UNSET, UnsetType
+from msgspec.structs import replace
+
+from ahp_server.agents.base import InputAnswer, ToolDecision, TurnRequest
+from ahp_server.host.fanout import Connection
+from ahp_server.host.sequencer import action_type
+from ahp_server.host.turns import TurnRunner
+from ahp_server.protocol.dispatch_rules import Rejection, check_dispatch
+from ahp_server.protocol.reducers import iso_timestamp, reduce_chat, reduce_root, reduce_session
+from ahp_server.protocol.reducers._common import ACTIVITY_MASK
+from ahp_server.protocol.types import (
+    ActionOrigin,
+    ActiveTurn,
+    ChatInputCompletedAction,
+    ChatPendingMessageRemovedAction,
+    ChatPendingMessageSetAction,
+    ChatState,
+    ChatSummary,
+    ChatToolCallApprovedAction,
+    ChatToolCallCompleteAction,
+    ChatToolCallDeniedAction,
+    ChatTruncatedAction,
+    ChatTurnCancelledAction,
+    ChatTurnStartedAction,
+    InputRequestResponsePart,
+    Message,
+    PartialChatSummary,
+    PartialSessionSummary,
+    PendingMessage,
+    ResponsePart,
+    RootState,
+    SessionChatInputRequest,
+    SessionChatUpdatedAction,
+    SessionInputNeededRemovedAction,
+    SessionInputNeededSetAction,
+    SessionInputRequest,
+    SessionState,
+    SessionStatus,
+    SessionSummary,
+    SessionSummaryChangedParams,
+    SessionToolAuthenticationRequest,
+    SessionToolClientExecutionRequest,
+    SessionToolConfirmationRequest,
+    ToolCallAuthRequiredState,
+    ToolCallClientContributor,
+    ToolCallPendingConfirmationState,
+    ToolCallPendingResultConfirmationState,
+    ToolCallResponsePart,
+    ToolCallRunningState,
+    Turn,
+)
+
+if TYPE_CHECKING:
+    from ahp_server.host.host import Host
+
+__all__ = [
+    "ChannelActor",
+    "ChatActor",
+    "RootActor",
+    "SessionActor",
+    "SourceContext",
+    "chat_summary",
+    "turns_cursor",
+]
+
+log = structlog.get_logger(__name__)
+
+S = TypeVar("S", RootState, SessionState, ChatState)
+R = TypeVar("R")
+
+ROOT = "ahp-root://"
+
+
+# -- messages --------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _ClientDispatch:
+    action: object
+    origin: ActionOrigin
+    connection: Connection
+
+
+@dataclass(slots=True)
+class _ServerAction:
+    action: object
+    runner: TurnRunner | None = None
+    final: bool = False
+    done: asyncio.Future[int] | None = None
+
+
+@dataclass(slots=True)
+class _Call:
+    fn: Callable[[], Awaitable[Any]]
+    future: asyncio.Future[Any]
+
+
+@dataclass(slots=True)
+class _ChatChanged:
+    """A chat's catalogue entry and blocking requests, for its session to mirror."""
+
+    chat: str
+    summary: ChatSummary | None
+    requests: tuple[SessionInputRequest, ...]
+
+
+# -- the base actor --------------------------------------------------------------------------
+
+
+class ChannelActor(Generic[S]):
+    """Owns one channel's state; everything that changes it goes through the inbox."""
+
+    def __init__(self, host: Host, uri: str, state: S) -> None:
+        self.host: Host = host
+        self.uri: str = uri
+        self.state: S = state
+        self.inbox: asyncio.Queue[object] = asyncio.Queue(host.settings.actor_inbox)
+        self.closed = False
+        self._task: asyncio.Task[None] | None = None
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._loop(), name=f"actor {self.uri}")
+
+    async def stop(self) -> None:
+        self.closed = True
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+    async def _loop(self) -> None:
+        while True:
+            message = await self.inbox.get()
+            try:
+                await self._handle(message)
+            except Exception:  # task boundary: one bad message must not kill the channel
+                log.exception("actor failed", channel=self.uri, message=type(message).__name__)
+
+    # -- entry points (any task) --------------------------------------------------------------
+
+    async def submit(self, message: object) -> None:
+        """Queue a message; waits while the inbox is full (backpressure)."""
+        if not self.closed:
+            await self.inbox.put(message)
+
+    async def dispatch(self, action: object, origin: ActionOrigin, connection: Connection) -> None:
+        """A client's ``dispatchAction`` (validated, then applied or echoed as rejected)."""
+        await self.submit(_ClientDispatch(action, origin, connection))
+
+    async def apply_server(self, action: object) -> int:
+        """Apply a server-originated action and wait until it is published."""
+        done: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        await self.submit(_ServerAction(action, done=done))
+        return await done
+
+    async def call(self, fn: Callable[[], Awaitable[R]]) -> R:
+        """Run ``fn`` inside the actor (between two messages) and return its result."""
+        future: asyncio.Future[R] = asyncio.get_running_loop().create_future()
+        await self.submit(_Call(fn, future))
+        return await future
+
+    # -- inside the actor ---------------------------------------------------------------------
+
+    def reduce(self, state: S, action: object) -> S:
+        raise NotImplementedError
+
+    def check(self, action: object, client_id: str) -> Rejection | None:
+        return check_dispatch(self.state, action, client_id)
+
+    def apply(self, action: object, origin: ActionOrigin | None = None) -> int:
+        """Reduce, sequence and publish one action — the only way state changes."""
+        self.state = self.reduce(self.state, action)
+        seq = self.host.hub.publish(self.uri, action, origin)
+        self.after_apply(action)
+        return seq
+
+    def after_apply(self, action: object) -> None:
+        """Synchronous bookkeeping right after an action is published."""
+
+    async def after_client_action(self, action: object, client_id: str) -> None:
+        """Side effects of an accepted client action."""
+
+    async def after_server_action(self, message: _ServerAction) -> None:
+        """Side effects of an applied server action."""
+
+    async def handle_other(self, message: object) -> None:
+        raise TypeError(f"unexpected message {message!r}")
+
+    async def _handle(self, message: object) -> None:
+        match message:
+            case _ClientDispatch():
+                action, origin, connection = message.action, message.origin, message.connection
+                rejection = self.check(action, origin.client_id)
+                if rejection is not None:
+                    self.host.metrics_rejected += 1
+                    log.info(
+                        "action rejected",
+                        channel=self.uri,
+                        client_id=origin.client_id,
+                        action=action_type(action),
+                        code=rejection.code.value,
+                    )
+                    self.host.hub.reject(connection, self.uri, action, origin, rejection.reason)
+                    return
+                self.apply(action, origin)
+                await self.after_client_action(action, origin.client_id)
+            case _ServerAction():
+                if not self.accepts(message):
+                    if message.done is not None and not message.done.done():
+                        message.done.set_result(self.host.hub.server_seq)
+                    return
+                seq = self.apply(message.action)
+                if message.done is not None and not message.done.done():
+                    message.done.set_result(seq)
+                await self.after_server_action(message)
+            case _Call():
+                future = message.future
+                try:
+                    result = await message.fn()
+                except Exception as error:  # noqa: BLE001 - handed to the caller, which raises it
+                    if not future.done():
+                        future.set_exception(error)
+                else:
+                    if not future.done():
+                        future.set_result(result)
+            case _:
+                await self.handle_other(message)
+
+    def accepts(self, message: _ServerAction) -> bool:
+        return True
+
+
+# -- root ------------------------------------------------------------------------------------
+
+
+class RootActor(ChannelActor[RootState]):
+    """``ahp-root://``: agents, active-session count, host config."""
+
+    def reduce(self, state: RootState, action: object) -> RootState:
+        return reduce_root(state, action, self.host.now)
+
+
+# -- session ---------------------------------------------------------------------------------
+
+_SUMMARY_FIELDS = (
+    "title",
+    "status",
+    "activity",
+    "modified_at",
+    "origin",
+    "interactivity",
+    "working_directories",
+    "primary_working_directory",
+)
+
+
+def chat_summary(state: ChatState) -> ChatSummary:
+    """The catalogue entry a chat's state denormalizes (WIRE-SUMMARY §10.7)."""
+    return ChatSummary(
+        resource=state.resource,
+        title=state.title,
+        status=state.status,
+        activity=state.activity,
+        modified_at=state.modified_at,
+        origin=state.origin,
+        interactivity=state.interactivity,
+        working_directories=state.working_directories,
+        primary_working_directory=state.primary_working_directory,
+    )
+
+
+def _summary_changes(old: ChatSummary, new: ChatSummary) -> PartialChatSummary | None:
+    """Only the changed fields; a cleared field is sent as ``null``.
+
+    ``primaryWorkingDirectory`` is fixed at creation and never sent.
+    """
+    changes: dict[str, Any] = {}
+    for field in _SUMMARY_FIELDS:
+        if field == "primary_working_directory":
+            continue
+        before, after = getattr(old, field), getattr(new, field)
+        if before != after:
+            changes[field] = None if after is UNSET else after
+    return PartialChatSummary(**changes) if changes else None
+
+
+class SessionActor(ChannelActor[SessionState]):
+    """``ahp-session:/<id>``: the session, its chat catalogue and its input roll-up."""
+
+    def __init__(self, host: Host, uri: str, state: SessionState, *, created_at: str) -> None:
+        super().__init__(host, uri, state)
+        self.created_at = created_at
+        self.chats: dict[str, ChatActor] = {}
+        self.summary = self.compute_summary()
+
+    def reduce(self, state: SessionState, action: object) -> SessionState:
+        return reduce_session(state, action, self.host.now)
+
+    def after_apply(self, action: object) -> None:
+        self._publish_summary()
+
+    def compute_summary(self) -> SessionSummary:
+        """The catalogue entry of this session (``listSessions``, ``root/session*``)."""
+        state = self.state
+        chats = state.chats
+        modified = max([self.created_at, *(c.modified_at for c in chats)])
+        source = next((c for c in chats if c.resource == state.default_chat), None)
+        if source is None and chats:
+            source = max(chats, key=lambda c: c.modified_at)
+        activity = (source.status & ACTIVITY_MASK) if source else int(SessionStatus.Idle)
+        if not isinstance(state.input_needed, UnsetType) and state.input_needed:
+            activity = int(SessionStatus.InputNeeded)
+        elif any(c.status & ACTIVITY_MASK == SessionStatus.Error for c in chats):
+            activity = int(SessionStatus.Error)
+        status = (state.status & ~ACTIVITY_MASK) | activity
+        return SessionSummary(
+            provider=state.provider,
+            title=state.title,
+            status=status,
+            activity=source.activity if source else UNSET,
+            working_directories=state.working_directories,
+            resource=self.uri,
+            created_at=self.created_at,
+            modified_at=modified,
+            meta=state.meta,
+        )
+
+    def _publish_summary(self) -> None:
+        summary = self.compute_summary()
+        if summary == self.summary:
+            return
+        changes: dict[str, Any] = {}
+        for field in summary.__struct_fields__:
+            if field in ("resource", "provider", "created_at"):
+                continue  # identity fields never change (root.md)
+            before, after = getattr(self.summary, field), getattr(summary, field)
+            if before != after:
+                changes[field] = None if after is UNSET else after
+        self.summary = summary
+        if changes:
+            self.host.hub.notify(
+                ROOT,
+                "root/sessionSummaryChanged",
+                SessionSummaryChangedParams(
+                    channel=ROOT, session=self.uri, changes=PartialSessionSummary(**changes)
+                ),
+            )
+
+    async def handle_other(self, message: object) -> None:
+        if isinstance(message, _ChatChanged):
+            self._mirror_chat(message)
+            return
+        await super().handle_other(message)
+
+    async def forget_chat(self, chat: str) -> None:
+        """Drop the input-needed entries of a disposed chat."""
+        await self.submit(_ChatChanged(chat, None, ()))
+
+    def _mirror_chat(self, message: _ChatChanged) -> None:
+        entry = next((c for c in self.state.chats if c.resource == message.chat), None)
+        if entry is not None and message.summary is not None:
+            changes = _summary_changes(entry, message.summary)
+            if changes is not None:
+                self.apply(SessionChatUpdatedAction(chat=message.chat, changes=changes))
+        current = {
+            getattr(r, "id", ""): r
+            for r in (
+                () if isinstance(self.state.input_needed, UnsetType) else self.state.input_needed
+            )
+            if getattr(r, "chat", None) == message.chat
+        }
+        wanted = {getattr(r, "id", ""): r for r in message.requests}
+        for request_id, request in wanted.items():
+            if current.get(request_id) != request:
+                self.apply(SessionInputNeededSetAction(request=request))
+        for request_id in current.keys() - wanted.keys():
+            self.apply(SessionInputNeededRemovedAction(id=request_id))
+
+
+# -- chat ------------------------------------------------------------------------------------
+
+#: Actions after which a chat's catalogue entry or blocking requests may differ.
+_MIRRORED = frozenset(
+    {
+        "chat/turnStarted",
+        "chat/turnComplete",
+        "chat/turnCancelled",
+        "chat/error",
+        "chat/truncated",
+        "chat/activityChanged",
+        "chat/workingDirectorySet",
+        "chat/workingDirectoryRemoved",
+        "chat/toolCallReady",
+        "chat/toolCallConfirmed",
+        "chat/toolCallComplete",
+        "chat/toolCallResultConfirmed",
+        "chat/toolCallContentChanged",
+        "chat/toolCallAuthRequired",
+        "chat/toolCallAuthResolved",
+        "chat/inputRequested",
+        "chat/inputAnswerChanged",
+        "chat/inputCompleted",
+    }
+)
+
+
+@dataclass(frozen=True, slots=True)
+class SourceContext:
+    """What a side chat's agent sees of its source (never shown in the side chat)."""
+
+    turns: tuple[Turn, ...] = ()
+    partial: tuple[ResponsePart, ...] = ()
+
+
+class ChatActor(ChannelActor[ChatState]):
+    """``ahp-chat:/<id>``: one chat, its turn engine, and its queue of pending messages."""
+
+    def __init__(
+        self,
+        host: Host,
+        uri: str,
+        state: ChatState,
+        *,
+        session: SessionActor,
+        source: SourceContext | None = None,
+    ) -> None:
+        super().__init__(host, uri, state)
+        self.session = session
+        self.source = source or SourceContext()
+        self.runner: TurnRunner | None = None
+        self._message_clients: dict[str, str] = {}
+        self._last_summary = chat_summary(state)
+        self._last_requests: tuple[SessionInputRequest, ...] = ()
+
+    def reduce(self, state: ChatState, action: object) -> ChatState:
+        return reduce_chat(state, action, self.host.now)
+
+    def check(self, action: object, client_id: str) -> Rejection | None:
+        return check_dispatch(self.state, action, client_id, session=self.session.state)
+
+    def accepts(self, message: _ServerAction) -> bool:
+        # Late events of an aborted turn are dropped (the actor already ended it).
+        return message.runner is None or message.runner is self.runner
+
+    async def submit_from_runner(
+        self, runner: TurnRunner, action: object, *, final_action: bool = False
+    ) -> None:
+        await self.submit(_ServerAction(action, runner=runner, final=final_action))
+
+    async def stop(self) -> None:
+        if self.runner is not None:
+            self.runner.abort()
+            self.runner = None
+        await super().stop()
+
+    # -- side effects -------------------------------------------------------------------------
+
+    async def after_client_action(self, action: object, client_id: str) -> None:
+        runner = self.runner
+        match action:
+            case ChatTurnStartedAction(turn_id=turn_id, message=message):
+                self._start_runner(turn_id, message, client_id)
+            case ChatTurnCancelledAction():
+                self._abort_runner()
+                await self._start_next()
+            case ChatToolCallApprovedAction() if runner is not None:
+                edited = action.edited_tool_input
+                runner.resolve_decision(
+                    action.tool_call_id,
+                    ToolDecision(
+                        approved=True,
+                        edited_input=None if isinstance(edited, UnsetType) else edited,
+                        selected_option_id=_str_or_none(action.selected_option_id),
+                    ),
+                )
+            case ChatToolCallDeniedAction() if runner is not None:
+                runner.resolve_decision(
+                    action.tool_call_id,
+                    ToolDecision(
+                        approved=False,
+                        reason=action.reason,
+                        selected_option_id=_str_or_none(action.selected_option_id),
+                    ),
+                )
+            case ChatToolCallCompleteAction() if runner is not None:
+                runner.resolve_client_result(action.tool_call_id, action.result)
+            case ChatInputCompletedAction(request_id=request_id) if runner is not None:
+                runner.resolve_input(request_id, self._input_answer(request_id, action.response))
+            case ChatPendingMessageSetAction(id=message_id):
+                self._message_clients[message_id] = client_id
+                if not isinstance(self.state.active_turn, ActiveTurn):
+                    await self._start_next()
+            case ChatTruncatedAction():
+                if not isinstance(self.state.active_turn, ActiveTurn):
+                    self._abort_runner()
+            case _:
+                pass
+        await self._mirror(action)
+
+    async def after_server_action(self, message: _ServerAction) -> None:
+        if message.final:
+            self.runner = None
+            await self._mirror(message.action)
+            await self._start_next()
+            return
+        await self._mirror(message.action)
+
+    def _input_answer(self, request_id: str, response: str) -> InputAnswer:
+        turn = self.state.active_turn
+        if isinstance(turn, ActiveTurn):
+            for part in turn.response_parts:
+                if isinstance(part, InputRequestResponsePart) and part.request.id == request_id:
+                    answers = part.request.answers
+                    return InputAnswer(
+                        response=response,
+                        answers={} if isinstance(answers, UnsetType) else dict(answers),
+                    )
+        return InputAnswer(response=response)
+
+    def _abort_runner(self) -> None:
+        if self.runner is not None:
+            self.runner.abort()
+            self.runner = None
+
+    def _start_runner(self, turn_id: str, message: Message, client_id: str | None) -> None:
+        self._abort_runner()  # never two turns at once
+        provider = self.host.provider(self.session.state.provider)
+        state = self.state
+        request = TurnRequest(
+            session=self.session.uri,
+            chat=self.uri,
+            turn_id=turn_id,
+            message=message,
+            history=state.turns,
+            source_context=self.source.turns,
+            source_partial=self.source.partial,
+            working_directories=()
+            if isinstance(state.working_directories, UnsetType)
+            else state.working_directories,
+            primary_working_directory=None
+            if isinstance(state.primary_working_directory, UnsetType)
+            else state.primary_working_directory,
+            client_id=client_id,
+        )
+        self.runner = TurnRunner(
+            self, provider, request, client_tool_timeout=self.host.settings.client_tool_timeout
+        )
+        self.runner.start()
+
+    async def start_turn(self, message: Message, client_id: str | None) -> str:
+        """Start a turn from inside the actor (``createChat.initialMessage``)."""
+        turn_id = f"turn-{uuid.uuid4()}"
+        started_at = iso_timestamp(self.host.now())
+        action = ChatTurnStartedAction(turn_id=turn_id, started_at=started_at, message=message)
+        self.apply(action)
+        self._start_runner(turn_id, message, client_id)
+        await self._mirror(action)
+        return turn_id
+
+    async def _start_next(self) -> None:
+        """When idle, a leftover steering message, else the first queued one, starts a turn."""
+        state = self.state
+        if isinstance(state.active_turn, ActiveTurn) or self.runner is not None:
+            return
+        pending: PendingMessage | None = None
+        kind = "queued"
+        if isinstance(state.steering_message, PendingMessage):
+            pending, kind = state.steering_message, "steering"
+        elif not isinstance(state.queued_messages, UnsetType) and state.queued_messages:
+            pending = state.queued_messages[0]
+        if pending is None:
+            return
+        # WIRE-SUMMARY §11.4: pendingMessageRemoved, then turnStarted(queuedMessageId).
+        removed = ChatPendingMessageRemovedAction(kind=kind, id=pending.id)
+        self.apply(removed)
+        turn_id = f"turn-{uuid.uuid4()}"
+        started = ChatTurnStartedAction(
+            turn_id=turn_id,
+            started_at=iso_timestamp(self.host.now()),
+            message=pending.message,
+            queued_message_id=pending.id,
+        )
+        self.apply(started)
+        self._start_runner(turn_id, pending.message, self._message_clients.pop(pending.id, None))
+        await self._mirror(started)
+
+    # -- mirroring into the session -----------------------------------------------------------
+
+    async def _mirror(self, action: object) -> None:
+        if action_type(action) not in _MIRRORED:
+            return
+        summary = chat_summary(self.state)
+        requests = self._blocking_requests()
+        if summary == self._last_summary and requests == self._last_requests:
+            return
+        self._last_summary = summary
+        self._last_requests = requests
+        await self.session.submit(_ChatChanged(self.uri, summary, requests))
+
+    def _blocking_requests(self) -> tuple[SessionInputRequest, ...]:
+        """Everything in the active turn that waits on a user (WIRE-SUMMARY §10.6)."""
+        turn = self.state.active_turn
+        if not isinstance(turn, ActiveTurn):
+            return ()
+        requests: list[SessionInputRequest] = []
+        for part in turn.response_parts:
+            if isinstance(part, InputRequestResponsePart) and part.response is UNSET:
+                requests.append(
+                    SessionChatInputRequest(
+                        id=f"{self.uri}#input:{part.request.id}",
+                        chat=self.uri,
+                        request=part.request,
+                    )
+                )
+            elif isinstance(part, ToolCallResponsePart):
+                call = part.tool_call
+                request_id = f"{self.uri}#tool:{getattr(call, 'tool_call_id', '')}"
+                if isinstance(
+                    call, (ToolCallPendingConfirmationState, ToolCallPendingResultConfirmationState)
+                ):
+                    requests.append(
+                        SessionToolConfirmationRequest(
+                            id=request_id, chat=self.uri, turn_id=turn.id, tool_call=call
+                        )
+                    )
+                elif isinstance(call, ToolCallAuthRequiredState):
+                    requests.append(
+                        SessionToolAuthenticationRequest(
+                            id=request_id, chat=self.uri, turn_id=turn.id, tool_call=call
+                        )
+                    )
+                elif isinstance(call, ToolCallRunningState) and isinstance(
+                    call.contributor, ToolCallClientContributor
+                ):
+                    requests.append(
+                        SessionToolClientExecutionRequest(
+                            id=request_id,
+                            chat=self.uri,
+                            turn_id=turn.id,
+                            client_id=call.contributor.client_id,
+                            tool_call=call,
+                        )
+                    )
+        return tuple(requests)
+
+    # -- views --------------------------------------------------------------------------------
+
+    def snapshot_state(self, turns: int | None) -> ChatState:
+        """The state a subscriber sees: at most ``turns`` newest completed turns."""
+        state = self.state
+        if turns is None or turns >= len(state.turns):
+            return state
+        kept = state.turns[len(state.turns) - turns :] if turns > 0 else ()
+        cursor = turns_cursor(kept[0].id) if kept else turns_cursor(None)
+        return replace(state, turns=kept, turns_next_cursor=cursor)
+
+
+def turns_cursor(before_turn: str | None) -> str:
+    """An opaque ``turnsNextCursor``: "the turns before this one" (``None``: the newest)."""
+    return f"before:{before_turn}" if before_turn is not None else "before:"
+
+
+def _str_or_none(value: str | UnsetType) -> str | None:
+    return None if isinstance(value, UnsetType) else value

@@ -1,0 +1,663 @@
+"""The command dispatcher: every JSON-RPC method the host answers.
+
+Layer: host (asyncio).
+
+Each handler decodes its params (``-32602`` on mismatch), does its work —
+through the owning actor whenever state changes — and returns the encoded
+result. Handlers raise :class:`~ahp_server.protocol.errors.ProtocolError` for
+anything the client should hear about; the gateway turns it into the error
+response.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import msgspec
+import structlog
+from msgspec import UNSET, UnsetType
+
+from ahp_server.host.actors import (
+    ROOT,
+    ChatActor,
+    SessionActor,
+    SourceContext,
+    chat_summary,
+    turns_cursor,
+)
+from ahp_server.host.fanout import Connection, ConnState
+from ahp_server.protocol import codec
+from ahp_server.protocol.errors import (
+    AhpErrorCode,
+    InvalidParams,
+    InvalidRequest,
+    MethodNotFound,
+    ProtocolError,
+)
+from ahp_server.protocol.jsonrpc import decode_params
+from ahp_server.protocol.reducers import iso_timestamp
+from ahp_server.protocol.types import (
+    ActionOrigin,
+    ActiveTurn,
+    AgentInfo,
+    ChatOriginFork,
+    ChatOriginSideChat,
+    ChatOriginUser,
+    ChatState,
+    ChatTurnsLoadedAction,
+    CreateChatParams,
+    CreateSessionParams,
+    DisposeChatParams,
+    DisposeSessionParams,
+    FetchTurnsParams,
+    ForkChatSource,
+    InitializeParams,
+    InitializeResult,
+    ListSessionsParams,
+    ListSessionsResult,
+    PingParams,
+    ReconnectParams,
+    ReconnectSnapshotResult,
+    SessionActiveClient,
+    SessionAddedParams,
+    SessionChatAddedAction,
+    SessionChatRemovedAction,
+    SessionDefaultChatChangedAction,
+    SessionReadyAction,
+    SessionRemovedParams,
+    SessionState,
+    SessionStatus,
+    SideChatSource,
+    Snapshot,
+    StateAction,
+    SubscribeParams,
+    SubscribeResult,
+    Turn,
+    UnsubscribeParams,
+)
+from ahp_server.protocol.versions import SUPPORTED_VERSIONS, blocked_action_types, negotiate
+
+if TYPE_CHECKING:
+    from ahp_server.host.host import Host
+
+__all__ = ["Commands"]
+
+log = structlog.get_logger(__name__)
+
+P = TypeVar("P")
+
+SESSION_SCHEME = "ahp-session:/"
+CHAT_SCHEME = "ahp-chat:/"
+#: Turns per ``fetchTurns`` page.
+FETCH_PAGE = 50
+LIST_LIMIT = 1000
+
+
+class _RawDispatch(msgspec.Struct, kw_only=True):
+    """``dispatchAction`` params with the action still raw, so a bad action can be echoed."""
+
+    channel: str
+    client_seq: int = msgspec.field(name="clientSeq")
+    action: msgspec.Raw
+
+
+class _ReplayResult(msgspec.Struct, kw_only=True, tag_field="type", tag="replay"):
+    """``ReconnectReplayResult`` built from the replay buffer's encoded envelopes."""
+
+    actions: list[msgspec.Raw]
+    missing: list[str]
+
+
+_NULL = b"null"
+_EMPTY = b"{}"
+
+
+class Commands:
+    """Handlers for requests and client notifications."""
+
+    def __init__(self, host: Host) -> None:
+        self.host = host
+        self._requests: dict[str, Callable[[Connection, Any], Awaitable[bytes]]] = {
+            "ping": self.ping,
+            "initialize": self.initialize,
+            "reconnect": self.reconnect,
+            "subscribe": self.subscribe,
+            "createSession": self.create_session,
+            "disposeSession": self.dispose_session,
+            "createChat": self.create_chat,
+            "disposeChat": self.dispose_chat,
+            "fetchTurns": self.fetch_turns,
+            "listSessions": self.list_sessions,
+            "completions": self.completions,
+            "resolveSessionConfig": self.resolve_session_config,
+            "sessionConfigCompletions": self.completions,
+            "authenticate": self.authenticate,
+        }
+        self._params: dict[str, type[Any]] = {
+            "ping": PingParams,
+            "initialize": InitializeParams,
+            "reconnect": ReconnectParams,
+            "subscribe": SubscribeParams,
+            "createSession": CreateSessionParams,
+            "disposeSession": DisposeSessionParams,
+            "createChat": CreateChatParams,
+            "disposeChat": DisposeChatParams,
+            "fetchTurns": FetchTurnsParams,
+            "listSessions": ListSessionsParams,
+        }
+
+    # -- routing ------------------------------------------------------------------------------
+
+    async def handle(
+        self, connection: Connection, method: str, params: msgspec.Raw | UnsetType
+    ) -> bytes:
+        handler = self._requests.get(method)
+        if handler is None:
+            raise MethodNotFound(f"method {method!r} is not supported by this host")
+        params_type = self._params.get(method)
+        decoded: Any = decode_params(params, params_type) if params_type else params
+        return await handler(connection, decoded)
+
+    async def notify(
+        self, connection: Connection, method: str, params: msgspec.Raw | UnsetType
+    ) -> None:
+        if method == "dispatchAction":
+            await self.dispatch_action(connection, params)
+        elif method == "unsubscribe":
+            unsubscribe = decode_params(params, UnsubscribeParams)
+            self.host.hub.unsubscribe(connection, unsubscribe.channel)
+        else:
+            log.info("unknown notification ignored", conn=connection.id, method=method)
+
+    # -- connection lifecycle -----------------------------------------------------------------
+
+    async def ping(self, connection: Connection, params: PingParams) -> bytes:
+        return _NULL
+
+    def _handshake(self, connection: Connection, client_id: str, version: str) -> None:
+        if connection.state is ConnState.READY:
+            raise InvalidRequest("this connection is already initialized")
+        if not client_id:
+            raise InvalidParams("clientId must not be empty")
+        connection.client_id = client_id
+        connection.protocol_version = version
+        connection.blocked_actions = blocked_action_types(version)
+        connection.state = ConnState.READY
+        self.host.remember_client(client_id, version)
+
+    async def initialize(self, connection: Connection, params: InitializeParams) -> bytes:
+        _root_channel(params.channel)
+        if connection.state is ConnState.READY:
+            raise InvalidRequest("this connection is already initialized")
+        version = negotiate(params.protocol_versions)
+        if version is None:
+            # WIRE-SUMMARY §3.1: -32005 and close the connection.
+            raise ProtocolError(
+                f"none of {list(params.protocol_versions)} is supported",
+                code=AhpErrorCode.UnsupportedProtocolVersion,
+                data={"supportedVersions": list(SUPPORTED_VERSIONS)},
+                close=True,
+            )
+        self._handshake(connection, params.client_id, version)
+        channels = (
+            ()
+            if isinstance(params.initial_subscriptions, UnsetType)
+            else (params.initial_subscriptions)
+        )
+        snapshots = [s for s in (self._snapshot(connection, c, None) for c in channels) if s]
+        log.info(
+            "client initialized",
+            conn=connection.id,
+            client_id=params.client_id,
+            version=version,
+        )
+        return codec.encode(
+            InitializeResult(
+                protocol_version=version,
+                server_seq=self.host.hub.server_seq,
+                server_info=self.host.server_info,
+                snapshots=tuple(snapshots),
+            )
+        )
+
+    async def reconnect(self, connection: Connection, params: ReconnectParams) -> bytes:
+        _root_channel(params.channel)
+        version = self.host.clients.get(params.client_id)
+        if version is None:
+            # The client falls back to initialize on any error (WIRE-SUMMARY §3.3).
+            raise ProtocolError(
+                f"unknown client {params.client_id!r}: initialize instead",
+                code=AhpErrorCode.NotFound,
+            )
+        self._handshake(connection, params.client_id, version)
+        hub = self.host.hub
+        present = [c for c in params.subscriptions if self.host.actor_for(c) is not None]
+        missing = [c for c in params.subscriptions if self.host.actor_for(c) is None]
+        last_seen = params.last_seen_server_seq
+        replayed = None
+        if 0 <= last_seen <= hub.server_seq:
+            replayed = hub.replay(last_seen, present)
+        if replayed is not None:
+            for channel in present:
+                hub.subscribe(connection, channel)
+            self.host.metrics_reconnect_replay += 1
+            log.info("client resumed by replay", client_id=params.client_id, count=len(replayed))
+            return codec.encode(
+                _ReplayResult(actions=[msgspec.Raw(e) for e in replayed], missing=missing)
+            )
+        snapshots = [s for s in (self._snapshot(connection, c, None) for c in present) if s]
+        self.host.metrics_reconnect_snapshot += 1
+        log.info("client resumed by snapshot", client_id=params.client_id)
+        return codec.encode(ReconnectSnapshotResult(snapshots=tuple(snapshots)))
+
+    # -- subscriptions ------------------------------------------------------------------------
+
+    def _snapshot(self, connection: Connection, channel: str, turns: int | None) -> Snapshot | None:
+        """Take a channel's snapshot and subscribe the connection, in one step."""
+        host = self.host
+        actor = host.actor_for(channel)
+        if actor is None:
+            return None
+        state: Any = actor.snapshot_state(turns) if isinstance(actor, ChatActor) else actor.state
+        host.hub.subscribe(connection, channel)
+        return Snapshot(resource=channel, state=state, from_seq=host.hub.server_seq)
+
+    async def subscribe(self, connection: Connection, params: SubscribeParams) -> bytes:
+        turns: int | None = None
+        if not isinstance(params.view, UnsetType) and not isinstance(params.view.turns, UnsetType):
+            turns = max(0, int(params.view.turns))
+        snapshot = self._snapshot(connection, params.channel, turns)
+        if snapshot is None:
+            if params.channel.startswith(SESSION_SCHEME):
+                raise ProtocolError(
+                    f"no session {params.channel}", code=AhpErrorCode.SessionNotFound
+                )
+            raise ProtocolError(f"no channel {params.channel}", code=AhpErrorCode.NotFound)
+        return codec.encode(SubscribeResult(snapshot=snapshot))
+
+    async def dispatch_action(
+        self, connection: Connection, params: msgspec.Raw | UnsetType
+    ) -> None:
+        raw = decode_params(params, _RawDispatch)
+        actor = self.host.actor_for(raw.channel)
+        if actor is None:
+            return  # WIRE-SUMMARY §7.4: unknown channel, silently ignored
+        assert connection.client_id is not None
+        origin = ActionOrigin(client_id=connection.client_id, client_seq=raw.client_seq)
+        try:
+            action = codec.decode(memoryview(raw.action), StateAction)
+        except msgspec.ValidationError as error:
+            self.host.metrics_rejected += 1
+            self.host.hub.reject(
+                connection, raw.channel, raw.action, origin, f"invalid action: {error}"
+            )
+            return
+        await actor.dispatch(action, origin, connection)
+
+    # -- sessions -----------------------------------------------------------------------------
+
+    async def create_session(self, connection: Connection, params: CreateSessionParams) -> bytes:
+        host = self.host
+        uri = params.channel
+        if not uri.startswith(SESSION_SCHEME) or uri == SESSION_SCHEME:
+            raise InvalidParams(f"a session URI starts with {SESSION_SCHEME!r}")
+        if uri in host.sessions:
+            raise ProtocolError(
+                f"session {uri} already exists", code=AhpErrorCode.SessionAlreadyExists
+            )
+        provider_name = (
+            host.settings.default_provider
+            if isinstance(params.provider, UnsetType)
+            else params.provider
+        )
+        provider = host.provider(provider_name)
+        directories, primary = self._session_directories(provider.info, params)
+        source_turns: tuple[Turn, ...] = ()
+        if not isinstance(params.fork, UnsetType):
+            source_turns, directories, primary = self._session_fork(
+                params.fork.session, params.fork.turn_id
+            )
+        active_clients: tuple[SessionActiveClient, ...] = ()
+        if not isinstance(params.active_client, UnsetType):
+            if params.active_client.client_id != connection.client_id:
+                raise InvalidParams("activeClient.clientId must be this connection's clientId")
+            active_clients = (params.active_client,)
+        now = iso_timestamp(host.now())
+        state = SessionState(
+            provider=provider_name,
+            title="New Session",
+            status=int(SessionStatus.Idle),
+            working_directories=directories if directories else UNSET,
+            lifecycle="creating",
+            active_clients=active_clients,
+            chats=(),
+        )
+        actor = SessionActor(host, uri, state, created_at=now)
+        host.sessions[uri] = actor
+        actor.start()
+        host.hub.notify(
+            ROOT, "root/sessionAdded", SessionAddedParams(channel=ROOT, summary=actor.summary)
+        )
+        host.session_count_changed()
+        host.spawn(self._initialize_session(actor, directories, primary, source_turns))
+        log.info(
+            "session created", session=uri, provider=provider_name, client_id=connection.client_id
+        )
+        return _NULL
+
+    def _session_directories(
+        self, info: AgentInfo, params: CreateSessionParams
+    ) -> tuple[tuple[str, ...], str | None]:
+        directories = (
+            () if isinstance(params.working_directories, UnsetType) else params.working_directories
+        )
+        if len(set(directories)) != len(directories):
+            raise InvalidParams("workingDirectories must not repeat an entry")
+        capabilities = info.capabilities
+        multiple = not isinstance(capabilities, UnsetType) and not isinstance(
+            capabilities.multiple_working_directories, UnsetType
+        )
+        if len(directories) > 1 and not multiple:
+            raise InvalidParams(f"agent {info.provider!r} supports one working directory")
+        primary: str | None = None
+        if not isinstance(params.primary_working_directory, UnsetType):
+            primary = params.primary_working_directory
+            if primary not in directories:
+                raise InvalidParams("primaryWorkingDirectory must be one of workingDirectories")
+        elif directories:
+            primary = directories[0]  # WIRE-SUMMARY §10.1.6: fall back to the first entry
+        return directories, primary
+
+    def _session_fork(
+        self, session_uri: str, turn_id: str
+    ) -> tuple[tuple[Turn, ...], tuple[str, ...], str | None]:
+        """``createSession.fork``: the source session's default chat up to ``turn_id``."""
+        source = self.host.sessions.get(session_uri)
+        if source is None:
+            raise ProtocolError(f"no session {session_uri}", code=AhpErrorCode.SessionNotFound)
+        default = source.state.default_chat
+        chat = self.host.chats.get(default) if isinstance(default, str) else None
+        if chat is None:
+            raise InvalidParams(f"session {session_uri} has no default chat to fork")
+        turns = chat.state.turns
+        index = next((i for i, t in enumerate(turns) if t.id == turn_id), None)
+        if index is None:
+            raise InvalidParams(f"no completed turn {turn_id!r} in {chat.uri}")
+        directories = source.state.working_directories
+        primary = chat.state.primary_working_directory
+        return (
+            turns[: index + 1],
+            () if isinstance(directories, UnsetType) else directories,
+            None if isinstance(primary, UnsetType) else primary,
+        )
+
+    async def _initialize_session(
+        self,
+        actor: SessionActor,
+        directories: tuple[str, ...],
+        primary: str | None,
+        turns: tuple[Turn, ...],
+    ) -> None:
+        """Bring a session from ``creating`` to ``ready`` with its default chat."""
+        host = self.host
+        chat_uri = f"{CHAT_SCHEME}{uuid.uuid4()}"
+        state = ChatState(
+            resource=chat_uri,
+            title="Chat",
+            status=int(SessionStatus.Idle),
+            modified_at=iso_timestamp(host.now()),
+            origin=ChatOriginUser(),
+            working_directories=directories if directories else UNSET,
+            primary_working_directory=UNSET if primary is None else primary,
+            turns=turns,
+        )
+        chat = ChatActor(host, chat_uri, state, session=actor)
+        host.chats[chat_uri] = chat
+        actor.chats[chat_uri] = chat
+        chat.start()
+        await actor.apply_server(SessionChatAddedAction(summary=chat_summary(state)))
+        await actor.apply_server(SessionDefaultChatChangedAction(default_chat=chat_uri))
+        await actor.apply_server(SessionReadyAction())
+
+    async def dispose_session(self, connection: Connection, params: DisposeSessionParams) -> bytes:
+        host = self.host
+        actor = host.sessions.pop(params.channel, None)
+        if actor is None:
+            raise ProtocolError(f"no session {params.channel}", code=AhpErrorCode.SessionNotFound)
+        for chat_uri in list(actor.chats):
+            chat = host.chats.pop(chat_uri, None)
+            if chat is not None:
+                await chat.stop()
+                host.hub.drop_channel(chat_uri)
+        await actor.stop()
+        host.hub.drop_channel(params.channel)
+        host.hub.notify(
+            ROOT, "root/sessionRemoved", SessionRemovedParams(channel=ROOT, session=params.channel)
+        )
+        host.session_count_changed()
+        log.info("session disposed", session=params.channel, client_id=connection.client_id)
+        return _NULL
+
+    async def list_sessions(self, connection: Connection, params: ListSessionsParams) -> bytes:
+        summaries = sorted(
+            (s.summary for s in self.host.sessions.values()),
+            key=lambda s: (s.modified_at, s.resource),
+            reverse=True,
+        )
+        start = 0
+        if not isinstance(params.cursor, UnsetType):
+            start = _parse_offset(params.cursor)
+        limit = LIST_LIMIT if isinstance(params.limit, UnsetType) else int(params.limit)
+        if limit < 1:
+            raise InvalidParams("limit must be at least 1")
+        limit = min(limit, LIST_LIMIT)
+        page = summaries[start : start + limit]
+        more = start + limit < len(summaries)
+        return codec.encode(
+            ListSessionsResult(
+                items=tuple(page), next_cursor=f"offset:{start + limit}" if more else UNSET
+            )
+        )
+
+    # -- chats --------------------------------------------------------------------------------
+
+    async def create_chat(self, connection: Connection, params: CreateChatParams) -> bytes:
+        host = self.host
+        session = host.sessions.get(params.channel)
+        if session is None:
+            raise ProtocolError(f"no session {params.channel}", code=AhpErrorCode.SessionNotFound)
+        if session.state.lifecycle != "ready":
+            raise InvalidParams(f"session {params.channel} is {session.state.lifecycle}, not ready")
+        uri = params.chat
+        if not uri.startswith(CHAT_SCHEME) or uri == CHAT_SCHEME:
+            raise InvalidParams(f"a chat URI starts with {CHAT_SCHEME!r}")
+        if uri in host.chats:
+            raise ProtocolError(f"chat {uri} already exists", code=AhpErrorCode.AlreadyExists)
+        initial = params.initial_message
+        if not isinstance(initial, UnsetType) and initial.origin.kind != "user":
+            raise InvalidParams("clients may only send user messages")
+        info = host.provider(session.state.provider).info
+        origin: Any = ChatOriginUser()
+        turns: tuple[Turn, ...] = ()
+        source_context = SourceContext()
+        inherited: tuple[tuple[str, ...], str | None] | None = None
+        if not isinstance(params.source, UnsetType):
+            origin, turns, source_context, inherited = self._chat_source(
+                session, uri, params.source, info
+            )
+        directories, primary = self._chat_directories(session, params, inherited)
+        state = ChatState(
+            resource=uri,
+            title="Chat",
+            status=int(SessionStatus.Idle),
+            modified_at=iso_timestamp(host.now()),
+            origin=origin,
+            working_directories=directories if directories is not None else UNSET,
+            primary_working_directory=UNSET if primary is None else primary,
+            turns=turns,
+        )
+        chat = ChatActor(host, uri, state, session=session, source=source_context)
+        host.chats[uri] = chat
+        session.chats[uri] = chat
+        chat.start()
+        # "The server adds the chat to the catalogue before returning" (§11.1).
+        await session.apply_server(SessionChatAddedAction(summary=chat_summary(state)))
+        if not isinstance(params.initial_message, UnsetType):
+            message = params.initial_message
+            await chat.call(lambda: chat.start_turn(message, connection.client_id))
+        log.info("chat created", chat=uri, session=session.uri, client_id=connection.client_id)
+        return _NULL
+
+    def _chat_source(
+        self,
+        session: SessionActor,
+        uri: str,
+        source: object,
+        info: AgentInfo,
+    ) -> tuple[Any, tuple[Turn, ...], SourceContext, tuple[tuple[str, ...], str | None]]:
+        """Validate a fork / side-chat source (WIRE-SUMMARY §11.1); build the chat's start."""
+        if not isinstance(source, (ForkChatSource, SideChatSource)):
+            raise InvalidParams("unknown chat source kind")
+        capabilities = info.capabilities
+        chats_capability = (
+            UNSET if isinstance(capabilities, UnsetType) else capabilities.multiple_chats
+        )
+        wanted = "fork" if isinstance(source, ForkChatSource) else "side_chat"
+        if isinstance(chats_capability, UnsetType) or getattr(chats_capability, wanted) is not True:
+            raise InvalidParams(f"agent {info.provider!r} does not support {source.kind} chats")
+        if source.chat == uri:
+            raise InvalidParams("a chat cannot be its own source")
+        if source.chat not in session.chats:
+            raise InvalidParams(f"source chat {source.chat} is not in session {session.uri}")
+        source_chat = session.chats[source.chat]
+        state = source_chat.state
+        directories = (
+            () if isinstance(state.working_directories, UnsetType) else (state.working_directories)
+        )
+        primary = (
+            None
+            if isinstance(state.primary_working_directory, UnsetType)
+            else state.primary_working_directory
+        )
+        index = next((i for i, t in enumerate(state.turns) if t.id == source.turn_id), None)
+        active = state.active_turn
+        if isinstance(source, ForkChatSource):
+            if index is None:
+                raise InvalidParams(f"no completed turn {source.turn_id!r} in {source.chat}")
+            origin = ChatOriginFork(chat=source.chat, turn_id=source.turn_id)
+            return origin, state.turns[: index + 1], SourceContext(), (directories, primary)
+        if not isinstance(source.selection, UnsetType) and not source.selection.text:
+            raise InvalidParams("selection.text must not be empty")
+        if index is not None:
+            context = SourceContext(turns=state.turns[: index + 1])
+        elif isinstance(active, ActiveTurn) and active.id == source.turn_id:
+            # The active turn: snapshot its partial response now (§11.1).
+            context = SourceContext(turns=state.turns, partial=active.response_parts)
+        else:
+            raise InvalidParams(f"no turn {source.turn_id!r} in {source.chat}")
+        origin_side = ChatOriginSideChat(
+            chat=source.chat, turn_id=source.turn_id, selection=source.selection
+        )
+        return origin_side, (), context, (directories, primary)
+
+    def _chat_directories(
+        self,
+        session: SessionActor,
+        params: CreateChatParams,
+        inherited: tuple[tuple[str, ...], str | None] | None,
+    ) -> tuple[tuple[str, ...] | None, str | None]:
+        allowed = session.state.working_directories
+        session_dirs = () if isinstance(allowed, UnsetType) else allowed
+        if not isinstance(params.working_directories, UnsetType):
+            directories: tuple[str, ...] | None = params.working_directories
+            outside = [d for d in params.working_directories if d not in session_dirs]
+            if outside:
+                raise InvalidParams(f"{outside[0]} is not one of the session's working directories")
+        elif inherited is not None:
+            directories = inherited[0] or None
+        else:
+            directories = session_dirs or None
+        if not isinstance(params.primary_working_directory, UnsetType):
+            primary: str | None = params.primary_working_directory
+            if primary not in (directories or ()):
+                raise InvalidParams("primaryWorkingDirectory must be one of the chat's directories")
+        elif inherited is not None and inherited[1] in (directories or ()):
+            primary = inherited[1]
+        else:
+            primary = directories[0] if directories else None
+        return directories, primary
+
+    async def dispose_chat(self, connection: Connection, params: DisposeChatParams) -> bytes:
+        host = self.host
+        chat = host.chats.pop(params.channel, None)
+        if chat is None:
+            raise ProtocolError(f"no chat {params.channel}", code=AhpErrorCode.NotFound)
+        session = chat.session
+        session.chats.pop(params.channel, None)
+        await chat.stop()
+        host.hub.drop_channel(params.channel)
+        await session.apply_server(SessionChatRemovedAction(chat=params.channel))
+        await session.forget_chat(params.channel)
+        log.info("chat disposed", chat=params.channel, client_id=connection.client_id)
+        return _NULL
+
+    async def fetch_turns(self, connection: Connection, params: FetchTurnsParams) -> bytes:
+        chat = self.host.chats.get(params.channel)
+        if chat is None:
+            raise ProtocolError(f"no chat {params.channel}", code=AhpErrorCode.NotFound)
+
+        async def load() -> None:
+            turns = chat.state.turns
+            end = len(turns)
+            if not isinstance(params.cursor, UnsetType):
+                end = _parse_before(params.cursor, turns)
+            start = max(0, end - FETCH_PAGE)
+            page = turns[start:end]
+            chat.apply(
+                ChatTurnsLoadedAction(
+                    turns=page,
+                    turns_next_cursor=turns_cursor(page[0].id) if start > 0 else UNSET,
+                )
+            )
+
+        # §11.2: dispatch chat/turnsLoaded before replying.
+        await chat.call(load)
+        return _EMPTY
+
+    # -- small commands -----------------------------------------------------------------------
+
+    async def completions(self, connection: Connection, params: object) -> bytes:
+        return b'{"items":[]}'
+
+    async def resolve_session_config(self, connection: Connection, params: object) -> bytes:
+        return b'{"schema":{"type":"object","properties":{}},"values":{}}'
+
+    async def authenticate(self, connection: Connection, params: object) -> bytes:
+        raise InvalidParams("this host advertises no protected resources")
+
+
+def _root_channel(channel: str) -> None:
+    if channel != ROOT:
+        raise InvalidParams(f"channel must be {ROOT!r}")
+
+
+def _parse_offset(cursor: str) -> int:
+    prefix, _, value = cursor.partition(":")
+    if prefix != "offset" or not value.isdigit():
+        raise InvalidParams(f"unknown cursor {cursor!r}")
+    return int(value)
+
+
+def _parse_before(cursor: str, turns: tuple[Turn, ...]) -> int:
+    """The index a ``before:<turnId>`` cursor points at (-32602 for anything else)."""
+    prefix, _, turn_id = cursor.partition(":")
+    if prefix != "before":
+        raise InvalidParams(f"unknown cursor {cursor!r}")
+    if not turn_id:
+        return len(turns)
+    for index, turn in enumerate(turns):
+        if turn.id == turn_id:
+            return index
+    raise InvalidParams(f"unknown cursor {cursor!r}")

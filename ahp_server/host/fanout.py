@@ -1,0 +1,189 @@
+"""Per-connection outbox and its single writer task: the only path frames take to a client.
+
+Layer: host (asyncio).
+
+Every frame for a connection — responses, action envelopes, notifications —
+goes through :meth:`Connection.send`, which never blocks: it appends the
+already-encoded bytes to a bounded outbox. One writer task per connection
+drains the outbox in order into the transport, so frames for a connection are
+never reordered and a slow socket never slows the actor that produced the
+frame.
+
+Full-outbox policy (docs/architecture.md): a connection that falls more than
+``outbox_max_frames`` frames or ``outbox_max_bytes`` bytes behind is a slow
+consumer. Its outbox is dropped and it is closed with **1013 (Try Again
+Later)**; the client reconnects and gets a replay or snapshots. Other
+connections and the chat are unaffected.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import enum
+import itertools
+from collections import deque
+from typing import Protocol
+
+import structlog
+
+__all__ = [
+    "CLOSE_GOING_AWAY",
+    "CLOSE_POLICY",
+    "CLOSE_SLOW_CONSUMER",
+    "ConnState",
+    "Connection",
+    "Transport",
+]
+
+log = structlog.get_logger(__name__)
+
+#: RFC 6455 close codes the host uses.
+CLOSE_GOING_AWAY = 1001
+CLOSE_POLICY = 1008
+CLOSE_SLOW_CONSUMER = 1013
+
+_ids = itertools.count(1)
+
+
+class Transport(Protocol):
+    """What the host needs from a connection's transport (a WebSocket, or a test double)."""
+
+    async def send_text(self, frame: bytes) -> None:
+        """Send one complete JSON-RPC message as one text frame."""
+        ...
+
+    async def close(self, code: int, reason: str) -> None:
+        """Close the connection with a WebSocket close code."""
+        ...
+
+
+class ConnState(enum.Enum):
+    """Connection lifecycle (WIRE-SUMMARY §3): only ``ping``, ``initialize`` and
+    ``reconnect`` are allowed before the handshake."""
+
+    NEW = "new"
+    READY = "ready"
+    CLOSING = "closing"
+
+
+class Connection:
+    """One client connection: identity, subscriptions, and the bounded outbox."""
+
+    def __init__(self, transport: Transport, *, max_frames: int, max_bytes: int) -> None:
+        self.id = next(_ids)
+        self.transport = transport
+        self.state = ConnState.NEW
+        self.client_id: str | None = None
+        self.protocol_version: str | None = None
+        self.subscriptions: set[str] = set()
+        #: Action types newer than the negotiated version: never sent to this client.
+        self.blocked_actions: frozenset[str] = frozenset()
+        self._max_frames = max_frames
+        self._max_bytes = max_bytes
+        self._outbox: deque[bytes] = deque()
+        self._outbox_bytes = 0
+        self._wakeup = asyncio.Event()
+        self._writer: asyncio.Task[None] | None = None
+        self._closer: asyncio.Task[None] | None = None
+        self._on_drained: asyncio.Future[None] | None = None
+        self.close_code: int | None = None
+        self.frames_sent = 0
+
+    @property
+    def queued_frames(self) -> int:
+        return len(self._outbox)
+
+    @property
+    def queued_bytes(self) -> int:
+        return self._outbox_bytes
+
+    def start(self) -> None:
+        """Start the writer task (call once, from the event loop)."""
+        self._writer = asyncio.get_running_loop().create_task(
+            self._write_loop(), name=f"writer#{self.id}"
+        )
+
+    def send(self, frame: bytes) -> bool:
+        """Queue one encoded frame; never blocks. False when the frame was dropped."""
+        if self.state is ConnState.CLOSING:
+            return False
+        self._outbox.append(frame)
+        self._outbox_bytes += len(frame)
+        if len(self._outbox) > self._max_frames or self._outbox_bytes > self._max_bytes:
+            log.warning(
+                "slow consumer disconnected",
+                conn=self.id,
+                client_id=self.client_id,
+                queued_frames=len(self._outbox),
+                queued_bytes=self._outbox_bytes,
+            )
+            self.close(CLOSE_SLOW_CONSUMER, "too far behind: reconnect to resume")
+            return False
+        self._wakeup.set()
+        return True
+
+    def close(self, code: int, reason: str) -> None:
+        """Stop delivering and close the transport (idempotent, non-blocking)."""
+        if self.state is ConnState.CLOSING:
+            return
+        self.state = ConnState.CLOSING
+        self.close_code = code
+        self._outbox.clear()
+        self._outbox_bytes = 0
+        self._wakeup.set()
+        self._closer = asyncio.get_running_loop().create_task(
+            self._close(code, reason), name=f"close#{self.id}"
+        )
+
+    async def flush_and_close(self, code: int, reason: str, grace: float) -> None:
+        """Let the writer drain what is queued (for at most ``grace`` seconds), then close."""
+        if self.state is not ConnState.CLOSING and self._outbox:
+            drained: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            self._on_drained = drained
+            self._wakeup.set()
+            try:
+                async with asyncio.timeout(grace):
+                    await drained
+            except TimeoutError:
+                log.info("outbox not drained before close", conn=self.id)
+        self.close(code, reason)
+        if self._closer is not None:
+            await asyncio.shield(self._closer)
+
+    async def _close(self, code: int, reason: str) -> None:
+        try:
+            await self.transport.close(code, reason)
+        except Exception:  # task boundary: a failed close must not leak out
+            log.debug("close failed", conn=self.id, exc_info=True)
+
+    async def _write_loop(self) -> None:
+        try:
+            while self.state is not ConnState.CLOSING:
+                if not self._outbox:
+                    if self._on_drained is not None and not self._on_drained.done():
+                        self._on_drained.set_result(None)
+                    self._wakeup.clear()
+                    await self._wakeup.wait()
+                    continue
+                frame = self._outbox.popleft()
+                self._outbox_bytes -= len(frame)
+                await self.transport.send_text(frame)
+                self.frames_sent += 1
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # task boundary: the peer went away mid-send
+            log.debug("writer stopped", conn=self.id, client_id=self.client_id, exc_info=True)
+            self.close(CLOSE_GOING_AWAY, "connection lost")
+
+    async def stop(self) -> None:
+        """Cancel the writer (after the transport is gone)."""
+        self.state = ConnState.CLOSING
+        self._outbox.clear()
+        for task in (self._writer, self._closer):
+            if task is not None and not task.done():
+                task.cancel()
+        for task in (self._writer, self._closer):
+            if task is not None:
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task

@@ -1,0 +1,119 @@
+"""The gateway: one JSON-RPC frame in, routed by ``(method, params.channel)``.
+
+Layer: host (asyncio).
+
+Frames of one connection are handled strictly in order (a pipelined
+``createSession`` + ``subscribe`` works). Requests go to the command handler
+(:mod:`ahp_server.host.commands`); this module is the one place where an
+exception raised while handling a request becomes a JSON-RPC error response.
+
+Connection lifecycle (WIRE-SUMMARY §3), as a transition table::
+
+    state  | ping | initialize / reconnect | other requests      | dispatchAction / unsubscribe
+    NEW    | ok   | -> READY               | -32600 "initialize" | ignored (no client id yet)
+    READY  | ok   | -32600 "already"       | handled             | handled
+
+Invariant for snapshots: a handler that returns a snapshot registers the
+subscription and the gateway queues the response *in the same step* (no
+``await`` in between), so every envelope after the snapshot's ``fromSeq``
+reaches the client after the response.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import structlog
+
+from ahp_server.host.fanout import CLOSE_POLICY, Connection, ConnState
+from ahp_server.host.sequencer import response_frame
+from ahp_server.protocol import codec
+from ahp_server.protocol.errors import InvalidRequest, ParseError, ProtocolError
+from ahp_server.protocol.jsonrpc import (
+    JsonRpcNotification,
+    JsonRpcRequest,
+    RequestId,
+    error_response,
+    parse_message,
+)
+
+if TYPE_CHECKING:
+    from ahp_server.host.host import Host
+
+__all__ = ["Gateway"]
+
+log = structlog.get_logger(__name__)
+
+_HANDSHAKE = frozenset({"ping", "initialize", "reconnect"})
+
+
+class Gateway:
+    """Parses frames and routes them; turns request failures into JSON-RPC errors."""
+
+    def __init__(self, host: Host) -> None:
+        from ahp_server.host.commands import Commands
+
+        self.host = host
+        self.commands = Commands(host)
+
+    async def handle_frame(self, connection: Connection, frame: str | bytes) -> None:
+        if isinstance(frame, bytes):
+            # WIRE-SUMMARY §1: messages are text frames. Refuse, keep the connection.
+            self._send_error(
+                connection,
+                None,
+                InvalidRequest("binary frames are not supported: send JSON-RPC as text frames"),
+            )
+            return
+        try:
+            message = parse_message(frame)
+        except InvalidRequest as error:
+            self._send_error(connection, error.request_id, error)
+            return
+        except ParseError as error:
+            self._send_error(connection, None, error)
+            return
+        match message:
+            case JsonRpcRequest():
+                await self._request(connection, message)
+            case JsonRpcNotification():
+                await self._notification(connection, message)
+            case _:
+                # Responses: the host sends no requests of its own yet; ignore them.
+                log.debug("unexpected response ignored", conn=connection.id)
+
+    async def _request(self, connection: Connection, request: JsonRpcRequest) -> None:
+        try:
+            if connection.state is not ConnState.READY and request.method not in _HANDSHAKE:
+                raise InvalidRequest("send initialize (or reconnect) first")
+            result = await self.commands.handle(connection, request.method, request.params)
+        except ProtocolError as error:
+            self._send_error(connection, request.id, error)
+            if error.close:
+                connection.close(CLOSE_POLICY, error.message[:120])
+            return
+        except Exception as error:  # task boundary: a bug must not kill the connection
+            log.exception("request failed", conn=connection.id, method=request.method)
+            self._send_error(connection, request.id, error)
+            return
+        connection.send(response_frame(request.id, result))
+
+    async def _notification(self, connection: Connection, message: JsonRpcNotification) -> None:
+        if connection.state is not ConnState.READY:
+            log.info("notification before initialize ignored", conn=connection.id)
+            return
+        try:
+            await self.commands.notify(connection, message.method, message.params)
+        except ProtocolError as error:
+            # Notifications get no response (JSON-RPC 2.0 §4.1); log and go on.
+            log.info(
+                "bad notification ignored",
+                conn=connection.id,
+                method=message.method,
+                error=error.message,
+            )
+
+    def _send_error(
+        self, connection: Connection, request_id: RequestId | None, error: BaseException
+    ) -> None:
+        connection.send(codec.encode(error_response(request_id, error)))

@@ -1,0 +1,328 @@
+"""The turn engine: runs one provider turn and turns its calls into chat actions.
+
+Layer: host (asyncio).
+
+A :class:`TurnRunner` is the host's :class:`~ahp_server.agents.base.TurnIO`. It
+never touches chat state: every event becomes a server action submitted to the
+chat's actor (awaiting when the actor's inbox is full — backpressure on the
+provider), and every answer the provider waits for (tool confirmation, input,
+client tool result) is a future the actor resolves when it applies the
+matching client action. Futures are registered *before* the action that asks
+the question is submitted, so an answer can never arrive unseen.
+
+A runner ends its turn with exactly one of ``chat/turnComplete``,
+``chat/error`` — or nothing, when the actor aborted it (the user cancelled, the
+turn was truncated away, the chat was disposed): then the actor has already
+ended the turn and the runner's late submissions are dropped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import time
+from typing import TYPE_CHECKING, TypeVar
+
+import structlog
+from msgspec import UNSET
+
+from ahp_server.agents.base import (
+    AgentError,
+    InputAnswer,
+    Provider,
+    ToolDecision,
+    TurnRequest,
+)
+from ahp_server.protocol.types import (
+    ChatActivityChangedAction,
+    ChatDeltaAction,
+    ChatErrorAction,
+    ChatInputRequest,
+    ChatInputRequestedAction,
+    ChatPendingMessageRemovedAction,
+    ChatReasoningAction,
+    ChatResponsePartAction,
+    ChatToolCallCompleteAction,
+    ChatToolCallContentChangedAction,
+    ChatToolCallReadyAction,
+    ChatToolCallStartAction,
+    ChatTurnCompleteAction,
+    ChatUsageAction,
+    ConfirmationOption,
+    ErrorInfo,
+    MarkdownResponsePart,
+    Message,
+    PendingMessage,
+    ReasoningResponsePart,
+    StringOrMarkdown,
+    ToolCallClientContributor,
+    ToolCallResult,
+    ToolResultContent,
+    UsageInfo,
+)
+
+if TYPE_CHECKING:
+    from ahp_server.host.actors import ChatActor
+
+__all__ = ["TurnRunner"]
+
+log = structlog.get_logger(__name__)
+T = TypeVar("T")
+
+
+class _ToolCall:
+    """A tool call started by the provider (implements ``agents.base.ToolCall``)."""
+
+    def __init__(
+        self,
+        runner: TurnRunner,
+        tool_call_id: str,
+        *,
+        confirm: bool,
+        client_id: str | None,
+        timeout: float,
+    ) -> None:
+        self._runner = runner
+        self._id = tool_call_id
+        self._confirm = confirm
+        self._client_id = client_id
+        self._timeout = timeout
+
+    @property
+    def tool_call_id(self) -> str:
+        return self._id
+
+    async def decision(self) -> ToolDecision:
+        if not self._confirm:
+            return ToolDecision(approved=True)
+        return await self._runner.decisions[self._id]
+
+    async def set_content(self, content: tuple[ToolResultContent, ...]) -> None:
+        await self._runner.emit(
+            ChatToolCallContentChangedAction(
+                turn_id=self._runner.turn_id, tool_call_id=self._id, content=content
+            )
+        )
+
+    async def complete(self, result: ToolCallResult) -> None:
+        await self._runner.emit(
+            ChatToolCallCompleteAction(
+                turn_id=self._runner.turn_id, tool_call_id=self._id, result=result
+            )
+        )
+
+    async def client_result(self) -> ToolCallResult:
+        if self._client_id is None:
+            raise RuntimeError("client_result() is only for client-provided tools")
+        future = self._runner.client_results[self._id]
+        try:
+            async with asyncio.timeout(self._timeout):
+                return await asyncio.shield(future)
+        except TimeoutError:
+            # WIRE-SUMMARY §11.5: the server MAY time out a client tool.
+            result = ToolCallResult(
+                success=False,
+                past_tense_message="The client did not run the tool in time",
+            )
+            await self.complete(result)
+            return result
+
+
+class TurnRunner:
+    """Drives one provider turn for one chat."""
+
+    def __init__(
+        self,
+        actor: ChatActor,
+        provider: Provider,
+        request: TurnRequest,
+        *,
+        client_tool_timeout: float,
+    ) -> None:
+        self.actor = actor
+        self.provider = provider
+        self.request = request
+        self.turn_id = request.turn_id
+        self.closed = False
+        self.decisions: dict[str, asyncio.Future[ToolDecision]] = {}
+        self.client_results: dict[str, asyncio.Future[ToolCallResult]] = {}
+        self.inputs: dict[str, asyncio.Future[InputAnswer]] = {}
+        self._client_tool_timeout = client_tool_timeout
+        self._counter = itertools.count(1)
+        self._markdown: str | None = None
+        self._reasoning: str | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    # -- lifecycle (called by the actor) ------------------------------------------------------
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(
+            self._run(), name=f"turn {self.request.chat} {self.turn_id}"
+        )
+
+    def abort(self) -> None:
+        """Stop the provider; the actor has ended (or dropped) the turn itself."""
+        self.closed = True
+        if self._task is not None and not self._task.done():
+            self._task.cancel()
+        for futures in (self.decisions, self.client_results, self.inputs):
+            for future in futures.values():
+                future.cancel()
+
+    async def wait(self) -> None:
+        if self._task is not None:
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+    # -- answers (called by the actor after applying a client action) -------------------------
+
+    def resolve_decision(self, tool_call_id: str, decision: ToolDecision) -> None:
+        _resolve(self.decisions.get(tool_call_id), decision)
+
+    def resolve_client_result(self, tool_call_id: str, result: ToolCallResult) -> None:
+        _resolve(self.client_results.get(tool_call_id), result)
+
+    def resolve_input(self, request_id: str, answer: InputAnswer) -> None:
+        _resolve(self.inputs.get(request_id), answer)
+
+    # -- TurnIO -------------------------------------------------------------------------------
+
+    async def emit(self, action: object) -> None:
+        """Submit a server action for this turn; dropped once the runner is closed."""
+        if self.closed:
+            raise asyncio.CancelledError
+        await self.actor.submit_from_runner(self, action)
+
+    def _part_id(self, kind: str) -> str:
+        return f"{self.turn_id}.{kind}{next(self._counter)}"
+
+    async def text(self, delta: str) -> None:
+        if self._markdown is None:
+            self._markdown = self._part_id("md")
+            part = MarkdownResponsePart(id=self._markdown, content=delta)
+            await self.emit(ChatResponsePartAction(turn_id=self.turn_id, part=part))
+        elif delta:
+            await self.emit(
+                ChatDeltaAction(turn_id=self.turn_id, part_id=self._markdown, content=delta)
+            )
+
+    async def reasoning(self, delta: str) -> None:
+        if self._reasoning is None:
+            self._reasoning = self._part_id("rs")
+            part = ReasoningResponsePart(id=self._reasoning, content=delta)
+            await self.emit(ChatResponsePartAction(turn_id=self.turn_id, part=part))
+        elif delta:
+            await self.emit(
+                ChatReasoningAction(turn_id=self.turn_id, part_id=self._reasoning, content=delta)
+            )
+
+    async def usage(self, usage: UsageInfo) -> None:
+        await self.emit(ChatUsageAction(turn_id=self.turn_id, usage=usage))
+
+    async def activity(self, description: str | None) -> None:
+        await self.emit(
+            ChatActivityChangedAction(activity=UNSET if description is None else description)
+        )
+
+    async def start_tool_call(
+        self,
+        *,
+        tool_name: str,
+        display_name: str,
+        invocation_message: StringOrMarkdown,
+        tool_input: str | None = None,
+        confirm: bool = False,
+        confirmation_title: StringOrMarkdown | None = None,
+        options: tuple[ConfirmationOption, ...] | None = None,
+        client_id: str | None = None,
+    ) -> _ToolCall:
+        tool_call_id = self._part_id("tool")
+        self._markdown = self._reasoning = None  # text after the call starts a new part
+        loop = asyncio.get_running_loop()
+        if confirm:
+            self.decisions[tool_call_id] = loop.create_future()
+        if client_id is not None:
+            self.client_results[tool_call_id] = loop.create_future()
+        await self.emit(
+            ChatToolCallStartAction(
+                turn_id=self.turn_id,
+                tool_call_id=tool_call_id,
+                tool_name=tool_name,
+                display_name=display_name,
+                contributor=UNSET
+                if client_id is None
+                else ToolCallClientContributor(client_id=client_id),
+            )
+        )
+        await self.emit(
+            ChatToolCallReadyAction(
+                turn_id=self.turn_id,
+                tool_call_id=tool_call_id,
+                invocation_message=invocation_message,
+                tool_input=UNSET if tool_input is None else tool_input,
+                confirmation_title=UNSET if confirmation_title is None else confirmation_title,
+                options=UNSET if options is None else options,
+                confirmed=UNSET if confirm else "not-needed",
+            )
+        )
+        return _ToolCall(
+            self,
+            tool_call_id,
+            confirm=confirm,
+            client_id=client_id,
+            timeout=self._client_tool_timeout,
+        )
+
+    async def request_input(self, request: ChatInputRequest) -> InputAnswer:
+        self._markdown = self._reasoning = None
+        future: asyncio.Future[InputAnswer] = asyncio.get_running_loop().create_future()
+        self.inputs[request.id] = future
+        await self.emit(ChatInputRequestedAction(request=request))
+        return await future
+
+    async def take_steering(self) -> Message | None:
+        steering = self.actor.state.steering_message
+        if not isinstance(steering, PendingMessage):
+            return None
+        await self.emit(ChatPendingMessageRemovedAction(kind="steering", id=steering.id))
+        return steering.message
+
+    # -- the turn -----------------------------------------------------------------------------
+
+    async def _run(self) -> None:
+        started = time.monotonic()
+        log.debug("turn started", chat=self.request.chat, turn=self.turn_id)
+        final: object
+        try:
+            await self.provider.run_turn(self.request, self)
+            final = ChatTurnCompleteAction(turn_id=self.turn_id, duration=_ms_since(started))
+        except asyncio.CancelledError:
+            if self.closed:
+                return  # aborted by the actor, which already ended the turn
+            raise
+        except AgentError as error:
+            final = _error(self.turn_id, started, error.error_type, error.message)
+        except Exception:  # task boundary: a provider bug fails the turn, not the host
+            log.exception("provider failed", chat=self.request.chat, turn=self.turn_id)
+            final = _error(self.turn_id, started, "internal", "The agent failed unexpectedly.")
+        if not self.closed:
+            self.closed = True
+            await self.actor.submit_from_runner(self, final, final_action=True)
+
+
+def _ms_since(started: float) -> int:
+    return max(0, round((time.monotonic() - started) * 1000))
+
+
+def _error(turn_id: str, started: float, error_type: str, message: str) -> ChatErrorAction:
+    return ChatErrorAction(
+        turn_id=turn_id,
+        duration=_ms_since(started),
+        error=ErrorInfo(error_type=error_type, message=message),
+    )
+
+
+def _resolve(future: asyncio.Future[T] | None, value: T) -> None:
+    if future is not None and not future.done():
+        future.set_result(value)

@@ -1,0 +1,1 @@
+"""Transports that carry AHP frames to the host (layer: transport)."""
