@@ -1,27 +1,30 @@
-"""The ``ahp-server`` command line.
+"""The ``ahp-server`` command line (also ``python -m ahp_server``).
 
 Layer: app (the outermost layer; may import everything, imported by nothing).
-
-Until the WebSocket host lands (issue: "The host"), ``serve`` reports what it
-would start and exits successfully, so scripts and the README can rely on the
-command existing.
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
+import asyncio
+import contextlib
+import signal
 from collections.abc import Sequence
 
-from ahp_server import __version__
-from ahp_server.protocol import PROTOCOL_VERSION
-from ahp_server.protocol.versions import SUPPORTED_VERSIONS
+import structlog
 
-DEFAULT_HOST = "127.0.0.1"
-DEFAULT_PORT = 8765
+from ahp_server import __version__
+from ahp_server.config import Settings
+from ahp_server.host.host import Host
+from ahp_server.logging import configure_logging
+from ahp_server.protocol import PROTOCOL_VERSION
+from ahp_server.transport.websocket import start_server
+
+log = structlog.get_logger(__name__)
 
 
 def build_parser() -> argparse.ArgumentParser:
+    defaults = Settings()
     parser = argparse.ArgumentParser(prog="ahp-server", description="Agent Host Protocol host")
     parser.add_argument(
         "--version",
@@ -30,20 +33,44 @@ def build_parser() -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(dest="command")
     serve = commands.add_parser("serve", help="run the host (the default)")
-    serve.add_argument("--host", default=DEFAULT_HOST, help="bind address")
-    serve.add_argument("--port", type=int, default=DEFAULT_PORT, help="TCP port")
+    for target in (parser, serve):
+        target.add_argument("--host", default=defaults.host, help="bind address")
+        target.add_argument("--port", type=int, default=defaults.port, help="TCP port (0: any)")
+        target.add_argument(
+            "--log-format", choices=["console", "json"], default=None, help="log output format"
+        )
+        target.add_argument("--log-level", default="info", help="debug, info, warning, error")
     return parser
+
+
+async def serve(settings: Settings) -> None:
+    """Run the host until SIGTERM/SIGINT, then shut down gracefully (1001 to clients)."""
+    host = Host(settings)
+    await host.start()
+    server = await start_server(host)
+    for sock in server.sockets:
+        address = sock.getsockname()
+        log.info("listening", url=f"ws://{address[0]}:{address[1]}", version=PROTOCOL_VERSION)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        with contextlib.suppress(NotImplementedError):
+            loop.add_signal_handler(signum, stop.set)
+    await stop.wait()
+    log.info("shutting down")
+    server.close(close_connections=False)  # stop accepting; the host closes with 1001
+    await host.stop()
+    await server.wait_closed()
+    log.info("stopped")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    host = getattr(args, "host", DEFAULT_HOST)
-    port = getattr(args, "port", DEFAULT_PORT)
-    print(
-        f"ahp-server {__version__}: protocol {PROTOCOL_VERSION} "
-        f"(also negotiates {', '.join(v for v in SUPPORTED_VERSIONS if v != PROTOCOL_VERSION)}).\n"
-        f"The WebSocket host (ws://{host}:{port}) is not implemented yet; "
-        "this build ships the protocol core only.",
-        file=sys.stdout,
-    )
+    configure_logging(args.log_level, args.log_format)
+    settings = Settings(host=args.host, port=args.port)
+    try:
+        asyncio.run(serve(settings))
+    except OSError as error:
+        log.error("cannot start", error=str(error))
+        return 1
     return 0

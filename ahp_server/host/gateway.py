@@ -90,7 +90,10 @@ class Gateway:
         except ProtocolError as error:
             self._send_error(connection, request.id, error)
             if error.close:
-                connection.close(CLOSE_POLICY, error.message[:120])
+                # Deliver the error first, then close (e.g. -32005, WIRE-SUMMARY §3.1).
+                self.host.spawn(
+                    connection.flush_and_close(CLOSE_POLICY, error.message[:120], grace=2.0)
+                )
             return
         except Exception as error:  # task boundary: a bug must not kill the connection
             log.exception("request failed", conn=connection.id, method=request.method)

@@ -1,0 +1,41 @@
+"""The one place that configures structlog.
+
+Layer: app support. Console output for terminals, JSON lines for daemons.
+Nothing on the per-delta path logs at INFO, so log volume does not grow with
+streaming.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from typing import Literal
+
+import structlog
+
+__all__ = ["configure_logging"]
+
+LogFormat = Literal["console", "json"]
+
+
+def configure_logging(level: str = "info", fmt: LogFormat | None = None) -> None:
+    """Configure structlog (idempotent). ``fmt=None`` picks console on a TTY, else JSON."""
+    if fmt is None:
+        fmt = "console" if sys.stderr.isatty() else "json"
+    renderer: structlog.typing.Processor = (
+        structlog.dev.ConsoleRenderer() if fmt == "console" else structlog.processors.JSONRenderer()
+    )
+    structlog.configure(
+        processors=[
+            structlog.contextvars.merge_contextvars,
+            structlog.processors.add_log_level,
+            structlog.processors.TimeStamper(fmt="iso", utc=True),
+            structlog.processors.format_exc_info,
+            renderer,
+        ],
+        wrapper_class=structlog.make_filtering_bound_logger(
+            logging.getLevelNamesMapping()[level.upper()]
+        ),
+        logger_factory=structlog.PrintLoggerFactory(sys.stderr),
+        cache_logger_on_first_use=False,
+    )

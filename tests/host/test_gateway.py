@@ -1,0 +1,171 @@
+"""The gateway over a real socket: framing errors, lifecycle rules, and survival.
+
+Raw ``websockets`` clients on purpose: these are the frames a broken or hostile
+client sends, which the project's own client never would.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import pytest
+from websockets.asyncio.client import ClientConnection, connect
+from websockets.exceptions import ConnectionClosed
+
+from ahp_server.config import Settings
+from tests.conftest import RunningHost
+
+TIMEOUT = 5.0
+INIT = {
+    "channel": "ahp-root://",
+    "protocolVersions": ["0.7.0"],
+    "clientId": "raw-client",
+}
+
+
+async def recv_json(ws: ClientConnection) -> Any:
+    async with asyncio.timeout(TIMEOUT):
+        return json.loads(await ws.recv())
+
+
+async def call(ws: ClientConnection, id_: int, method: str, params: dict[str, Any]) -> Any:
+    await ws.send(json.dumps({"jsonrpc": "2.0", "id": id_, "method": method, "params": params}))
+    while True:
+        message = await recv_json(ws)
+        if message.get("id") == id_:
+            return message
+
+
+async def test_ping_is_answered_before_initialize(running_host: RunningHost) -> None:
+    async with connect(running_host.url) as ws:
+        reply = await call(ws, 1, "ping", {"channel": "ahp-root://"})
+        assert reply == {"jsonrpc": "2.0", "id": 1, "result": None}
+
+
+async def test_requests_before_initialize_are_refused(running_host: RunningHost) -> None:
+    async with connect(running_host.url) as ws:
+        reply = await call(ws, 1, "listSessions", {"channel": "ahp-root://"})
+        assert reply["error"]["code"] == -32600
+        assert "initialize" in reply["error"]["message"]
+        assert (await call(ws, 2, "initialize", INIT))["result"]["protocolVersion"] == "0.7.0"
+
+
+@pytest.mark.parametrize(
+    ("frame", "code"),
+    [
+        ("{not json", -32700),
+        ("[1, 2]", -32600),
+        ('{"jsonrpc": "2.0", "id": 5}', -32600),
+        ('{"jsonrpc": "1.0", "id": 5, "method": "ping"}', -32600),
+    ],
+)
+async def test_malformed_frames_get_errors_and_the_connection_lives(
+    running_host: RunningHost, frame: str, code: int
+) -> None:
+    async with connect(running_host.url) as ws:
+        await ws.send(frame)
+        reply = await recv_json(ws)
+        assert reply["error"]["code"] == code
+        assert reply["error"]["message"]
+        assert (await call(ws, 9, "ping", {"channel": "ahp-root://"}))["result"] is None
+
+
+async def test_error_keeps_the_request_id_when_readable(running_host: RunningHost) -> None:
+    async with connect(running_host.url) as ws:
+        await ws.send('{"jsonrpc": "1.0", "id": 77, "method": "ping"}')
+        assert (await recv_json(ws))["id"] == 77
+
+
+async def test_unknown_method_and_bad_params(running_host: RunningHost) -> None:
+    async with connect(running_host.url) as ws:
+        await call(ws, 1, "initialize", INIT)
+        unknown = await call(ws, 2, "frobnicate", {"channel": "ahp-root://"})
+        assert unknown["error"]["code"] == -32601
+        bad = await call(ws, 3, "createSession", {"channel": 42})
+        assert bad["error"]["code"] == -32602
+        again = await call(ws, 4, "initialize", INIT)
+        assert again["error"]["code"] == -32600
+        assert (await call(ws, 5, "ping", {"channel": "ahp-root://"}))["result"] is None
+
+
+async def test_binary_frames_are_refused_and_the_connection_lives(
+    running_host: RunningHost,
+) -> None:
+    async with connect(running_host.url) as ws:
+        await ws.send(b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{}}')
+        reply = await recv_json(ws)
+        assert reply["error"]["code"] == -32600
+        assert "text" in reply["error"]["message"]
+        assert (await call(ws, 2, "ping", {"channel": "ahp-root://"}))["result"] is None
+
+
+@pytest.mark.parametrize("running_host", [Settings(max_message_bytes=4096)], indirect=True)
+async def test_oversize_frames_close_1009_and_the_server_keeps_serving(
+    running_host: RunningHost,
+) -> None:
+    async with connect(running_host.url, max_size=None) as ws:
+        await ws.send(json.dumps({"jsonrpc": "2.0", "method": "x", "params": {"pad": "y" * 10_000}}))
+        with pytest.raises(ConnectionClosed):
+            await recv_json(ws)
+        assert ws.close_code == 1009
+    async with connect(running_host.url) as other:
+        assert (await call(other, 1, "ping", {"channel": "ahp-root://"}))["result"] is None
+
+
+async def test_unsupported_version_gets_32005_and_close(running_host: RunningHost) -> None:
+    async with connect(running_host.url) as ws:
+        reply = await call(ws, 1, "initialize", {**INIT, "protocolVersions": ["0.1.0"]})
+        assert reply["error"]["code"] == -32005
+        assert "0.7.0" in reply["error"]["data"]["supportedVersions"]
+        with pytest.raises(ConnectionClosed):
+            await recv_json(ws)
+
+
+async def test_reconnect_from_an_unknown_client_gets_32008(running_host: RunningHost) -> None:
+    async with connect(running_host.url) as ws:
+        reply = await call(
+            ws,
+            1,
+            "reconnect",
+            {
+                "channel": "ahp-root://",
+                "clientId": "never-seen",
+                "lastSeenServerSeq": 0,
+                "subscriptions": [],
+            },
+        )
+        assert reply["error"]["code"] == -32008
+        # The client falls back to initialize on the same connection.
+        assert (await call(ws, 2, "initialize", INIT))["result"]["serverSeq"] >= 0
+
+
+async def test_subscribe_to_unknown_channels(running_host: RunningHost) -> None:
+    async with connect(running_host.url) as ws:
+        await call(ws, 1, "initialize", INIT)
+        session = await call(ws, 2, "subscribe", {"channel": "ahp-session:/nope"})
+        assert session["error"]["code"] == -32001
+        chat = await call(ws, 3, "subscribe", {"channel": "ahp-chat:/nope"})
+        assert chat["error"]["code"] == -32008
+
+
+async def test_dispatch_to_unknown_channel_is_silently_ignored(running_host: RunningHost) -> None:
+    async with connect(running_host.url) as ws:
+        await call(ws, 1, "initialize", INIT)
+        await ws.send(
+            json.dumps(
+                {
+                    "jsonrpc": "2.0",
+                    "method": "dispatchAction",
+                    "params": {
+                        "channel": "ahp-chat:/nope",
+                        "clientSeq": 1,
+                        "action": {"type": "chat/draftChanged"},
+                    },
+                }
+            )
+        )
+        # The next frame we get is the answer to the ping: nothing was echoed.
+        reply = await call(ws, 2, "ping", {"channel": "ahp-root://"})
+        assert reply["result"] is None
