@@ -64,6 +64,7 @@ from ahp_server.protocol.types import (
     SessionStatus,
     SessionSummary,
     SessionSummaryChangedParams,
+    SessionTitleChangedAction,
     SessionToolAuthenticationRequest,
     SessionToolClientExecutionRequest,
     SessionToolConfirmationRequest,
@@ -95,6 +96,7 @@ S = TypeVar("S", RootState, SessionState, ChatState)
 R = TypeVar("R")
 
 ROOT = "ahp-root://"
+DEFAULT_SESSION_TITLE = "New Session"
 
 
 # -- messages --------------------------------------------------------------------------------
@@ -574,6 +576,10 @@ class ChatActor(ChannelActor[ChatState]):
             self, provider, request, client_tool_timeout=self.host.settings.client_tool_timeout
         )
         self.runner.start()
+        if self.session.state.title == DEFAULT_SESSION_TITLE and message.text.strip():
+            # A new session is named after its first message (server-originated).
+            title = _title_from(message.text)
+            self.host.spawn(self.session.apply_server(SessionTitleChangedAction(title=title)))
 
     async def start_turn(self, message: Message, client_id: str | None) -> str:
         """Start a turn from inside the actor (``createChat.initialMessage``)."""
@@ -681,6 +687,11 @@ class ChatActor(ChannelActor[ChatState]):
         kept = state.turns[len(state.turns) - turns :] if turns > 0 else ()
         cursor = turns_cursor(kept[0].id) if kept else turns_cursor(None)
         return replace(state, turns=kept, turns_next_cursor=cursor)
+
+
+def _title_from(text: str, limit: int = 60) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 1].rstrip() + "…"
 
 
 def turns_cursor(before_turn: str | None) -> str:

@@ -20,6 +20,7 @@ import structlog
 from msgspec import UNSET, UnsetType
 
 from ahp_server.host.actors import (
+    DEFAULT_SESSION_TITLE,
     ROOT,
     ChatActor,
     SessionActor,
@@ -327,7 +328,7 @@ class Commands:
         now = iso_timestamp(host.now())
         state = SessionState(
             provider=provider_name,
-            title="New Session",
+            title=DEFAULT_SESSION_TITLE,
             status=int(SessionStatus.Idle),
             working_directories=directories if directories else UNSET,
             lifecycle="creating",
