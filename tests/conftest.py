@@ -31,7 +31,8 @@ class RunningHost:
 
 async def start_host(settings: Settings | None = None, **kwargs: object) -> RunningHost:
     """Start a host on 127.0.0.1 and a free port."""
-    host = Host(dataclasses.replace(settings or Settings(), host="127.0.0.1", port=0), **kwargs)  # type: ignore[arg-type]
+    loopback = dataclasses.replace(settings or Settings(), host="127.0.0.1", port=0)
+    host = Host(loopback, **kwargs)  # type: ignore[arg-type]
     await host.start()
     server = await start_server(host)
     port = server.sockets[0].getsockname()[1]
@@ -40,7 +41,7 @@ async def start_host(settings: Settings | None = None, **kwargs: object) -> Runn
 
 @pytest.fixture
 async def running_host(request: pytest.FixtureRequest) -> AsyncIterator[RunningHost]:
-    """A host with the echo agent. Parametrize indirectly with :class:`Settings` to change limits."""
+    """A host with the echo agent; parametrize indirectly with :class:`Settings` for limits."""
     running = await start_host(getattr(request, "param", None))
     try:
         yield running

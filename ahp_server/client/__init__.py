@@ -1,0 +1,78 @@
+"""A Python AHP client: WebSocket + JSON-RPC, with write-ahead reconciliation.
+
+Layer: client (I/O layer on top of protocol). It imports
+:mod:`ahp_server.protocol` (wire types, codec, JSON-RPC framing, reducers) and
+nothing from the host, so it works against any spec-conformant AHP server.
+
+* :mod:`~ahp_server.client.state` — pure reconciliation model (confirmed
+  state, pending actions, optimistic view; WIRE-SUMMARY §7).
+* :mod:`~ahp_server.client.connection` — :class:`AhpClient`, the asyncio
+  client (requests, subscriptions, dispatch, reconnect, listeners, waiting).
+* :mod:`~ahp_server.client.errors` — the :class:`ClientError` family.
+
+Typical use::
+
+    async with AhpClient.connect("ws://127.0.0.1:8765", subscriptions=["ahp-root://"]) as c:
+        session = await c.create_session("echo", subscribe=True)
+        await c.wait_for(lambda c: c.view(session, SessionState).lifecycle == "ready")
+"""
+
+from ahp_server.client.connection import (
+    CLIENT_NAME,
+    AhpClient,
+    EnvelopeListener,
+    NotificationListener,
+    Params,
+    ReconnectPath,
+    RequestHandler,
+    ServerNotification,
+)
+from ahp_server.client.errors import (
+    ClientError,
+    ClientTimeoutError,
+    ConnectionClosedError,
+    PendingOverflowError,
+    ProtocolViolationError,
+    RemoteError,
+    TurnFailedError,
+    UnknownChannelError,
+)
+from ahp_server.client.state import (
+    ROOT_CHANNEL,
+    ChannelKind,
+    ChannelState,
+    ClientState,
+    EnvelopeOutcome,
+    EnvelopeResult,
+    PendingAction,
+    channel_kind,
+    wall_clock_ms,
+)
+
+__all__ = [
+    "CLIENT_NAME",
+    "ROOT_CHANNEL",
+    "AhpClient",
+    "ChannelKind",
+    "ChannelState",
+    "ClientError",
+    "ClientState",
+    "ClientTimeoutError",
+    "ConnectionClosedError",
+    "EnvelopeListener",
+    "EnvelopeOutcome",
+    "EnvelopeResult",
+    "NotificationListener",
+    "Params",
+    "PendingAction",
+    "PendingOverflowError",
+    "ProtocolViolationError",
+    "ReconnectPath",
+    "RemoteError",
+    "RequestHandler",
+    "ServerNotification",
+    "TurnFailedError",
+    "UnknownChannelError",
+    "channel_kind",
+    "wall_clock_ms",
+]
