@@ -106,7 +106,9 @@ async def test_oversize_frames_close_1009_and_the_server_keeps_serving(
     running_host: RunningHost,
 ) -> None:
     async with connect(running_host.url, max_size=None) as ws:
-        await ws.send(json.dumps({"jsonrpc": "2.0", "method": "x", "params": {"pad": "y" * 10_000}}))
+        await ws.send(
+            json.dumps({"jsonrpc": "2.0", "method": "x", "params": {"pad": "y" * 10_000}})
+        )
         with pytest.raises(ConnectionClosed):
             await recv_json(ws)
         assert ws.close_code == 1009
@@ -169,3 +171,51 @@ async def test_dispatch_to_unknown_channel_is_silently_ignored(running_host: Run
         # The next frame we get is the answer to the ping: nothing was echoed.
         reply = await call(ws, 2, "ping", {"channel": "ahp-root://"})
         assert reply["result"] is None
+
+
+async def test_invalid_action_payload_is_echoed_to_its_sender_as_rejected(
+    running_host: RunningHost,
+) -> None:
+    async with connect(running_host.url) as ws:
+        await call(ws, 1, "initialize", INIT)
+        await call(ws, 2, "createSession", {"channel": "ahp-session:/bad-action"})
+        bad = {"type": "session/titleChanged", "title": 5}
+        await ws.send(
+            json.dumps(
+                {
+                    "jsonrpc": "2.0",
+                    "method": "dispatchAction",
+                    "params": {"channel": "ahp-session:/bad-action", "clientSeq": 7, "action": bad},
+                }
+            )
+        )
+        while True:
+            message = await recv_json(ws)
+            if message.get("method") == "action":
+                break
+        envelope = message["params"]
+        assert envelope["action"] == bad  # echoed verbatim
+        assert envelope["origin"] == {"clientId": "raw-client", "clientSeq": 7}
+        assert "invalid action" in envelope["rejectionReason"]
+        assert envelope["serverSeq"] <= running_host.host.hub.server_seq  # the current number
+
+
+async def test_a_client_claiming_to_be_ahead_of_the_host_gets_snapshots(
+    running_host: RunningHost,
+) -> None:
+    async with connect(running_host.url) as ws:
+        await call(ws, 1, "initialize", {**INIT, "clientId": "ahead"})
+    async with connect(running_host.url) as ws:
+        reply = await call(
+            ws,
+            1,
+            "reconnect",
+            {
+                "channel": "ahp-root://",
+                "clientId": "ahead",
+                "lastSeenServerSeq": running_host.host.hub.server_seq + 1000,
+                "subscriptions": ["ahp-root://"],
+            },
+        )
+        assert reply["result"]["type"] == "snapshot"
+        assert [s["resource"] for s in reply["result"]["snapshots"]] == ["ahp-root://"]

@@ -1,0 +1,70 @@
+"""Helpers for end-to-end tests: a real host on a free port, real clients, real sockets."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ahp_server.client import AhpClient
+from ahp_server.host.host import Host
+from ahp_server.protocol import codec
+from ahp_server.protocol.types import ActiveTurn, ChatState, SessionState
+
+TIMEOUT = 10.0
+
+
+def host_state(host: Host, channel: str) -> Any:
+    actor = host.actor_for(channel)
+    assert actor is not None, f"the host has no channel {channel}"
+    return actor.state
+
+
+def comparable(state: Any) -> Any:
+    """A state as JSON, minus the one field each peer computes from its own clock.
+
+    The reducers stamp a chat's ``modifiedAt`` with the local clock (the
+    fixtures require it), so a client's copy differs from the host's by the
+    clock skew; the session catalogue carries the host's value explicitly
+    (``session/chatUpdated``) and is compared exactly. docs/protocol.md.
+    """
+    data = json.loads(codec.encode(state))
+    if isinstance(state, ChatState):
+        data.pop("modifiedAt", None)
+    return data
+
+
+async def assert_mirrors_host(client: AhpClient, host: Host, *channels: str) -> None:
+    """The state the client computed from envelopes equals the host's, field by field.
+
+    Every change of a host state is published to its subscribers, so once the
+    last envelope has arrived the two are equal; we wait (bounded) for that.
+    """
+    wanted = channels or client.subscriptions
+
+    def same(c: AhpClient) -> bool:
+        return all(comparable(c.confirmed(ch)) == comparable(host_state(host, ch)) for ch in wanted)
+
+    try:
+        await client.wait_for(same, timeout=TIMEOUT)
+    except TimeoutError:
+        for channel in wanted:
+            mine = comparable(client.confirmed(channel))
+            theirs = comparable(host_state(host, channel))
+            assert mine == theirs, f"{client.client_id} diverged from the host on {channel}"
+
+
+def chat_state(client: AhpClient, chat: str) -> ChatState:
+    return client.confirmed(chat, ChatState)
+
+
+def session_state(client: AhpClient, session: str) -> SessionState:
+    return client.confirmed(session, SessionState)
+
+
+def turn_done(client: AhpClient, chat: str, count: int = 1) -> bool:
+    state = chat_state(client, chat)
+    return len(state.turns) >= count and not isinstance(state.active_turn, ActiveTurn)
+
+
+def session_of(host: Host, chat: str) -> str:
+    return host.chats[chat].session.uri

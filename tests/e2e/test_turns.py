@@ -1,0 +1,248 @@
+"""The turn engine over real sockets: queue, cancel, tools, input, errors, steering."""
+
+from __future__ import annotations
+
+import pytest
+from msgspec import UNSET
+
+from ahp_server.client import AhpClient, TurnFailedError
+from ahp_server.protocol.types import (
+    ActiveTurn,
+    ChatInputAnswered,
+    ChatInputCompletedAction,
+    ChatInputTextAnswerValue,
+    ChatPendingMessageSetAction,
+    ChatToolCallApprovedAction,
+    ChatToolCallCompleteAction,
+    ChatToolCallDeniedAction,
+    ChatTurnCancelledAction,
+    InputRequestResponsePart,
+    MarkdownResponsePart,
+    Message,
+    MessageOrigin,
+    ToolCallCompletedState,
+    ToolCallPendingConfirmationState,
+    ToolCallResponsePart,
+    ToolCallResult,
+    ToolCallRunningState,
+    Turn,
+)
+from tests.conftest import RunningHost
+from tests.e2e.helpers import TIMEOUT, assert_mirrors_host, chat_state, session_of, turn_done
+
+
+def user(text: str) -> Message:
+    return Message(text=text, origin=MessageOrigin(kind="user"))
+
+
+def markdown(turn: Turn | ActiveTurn) -> str:
+    return "".join(p.content for p in turn.response_parts if isinstance(p, MarkdownResponsePart))
+
+
+def active(client: AhpClient, chat: str) -> ActiveTurn | None:
+    turn = chat_state(client, chat).active_turn
+    return turn if isinstance(turn, ActiveTurn) else None
+
+
+def tool_call(client: AhpClient, chat: str) -> object:
+    turn = active(client, chat)
+    if turn is None:
+        return None
+    calls = [p.tool_call for p in turn.response_parts if isinstance(p, ToolCallResponsePart)]
+    return calls[-1] if calls else None
+
+
+async def test_a_queued_message_starts_a_turn_after_the_current_one(
+    running_host: RunningHost,
+) -> None:
+    host = running_host.host
+    async with AhpClient.connect(running_host.url) as client:
+        chat = await client.open_chat()
+        await client.send_message(chat, "/slow 20 one two three four")
+        await client.wait_for(lambda c: active(c, chat) is not None, timeout=TIMEOUT)
+        await client.dispatch(
+            chat, ChatPendingMessageSetAction(kind="queued", id="q1", message=user("second"))
+        )
+        await client.wait_for(lambda c: turn_done(c, chat, 2), timeout=TIMEOUT)
+        first, second = chat_state(client, chat).turns
+        assert first.state == second.state == "complete"
+        assert second.message.text == "second"
+        assert markdown(second) == "second"
+        assert chat_state(client, chat).queued_messages is UNSET
+        await assert_mirrors_host(client, host, chat)
+
+
+async def test_cancelling_a_turn_stops_the_agent(running_host: RunningHost) -> None:
+    host = running_host.host
+    words = " ".join(f"w{i}" for i in range(200))
+    async with AhpClient.connect(running_host.url) as client:
+        chat = await client.open_chat()
+        turn_id = await client.send_message(chat, f"/slow 30 {words}")
+        await client.wait_for(
+            lambda c: (t := active(c, chat)) is not None and len(markdown(t)) > 0, timeout=TIMEOUT
+        )
+        runner = host.chats[chat].runner
+        assert runner is not None
+        await client.dispatch(chat, ChatTurnCancelledAction(turn_id=turn_id, duration=5))
+        await client.wait_for(lambda c: turn_done(c, chat), timeout=TIMEOUT)
+        await runner.wait()
+        assert runner.closed
+        assert host.chats[chat].runner is None
+        (turn,) = chat_state(client, chat).turns
+        assert turn.state == "cancelled"
+        assert len(markdown(turn).split()) < 200
+        # A later turn works and nothing of the cancelled one leaks into it.
+        assert await client.ask(chat, "after") == "after"
+        await assert_mirrors_host(client, host, chat)
+
+
+async def test_a_tool_call_waits_for_confirmation(running_host: RunningHost) -> None:
+    host = running_host.host
+    async with AhpClient.connect(running_host.url) as client:
+        chat = await client.open_chat()
+        session = session_of(host, chat)
+        turn_id = await client.send_message(chat, "/tool")
+        await client.wait_for(
+            lambda c: isinstance(tool_call(c, chat), ToolCallPendingConfirmationState),
+            timeout=TIMEOUT,
+        )
+        # Waiting: the turn is still active, the chat and the session need input.
+        call = tool_call(client, chat)
+        assert isinstance(call, ToolCallPendingConfirmationState)
+        assert chat_state(client, chat).status & 24 == 24
+        await client.wait_for(
+            lambda c: bool(c.confirmed(session).input_needed),  # type: ignore[union-attr]
+            timeout=TIMEOUT,
+        )
+        await client.dispatch(
+            chat,
+            ChatToolCallApprovedAction(
+                turn_id=turn_id, tool_call_id=call.tool_call_id, confirmed="user-action"
+            ),
+        )
+        await client.wait_for(lambda c: turn_done(c, chat), timeout=TIMEOUT)
+        (turn,) = chat_state(client, chat).turns
+        calls = [p.tool_call for p in turn.response_parts if isinstance(p, ToolCallResponsePart)]
+        assert isinstance(calls[0], ToolCallCompletedState)
+        assert calls[0].success
+        assert "written" in markdown(turn)
+        await client.wait_for(
+            lambda c: not c.confirmed(session).input_needed,  # type: ignore[union-attr]
+            timeout=TIMEOUT,
+        )
+        await assert_mirrors_host(client, host, chat, session)
+
+
+async def test_a_denied_tool_call_is_reported(running_host: RunningHost) -> None:
+    async with AhpClient.connect(running_host.url) as client:
+        chat = await client.open_chat()
+        turn_id = await client.send_message(chat, "/tool")
+        await client.wait_for(
+            lambda c: isinstance(tool_call(c, chat), ToolCallPendingConfirmationState),
+            timeout=TIMEOUT,
+        )
+        call = tool_call(client, chat)
+        assert isinstance(call, ToolCallPendingConfirmationState)
+        await client.dispatch(
+            chat,
+            ChatToolCallDeniedAction(
+                turn_id=turn_id, tool_call_id=call.tool_call_id, reason="denied"
+            ),
+        )
+        await client.wait_for(lambda c: turn_done(c, chat), timeout=TIMEOUT)
+        assert "not write" in markdown(chat_state(client, chat).turns[0])
+
+
+async def test_an_input_request_waits_for_the_answer(running_host: RunningHost) -> None:
+    host = running_host.host
+    async with AhpClient.connect(running_host.url) as client:
+        chat = await client.open_chat()
+        await client.send_message(chat, "/input")
+
+        def request_open(c: AhpClient) -> bool:
+            turn = active(c, chat)
+            return turn is not None and any(
+                isinstance(p, InputRequestResponsePart) for p in turn.response_parts
+            )
+
+        await client.wait_for(request_open, timeout=TIMEOUT)
+        answer = ChatInputAnswered(state="submitted", value=ChatInputTextAnswerValue(value="Ada"))
+        await client.dispatch(
+            chat,
+            ChatInputCompletedAction(
+                request_id="echo-input", response="accept", answers={"name": answer}
+            ),
+        )
+        await client.wait_for(lambda c: turn_done(c, chat), timeout=TIMEOUT)
+        assert "name = Ada" in markdown(chat_state(client, chat).turns[0])
+        await assert_mirrors_host(client, host, chat)
+
+
+async def test_a_client_tool_is_run_by_its_client_only(running_host: RunningHost) -> None:
+    host = running_host.host
+    async with (
+        AhpClient.connect(running_host.url) as alice,
+        AhpClient.connect(running_host.url) as mallory,
+    ):
+        chat = await alice.open_chat()
+        await mallory.subscribe(chat)
+        turn_id = await alice.send_message(chat, "/client-tool")
+        await alice.wait_for(
+            lambda c: isinstance(tool_call(c, chat), ToolCallRunningState), timeout=TIMEOUT
+        )
+        call = tool_call(alice, chat)
+        assert isinstance(call, ToolCallRunningState)
+        result = ToolCallResult(success=True, past_tense_message="Ran client_echo")
+        complete = ChatToolCallCompleteAction(
+            turn_id=turn_id, tool_call_id=call.tool_call_id, result=result
+        )
+        stolen = await mallory.dispatch(chat, complete)
+        await mallory.wait_for(
+            lambda c: any(
+                getattr(e.origin, "client_seq", None) == stolen
+                and getattr(e.origin, "client_id", None) == mallory.client_id
+                for e in c.envelopes
+            ),
+            timeout=TIMEOUT,
+        )
+        assert isinstance(tool_call(alice, chat), ToolCallRunningState)  # still waiting
+        await alice.dispatch(chat, complete)
+        await alice.wait_for(lambda c: turn_done(c, chat), timeout=TIMEOUT)
+        assert "succeeded" in markdown(chat_state(alice, chat).turns[0])
+        await assert_mirrors_host(alice, host, chat)
+        await assert_mirrors_host(mallory, host, chat)
+
+
+async def test_an_agent_error_ends_the_turn_with_chat_error(running_host: RunningHost) -> None:
+    async with AhpClient.connect(running_host.url) as client:
+        chat = await client.open_chat()
+        with pytest.raises(TurnFailedError) as caught:
+            await client.ask(chat, "/error")
+        assert caught.value.state == "error"
+        turn = chat_state(client, chat).turns[0]
+        assert turn.state == "error"
+        assert chat_state(client, chat).status & 0b11111 == 2  # Error
+
+
+async def test_a_steering_message_reaches_the_running_agent(running_host: RunningHost) -> None:
+    async with AhpClient.connect(running_host.url) as client:
+        chat = await client.open_chat()
+        await client.send_message(chat, "/slow 30 " + " ".join(f"w{i}" for i in range(30)))
+        await client.wait_for(lambda c: active(c, chat) is not None, timeout=TIMEOUT)
+        await client.dispatch(
+            chat, ChatPendingMessageSetAction(kind="steering", id="s1", message=user("faster"))
+        )
+        await client.wait_for(lambda c: turn_done(c, chat), timeout=TIMEOUT)
+        state = chat_state(client, chat)
+        assert "steered: faster" in markdown(state.turns[0])
+        assert state.steering_message is UNSET  # consumed by the agent
+
+
+async def test_turn_started_while_a_turn_runs_is_rejected(running_host: RunningHost) -> None:
+    async with AhpClient.connect(running_host.url) as client:
+        chat = await client.open_chat()
+        await client.send_message(chat, "/slow 30 a b c d e f")
+        await client.wait_for(lambda c: active(c, chat) is not None, timeout=TIMEOUT)
+        second = await client.send_message(chat, "again")
+        await client.wait_for(lambda c: turn_done(c, chat), timeout=TIMEOUT)
+        assert all(t.id != second for t in chat_state(client, chat).turns)
