@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 
 from ahp_server.client import AhpClient
 from ahp_server.protocol.types import SessionState
@@ -40,7 +41,7 @@ async def test_many_chats_streaming_at_once_arrive_in_sequence_order(
         await client.wait_for(lambda c: c.server_seq >= host.hub.server_seq, timeout=TIMEOUT)
         seqs = [e.server_seq for e in list(client.envelopes)[start:]]
         assert len(seqs) > CHATS * 30
-        assert all(a < b for a, b in zip(seqs, seqs[1:], strict=False)), "out of order"
+        assert all(a < b for a, b in itertools.pairwise(seqs)), "out of order"
         # Subscribed to every channel that exists: no gaps at all.
         assert seqs == list(range(seqs[0], seqs[-1] + 1))
         await assert_mirrors_host(client, host, ROOT, session, *chats)
@@ -58,6 +59,6 @@ async def test_server_seq_is_strictly_increasing_across_clients(running_host: Ru
         seqs_a = [e.server_seq for e in alice.envelopes]
         seqs_b = [e.server_seq for e in bob.envelopes]
         for seqs in (seqs_a, seqs_b):
-            assert all(a < b for a, b in zip(seqs, seqs[1:], strict=False))
+            assert all(a < b for a, b in itertools.pairwise(seqs))
         assert set(seqs_a).isdisjoint(seqs_b)  # different channels, one counter
         assert max(seqs_a + seqs_b) <= host.hub.server_seq
