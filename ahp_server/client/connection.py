@@ -86,6 +86,7 @@ from ahp_server.protocol.types import (
     DispatchActionParams,
     DisposeChatParams,
     DisposeSessionParams,
+    ForkChatSource,
     Implementation,
     InitializeParams,
     InitializeResult,
@@ -100,6 +101,7 @@ from ahp_server.protocol.types import (
     ReconnectSnapshotResult,
     RootState,
     SessionState,
+    SideChatSource,
     SnapshotState,
     StateAction,
     SubscribeParams,
@@ -760,7 +762,7 @@ class AhpClient:
         *,
         chat: str | None = None,
         initial_message: str | None = None,
-        source: Mapping[str, Any] | None = None,
+        source: ForkChatSource | SideChatSource | Mapping[str, Any] | None = None,
         working_directories: Sequence[str] | None = None,
         primary_working_directory: str | None = None,
         subscribe: bool = False,
@@ -768,7 +770,7 @@ class AhpClient:
     ) -> str:
         """``createChat`` in ``session`` on a client-chosen ``ahp-chat:/<uuid4>`` URI.
 
-        ``source`` is a wire-shaped ``ChatSource`` (``{"kind": "fork", …}``).
+        ``source`` is a ``ChatSource`` struct or its wire shape (``{"kind": "fork", …}``).
         Returns the chat URI; ``subscribe=True`` subscribes to it afterwards.
         """
         uri = chat or f"ahp-chat:/{uuid.uuid4()}"
@@ -776,7 +778,9 @@ class AhpClient:
         if initial_message is not None:
             data["initialMessage"] = codec.to_builtins(_user_message(initial_message))
         if source is not None:
-            data["source"] = dict(source)
+            data["source"] = (
+                dict(source) if isinstance(source, Mapping) else codec.to_builtins(source)
+            )
         if working_directories is not None:
             data["workingDirectories"] = list(working_directories)
         if primary_working_directory is not None:
