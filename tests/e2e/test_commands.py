@@ -242,3 +242,22 @@ async def test_bounded_snapshot_and_fetch_turns(running_host: RunningHost) -> No
             await bob.request("fetchTurns", {"channel": chat, "cursor": "nonsense"})
         assert bad.value.code == -32602
         await assert_mirrors_host(alice, host, chat)
+
+
+async def test_older_clients_never_receive_newer_action_types(running_host: RunningHost) -> None:
+    async with (
+        AhpClient.connect(running_host.url) as current,
+        AhpClient.connect(running_host.url, protocol_versions=["0.6.0"]) as older,
+    ):
+        assert older.protocol_version == "0.6.0"
+        session = await current.create_session(working_directories=["file:///a"], subscribe=True)
+        chat = await current.create_chat(session, subscribe=True)
+        await older.subscribe(chat)
+        await current.dispatch(chat, ChatWorkingDirectorySetAction(directory="file:///a"))
+        marker = await current.send_message(chat, "after")
+        await older.wait_for(lambda c: turn_done(c, chat), timeout=TIMEOUT)
+        older_types = {getattr(e.action, "type", "") for e in older.envelopes}
+        current_types = {getattr(e.action, "type", "") for e in current.envelopes}
+        assert "chat/workingDirectorySet" in current_types  # introduced in 0.7.0
+        assert "chat/workingDirectorySet" not in older_types
+        assert older.confirmed(chat, ChatState).turns[0].id == marker
