@@ -212,11 +212,14 @@ def _tool_call_base(tool_call: _KnownToolCall, meta: dict[str, Any] | UnsetType)
     }
 
 
+_Update = Callable[[_KnownToolCall], _KnownToolCall]
+
+
 def _update_tool_call(
     state: ChatState,
     turn_id: str,
     tool_call_id: str,
-    update: Callable[[_KnownToolCall], _KnownToolCall],
+    update: _Update,
 ) -> ChatState:
     """Apply ``update`` to **every** tool call with that id in the active turn.
 
@@ -722,8 +725,33 @@ def _or_empty_map(mapping: dict[str, Any] | UnsetType) -> dict[str, Any]:
 # -- the reducer ---------------------------------------------------------------------------
 
 
+#: Tool-call actions: the transition each one applies to the matching tool calls,
+#: and whether ``status`` is recomputed afterwards (even when nothing matched).
+_TOOL_CALL_ACTIONS: dict[type, tuple[Callable[[Any], _Update], bool]] = {
+    ChatToolCallDeltaAction: (_tool_call_delta, False),
+    ChatToolCallContentChangedAction: (_tool_call_content_changed, False),
+    ChatToolCallReadyAction: (_tool_call_ready, True),
+    ChatToolCallApprovedAction: (_tool_call_confirmed, True),
+    ChatToolCallDeniedAction: (_tool_call_confirmed, True),
+    ChatToolCallCompleteAction: (_tool_call_complete, True),
+    ChatToolCallResultConfirmedAction: (_tool_call_result_confirmed, True),
+    ChatToolCallAuthRequiredAction: (_tool_call_auth_required, True),
+    ChatToolCallAuthResolvedAction: (_tool_call_auth_resolved, True),
+}
+
+
 def reduce_chat(state: ChatState, action: object, now: Clock) -> ChatState:
     """Apply one action to a chat state; unknown actions return ``state`` itself."""
+    tool_call = _TOOL_CALL_ACTIONS.get(type(action))
+    if tool_call is not None:
+        transition, refresh = tool_call
+        updated = _update_tool_call(
+            state,
+            action.turn_id,  # type: ignore[attr-defined]
+            action.tool_call_id,  # type: ignore[attr-defined]
+            transition(action),
+        )
+        return _refresh_status(updated) if refresh else updated
     match action:
         case ChatTurnStartedAction():
             return _turn_started(state, action, now)
@@ -750,50 +778,6 @@ def reduce_chat(state: ChatState, action: object, now: Clock) -> ChatState:
             )
             part = ToolCallResponsePart(tool_call=streaming)
             return _with_parts(state, turn, (*turn.response_parts, part))
-        case ChatToolCallDeltaAction():
-            return _update_tool_call(
-                state, action.turn_id, action.tool_call_id, _tool_call_delta(action)
-            )
-        case ChatToolCallContentChangedAction():
-            return _update_tool_call(
-                state, action.turn_id, action.tool_call_id, _tool_call_content_changed(action)
-            )
-        case ChatToolCallReadyAction():
-            return _refresh_status(
-                _update_tool_call(
-                    state, action.turn_id, action.tool_call_id, _tool_call_ready(action)
-                )
-            )
-        case ChatToolCallApprovedAction() | ChatToolCallDeniedAction():
-            return _refresh_status(
-                _update_tool_call(
-                    state, action.turn_id, action.tool_call_id, _tool_call_confirmed(action)
-                )
-            )
-        case ChatToolCallCompleteAction():
-            return _refresh_status(
-                _update_tool_call(
-                    state, action.turn_id, action.tool_call_id, _tool_call_complete(action)
-                )
-            )
-        case ChatToolCallResultConfirmedAction():
-            return _refresh_status(
-                _update_tool_call(
-                    state, action.turn_id, action.tool_call_id, _tool_call_result_confirmed(action)
-                )
-            )
-        case ChatToolCallAuthRequiredAction():
-            return _refresh_status(
-                _update_tool_call(
-                    state, action.turn_id, action.tool_call_id, _tool_call_auth_required(action)
-                )
-            )
-        case ChatToolCallAuthResolvedAction():
-            return _refresh_status(
-                _update_tool_call(
-                    state, action.turn_id, action.tool_call_id, _tool_call_auth_resolved(action)
-                )
-            )
         case ChatTurnCompleteAction(turn_id=turn_id, duration=duration):
             return _end_turn(state, turn_id, "complete", duration, now)
         case ChatTurnCancelledAction(turn_id=turn_id, duration=duration):

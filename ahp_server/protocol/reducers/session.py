@@ -15,7 +15,7 @@ JavaScript-isms kept on purpose (they are what every client computes):
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 from msgspec import UNSET, UnsetType
@@ -158,6 +158,48 @@ def _entry_id(entry: object) -> object:
     return getattr(entry, "id", None)
 
 
+_Children = tuple[object, ...]
+
+
+def _child_hits(
+    entries: tuple[object, ...], child_id: str
+) -> Iterator[tuple[int, _Container, _Children, int]]:
+    """Each container (in order) holding a child ``child_id``: index, container,
+    children, and the position of its **first** such child."""
+    for index, entry in enumerate(entries):
+        if not _is_container(entry):
+            continue
+        assert isinstance(entry, (PluginCustomization, DirectoryCustomization))
+        children = entry.children
+        assert not isinstance(children, UnsetType)
+        position = next((i for i, c in enumerate(children) if _entry_id(c) == child_id), None)
+        if position is not None:
+            yield index, entry, children, position
+
+
+def _with_children(
+    state: SessionState,
+    entries: tuple[object, ...],
+    edits: dict[int, _Children],
+) -> SessionState:
+    """Replace the children of the containers at the given indexes (no edits: no-op)."""
+    if not edits:
+        return state
+    updated = tuple(
+        replace(entry, children=edits[i]) if i in edits else entry  # type: ignore[type-var]
+        for i, entry in enumerate(entries)
+    )
+    return replace(state, customizations=updated)
+
+
+def _top_level(state: SessionState, entry_id: str) -> tuple[tuple[object, ...], int | None]:
+    entries = state.customizations
+    if isinstance(entries, UnsetType):
+        return (), None
+    index = next((i for i, e in enumerate(entries) if _entry_id(e) == entry_id), None)
+    return entries, index
+
+
 def _update_mcp(
     state: SessionState, mcp_id: str, update: Callable[[McpServerCustomization], object]
 ) -> SessionState:
@@ -166,91 +208,53 @@ def _update_mcp(
     A top-level match that is not an MCP server is a no-op (no fall-through).
     Otherwise the first matching child of **every** container is updated.
     """
-    entries = state.customizations
-    if isinstance(entries, UnsetType) or not entries:
-        return state
-    for index, entry in enumerate(entries):
-        if _entry_id(entry) == mcp_id:
-            if not isinstance(entry, McpServerCustomization):
-                return state
-            updated = (*entries[:index], update(entry), *entries[index + 1 :])
-            return replace(state, customizations=updated)
-    changed = False
-    new_entries: list[object] = []
-    for entry in entries:
-        if _is_container(entry):
-            assert isinstance(entry, (PluginCustomization, DirectoryCustomization))
-            children = entry.children
-            assert not isinstance(children, UnsetType)
-            position = next((i for i, c in enumerate(children) if _entry_id(c) == mcp_id), None)
-            if position is not None and isinstance(children[position], McpServerCustomization):
-                child = children[position]
-                assert isinstance(child, McpServerCustomization)
-                new_children = (*children[:position], update(child), *children[position + 1 :])
-                new_entries.append(replace(entry, children=new_children))
-                changed = True
-                continue
-        new_entries.append(entry)
-    return replace(state, customizations=tuple(new_entries)) if changed else state
+    entries, index = _top_level(state, mcp_id)
+    if index is not None:
+        entry = entries[index]
+        if not isinstance(entry, McpServerCustomization):
+            return state
+        return replace(state, customizations=_replace_at(entries, index, update(entry)))
+    edits = {
+        i: _replace_at(children, position, update(children[position]))  # type: ignore[arg-type]
+        for i, _, children, position in _child_hits(entries, mcp_id)
+        if isinstance(children[position], McpServerCustomization)
+    }
+    return _with_children(state, entries, edits)
+
+
+def _enabled(entry: object, enabled: bool) -> object:
+    if isinstance(entry, UnknownVariant):
+        return UnknownVariant({**entry.data, "enabled": enabled})
+    return replace(entry, enabled=enabled)  # type: ignore[type-var]
 
 
 def _toggle(state: SessionState, action: SessionCustomizationToggledAction) -> SessionState:
     """First top-level match, else the first child match of the first container."""
-    entries = state.customizations
-    if isinstance(entries, UnsetType) or not entries:
-        return state
-    for index, entry in enumerate(entries):
-        if _entry_id(entry) == action.id:
-            if isinstance(entry, UnknownVariant):
-                toggled: object = UnknownVariant({**entry.data, "enabled": action.enabled})
-            else:
-                toggled = replace(entry, enabled=action.enabled)
-            return replace(state, customizations=(*entries[:index], toggled, *entries[index + 1 :]))
-    for index, entry in enumerate(entries):
-        if not _is_container(entry):
-            continue
-        assert isinstance(entry, (PluginCustomization, DirectoryCustomization))
-        children = entry.children
-        assert not isinstance(children, UnsetType)
-        for position, child in enumerate(children):
-            if _entry_id(child) != action.id:
-                continue
-            if isinstance(child, UnknownVariant):
-                new_child: object = UnknownVariant({**child.data, "enabled": action.enabled})
-            else:
-                new_child = replace(child, enabled=action.enabled)
-            new_children = (*children[:position], new_child, *children[position + 1 :])
-            new_entry = replace(entry, children=new_children)
-            return replace(
-                state, customizations=(*entries[:index], new_entry, *entries[index + 1 :])
-            )
+    entries, index = _top_level(state, action.id)
+    if index is not None:
+        toggled = _enabled(entries[index], action.enabled)
+        return replace(state, customizations=_replace_at(entries, index, toggled))
+    for i, _, children, position in _child_hits(entries, action.id):
+        child = _enabled(children[position], action.enabled)
+        return _with_children(state, entries, {i: _replace_at(children, position, child)})
     return state
 
 
 def _remove_customization(state: SessionState, removed_id: str) -> SessionState:
-    """A top-level match goes with its children; else the first matching child of every
-    container."""
-    entries = state.customizations
-    if isinstance(entries, UnsetType) or not entries:
-        return state
-    for index, entry in enumerate(entries):
-        if _entry_id(entry) == removed_id:
-            return replace(state, customizations=(*entries[:index], *entries[index + 1 :]))
-    changed = False
-    new_entries: list[object] = []
-    for entry in entries:
-        if _is_container(entry):
-            assert isinstance(entry, (PluginCustomization, DirectoryCustomization))
-            children = entry.children
-            assert not isinstance(children, UnsetType)
-            position = next((i for i, c in enumerate(children) if _entry_id(c) == removed_id), None)
-            if position is not None:
-                new_children = (*children[:position], *children[position + 1 :])
-                new_entries.append(replace(entry, children=new_children))
-                changed = True
-                continue
-        new_entries.append(entry)
-    return replace(state, customizations=tuple(new_entries)) if changed else state
+    """A top-level match goes with its children; else the first matching child of
+    every container."""
+    entries, index = _top_level(state, removed_id)
+    if index is not None:
+        return replace(state, customizations=_without(entries, index))
+    edits = {
+        i: _without(children, position)
+        for i, _, children, position in _child_hits(entries, removed_id)
+    }
+    return _with_children(state, entries, edits)
+
+
+def _replace_at(items: tuple[T, ...], index: int, item: T) -> tuple[T, ...]:
+    return (*items[:index], item, *items[index + 1 :])
 
 
 def _merge_config(state: SessionState, action: SessionConfigChangedAction) -> SessionState:
