@@ -17,7 +17,20 @@ import pytest
 
 from ahp_server.protocol import codec
 from ahp_server.protocol.reducers import reduce_chat, reduce_root, reduce_session
-from ahp_server.protocol.types import ChatState, RootState, SessionState, StateAction
+from ahp_server.protocol.reducers.annotations import reduce_annotations
+from ahp_server.protocol.reducers.changeset import reduce_changeset
+from ahp_server.protocol.reducers.resource_watch import reduce_resource_watch
+from ahp_server.protocol.reducers.terminal import reduce_terminal
+from ahp_server.protocol.types import (
+    AnnotationsState,
+    ChangesetState,
+    ChatState,
+    ResourceWatchState,
+    RootState,
+    SessionState,
+    StateAction,
+    TerminalState,
+)
 from tests.fixtures_path import fixture_files, load
 
 FILES = fixture_files("reducers")
@@ -27,6 +40,10 @@ REDUCERS: dict[str, tuple[type[Any], Any]] = {
     "root": (RootState, reduce_root),
     "session": (SessionState, reduce_session),
     "chat": (ChatState, reduce_chat),
+    "changeset": (ChangesetState, reduce_changeset),
+    "terminal": (TerminalState, reduce_terminal),
+    "annotations": (AnnotationsState, reduce_annotations),
+    "resourceWatch": (ResourceWatchState, reduce_resource_watch),
 }
 
 
@@ -44,7 +61,14 @@ def clock() -> float:
 
 
 def run_case(case: dict[str, Any]) -> tuple[Any, Any]:
-    state_type, reducer = REDUCERS[case["reducer"]]
+    name = case.get("reducer")
+    if name not in REDUCERS:
+        pytest.fail(
+            f"fixture names reducer {name!r}, which this runner does not know "
+            f"(known: {', '.join(sorted(REDUCERS))})",
+            pytrace=False,
+        )
+    state_type, reducer = REDUCERS[name]
     state = codec.convert(drop_nulls(case["initial"]), state_type)
     before = codec.encode(state)
     result = state

@@ -1,4 +1,5 @@
-"""Pure reducers for the root, session and chat channels.
+"""Pure reducers for every channel type: root, session and chat (the host runs
+these), plus changeset, terminal, annotations and resource-watch.
 
 Layer: protocol (pure). Each reducer is ``(state, action, now) -> state``:
 
@@ -17,9 +18,13 @@ from __future__ import annotations
 from typing import Literal, TypeAlias, TypeVar, overload
 
 from ahp_server.protocol.reducers._common import Clock, iso_timestamp
+from ahp_server.protocol.reducers.annotations import reduce_annotations
+from ahp_server.protocol.reducers.changeset import reduce_changeset
 from ahp_server.protocol.reducers.chat import reduce_chat
+from ahp_server.protocol.reducers.resource_watch import reduce_resource_watch
 from ahp_server.protocol.reducers.root import reduce_root
 from ahp_server.protocol.reducers.session import reduce_session
+from ahp_server.protocol.reducers.terminal import reduce_terminal
 from ahp_server.protocol.types import ChatState, RootState, SessionState
 
 __all__ = [
@@ -27,9 +32,13 @@ __all__ = [
     "Clock",
     "iso_timestamp",
     "reduce",
+    "reduce_annotations",
+    "reduce_changeset",
     "reduce_chat",
+    "reduce_resource_watch",
     "reduce_root",
     "reduce_session",
+    "reduce_terminal",
 ]
 
 ChannelKind: TypeAlias = Literal["root", "session", "chat"]
