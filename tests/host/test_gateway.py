@@ -219,3 +219,46 @@ async def test_a_client_claiming_to_be_ahead_of_the_host_gets_snapshots(
         )
         assert reply["result"]["type"] == "snapshot"
         assert [s["resource"] for s in reply["result"]["snapshots"]] == ["ahp-root://"]
+
+
+async def test_server_envelopes_carry_no_origin_and_unsubscribe_stops_delivery(
+    running_host: RunningHost,
+) -> None:
+    async with connect(running_host.url) as ws:
+        await call(ws, 1, "initialize", {**INIT, "initialSubscriptions": ["ahp-root://"]})
+        await call(ws, 2, "createSession", {"channel": "ahp-session:/watch"})
+        # root/activeSessionsChanged is server-originated: no "origin" key at all.
+        while True:
+            message = await recv_json(ws)
+            if message.get("method") == "action":
+                break
+        assert message["params"]["action"]["type"] == "root/activeSessionsChanged"
+        assert "origin" not in message["params"]
+        await ws.send(
+            json.dumps(
+                {"jsonrpc": "2.0", "method": "unsubscribe", "params": {"channel": "ahp-root://"}}
+            )
+        )
+        # A barrier: whatever was queued before the unsubscribe arrives before this answer.
+        await call(ws, 10, "ping", {"channel": "ahp-root://"})
+        await ws.send(
+            json.dumps(
+                {
+                    "jsonrpc": "2.0",
+                    "id": 3,
+                    "method": "createSession",
+                    "params": {"channel": "ahp-session:/watch-2"},
+                }
+            )
+        )
+        await ws.send(json.dumps({"jsonrpc": "2.0", "id": 4, "method": "ping", "params": {}}))
+        seen = []
+        while True:
+            message = await recv_json(ws)
+            seen.append(message)
+            if message.get("id") == 4:
+                break
+        # Only the two answers arrive: nothing for the root channel after unsubscribing.
+        assert [m.get("id") for m in seen] == [3, 4]
+        connection = next(iter(running_host.host.connections))
+        assert "ahp-root://" not in connection.subscriptions
