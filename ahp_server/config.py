@@ -43,6 +43,18 @@ class Settings:
     #: Client ids remembered for ``reconnect`` after their connection closed.
     known_clients: int = 10_000
 
+    #: Where the SQLite database lives; ``None`` keeps everything in memory
+    #: (nothing survives a restart: for tests and throw-away hosts).
+    data_dir: str | None = None
+    #: SQLite ``synchronous``: "normal" (WAL: survives process crashes) or
+    #: "full" (also survives power loss). docs/durability.md.
+    synchronous: str = "normal"
+    #: Snapshot a channel after this many actions (and at every turn end).
+    snapshot_every: int = 256
+    #: Completed turns a chat keeps in memory when loaded from disk (older
+    #: ones are paged in by ``fetchTurns``).
+    retained_turns: int = 200
+
     #: Provider used by ``createSession`` without ``provider``.
     default_provider: str = "echo"
     #: Seconds a client-provided tool may take before the host fails it.

@@ -21,6 +21,7 @@ import contextlib
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import structlog
@@ -31,12 +32,20 @@ from ahp_server.agents.base import InputAnswer, ToolDecision, TurnRequest
 from ahp_server.host.fanout import Connection
 from ahp_server.host.sequencer import action_type
 from ahp_server.host.turns import TurnRunner
+from ahp_server.protocol import codec
 from ahp_server.protocol.dispatch_rules import Rejection, check_dispatch
-from ahp_server.protocol.reducers import iso_timestamp, reduce_chat, reduce_root, reduce_session
+from ahp_server.protocol.reducers import (
+    Clock,
+    iso_timestamp,
+    reduce_chat,
+    reduce_root,
+    reduce_session,
+)
 from ahp_server.protocol.reducers._common import ACTIVITY_MASK
 from ahp_server.protocol.types import (
     ActionOrigin,
     ActiveTurn,
+    ChatErrorAction,
     ChatInputCompletedAction,
     ChatPendingMessageRemovedAction,
     ChatPendingMessageSetAction,
@@ -47,7 +56,9 @@ from ahp_server.protocol.types import (
     ChatToolCallDeniedAction,
     ChatTruncatedAction,
     ChatTurnCancelledAction,
+    ChatTurnsLoadedAction,
     ChatTurnStartedAction,
+    ErrorInfo,
     InputRequestResponsePart,
     Message,
     PartialChatSummary,
@@ -141,7 +152,15 @@ class ChannelActor(Generic[S]):
     def __init__(self, host: Host, uri: str, state: S) -> None:
         self.host: Host = host
         self.uri: str = uri
+        #: The latest state: every applied action, committed or not. Actions
+        #: are validated and reduced against it.
         self.state: S = state
+        #: The state as of the last *delivered* (committed) action: what a
+        #: snapshot shows, consistent with ``hub.delivered_seq``.
+        self.visible: S = state
+        #: The ``serverSeq`` of this channel's latest action (or of its creation).
+        self.last_seq = host.hub.server_seq
+        self._since_snapshot = 0
         self.inbox: asyncio.Queue[object] = asyncio.Queue(host.settings.actor_inbox)
         self.closed = False
         self._task: asyncio.Task[None] | None = None
@@ -159,10 +178,13 @@ class ChannelActor(Generic[S]):
                 await self._task
 
     async def _loop(self) -> None:
+        store = self.host.hub.store
         while True:
             message = await self.inbox.get()
             try:
                 await self._handle(message)
+                if store.backlog:
+                    await store.wait_for_room()  # the disk is behind: slow down
             except Exception:  # task boundary: one bad message must not kill the channel
                 log.exception("actor failed", channel=self.uri, message=type(message).__name__)
 
@@ -191,21 +213,47 @@ class ChannelActor(Generic[S]):
 
     # -- inside the actor ---------------------------------------------------------------------
 
-    def reduce(self, state: S, action: object) -> S:
+    def reduce(self, state: S, action: object, now: Clock) -> S:
         raise NotImplementedError
 
     def check(self, action: object, client_id: str) -> Rejection | None:
         return check_dispatch(self.state, action, client_id)
 
-    def apply(self, action: object, origin: ActionOrigin | None = None) -> int:
-        """Reduce, sequence and publish one action — the only way state changes."""
-        self.state = self.reduce(self.state, action)
-        seq = self.host.hub.publish(self.uri, action, origin)
-        self.after_apply(action)
+    def apply(
+        self,
+        action: object,
+        origin: ActionOrigin | None = None,
+        done: asyncio.Future[int] | None = None,
+    ) -> int:
+        """Reduce, sequence and publish one action — the only way state changes.
+
+        ``visible`` (and ``done``) follow once the store has committed it.
+        """
+        before = self.state
+        at = self.host.now()  # one clock reading: the reducer's and the log's (replays match)
+        after = self.reduce(before, action, lambda: at)
+        self.state = after
+
+        def delivered(seq: int) -> None:
+            self.visible = after
+            if done is not None and not done.done():
+                done.set_result(seq)
+
+        seq = self.host.hub.publish(self.uri, action, origin, delivered, at_ms=at)
+        self.last_seq = seq
+        self.after_apply(action, before)
+        self._since_snapshot += 1
+        if self._since_snapshot >= self.host.settings.snapshot_every:
+            self.snapshot()
         return seq
 
-    def after_apply(self, action: object) -> None:
-        """Synchronous bookkeeping right after an action is published."""
+    def after_apply(self, action: object, before: S) -> None:
+        """Synchronous bookkeeping right after an action is published (persistence)."""
+
+    def snapshot(self) -> None:
+        """Queue a snapshot of the latest state (the log before it can then be pruned)."""
+        self._since_snapshot = 0
+        self.host.hub.store.put_snapshot(self.uri, self.last_seq, codec.encode(self.state), 0)
 
     async def after_client_action(self, action: object, client_id: str) -> None:
         """Side effects of an accepted client action."""
@@ -237,11 +285,9 @@ class ChannelActor(Generic[S]):
             case _ServerAction():
                 if not self.accepts(message):
                     if message.done is not None and not message.done.done():
-                        message.done.set_result(self.host.hub.server_seq)
+                        message.done.set_result(self.host.hub.delivered_seq)
                     return
-                seq = self.apply(message.action)
-                if message.done is not None and not message.done.done():
-                    message.done.set_result(seq)
+                self.apply(message.action, done=message.done)
                 await self.after_server_action(message)
             case _Call():
                 future = message.future
@@ -266,8 +312,8 @@ class ChannelActor(Generic[S]):
 class RootActor(ChannelActor[RootState]):
     """``ahp-root://``: agents, active-session count, host config."""
 
-    def reduce(self, state: RootState, action: object) -> RootState:
-        return reduce_root(state, action, self.host.now)
+    def reduce(self, state: RootState, action: object, now: Clock) -> RootState:
+        return reduce_root(state, action, now)
 
 
 # -- session ---------------------------------------------------------------------------------
@@ -323,10 +369,10 @@ class SessionActor(ChannelActor[SessionState]):
         self.chats: dict[str, ChatActor] = {}
         self.summary = self.compute_summary()
 
-    def reduce(self, state: SessionState, action: object) -> SessionState:
-        return reduce_session(state, action, self.host.now)
+    def reduce(self, state: SessionState, action: object, now: Clock) -> SessionState:
+        return reduce_session(state, action, now)
 
-    def after_apply(self, action: object) -> None:
+    def after_apply(self, action: object, before: SessionState) -> None:
         self._publish_summary()
 
     def compute_summary(self) -> SessionSummary:
@@ -367,6 +413,7 @@ class SessionActor(ChannelActor[SessionState]):
             if before != after:
                 changes[field] = None if after is UNSET else after
         self.summary = summary
+        self.persist_row()
         if changes:
             self.host.hub.notify(
                 ROOT,
@@ -381,6 +428,17 @@ class SessionActor(ChannelActor[SessionState]):
             self._mirror_chat(message)
             return
         await super().handle_other(message)
+
+    def persist_new(self) -> None:
+        """Store a new session: its catalogue row and a first snapshot."""
+        self.persist_row()
+        self.snapshot()
+
+    def persist_row(self) -> None:
+        """Store this session's catalogue row (``listSessions`` reads it without loading)."""
+        self.host.hub.store.put_channel(
+            self.uri, "session", None, self.created_at, codec.encode(self.summary)
+        )
 
     async def forget_chat(self, chat: str) -> None:
         """Drop the input-needed entries of a disposed chat."""
@@ -458,12 +516,57 @@ class ChatActor(ChannelActor[ChatState]):
         self.session = session
         self.source = source or SourceContext()
         self.runner: TurnRunner | None = None
+        #: Stored position of ``state.turns[0]`` (older turns stay on disk).
+        self.turn_offset = 0
         self._message_clients: dict[str, str] = {}
         self._last_summary = chat_summary(state)
         self._last_requests: tuple[SessionInputRequest, ...] = ()
 
-    def reduce(self, state: ChatState, action: object) -> ChatState:
-        return reduce_chat(state, action, self.host.now)
+    # -- persistence -----------------------------------------------------------------------
+
+    def persist_new(self, created_at: str) -> None:
+        """Store a new chat: its row, any turns it starts with (a fork), a first snapshot."""
+        store = self.host.hub.store
+        store.put_channel(self.uri, "chat", self.session.uri, created_at, None)
+        for position, turn in enumerate(self.state.turns):
+            store.put_turn(self.uri, position, turn.id, codec.encode(turn))
+        self.snapshot()
+
+    def snapshot(self) -> None:
+        # Completed turns live in their own table: the snapshot stays small.
+        self._since_snapshot = 0
+        state = self.state
+        count = self.turn_offset + len(state.turns)
+        self.host.hub.store.put_snapshot(
+            self.uri, self.last_seq, codec.encode(replace(state, turns=())), count
+        )
+
+    def after_apply(self, action: object, before: ChatState) -> None:
+        store = self.host.hub.store
+        turns, previous = self.state.turns, before.turns
+        match action:
+            case ChatTurnStartedAction(turn_id=turn_id):
+                store.set_active_turn(self.uri, turn_id)
+            case ChatTurnsLoadedAction():
+                self.turn_offset = max(0, self.turn_offset - (len(turns) - len(previous)))
+            case ChatTruncatedAction():
+                store.truncate_turns(self.uri, self.turn_offset + len(turns))
+                store.set_active_turn(self.uri, None)
+                self.snapshot()
+            case _ if len(turns) > len(previous) and not isinstance(
+                self.state.active_turn, ActiveTurn
+            ):
+                # A turn ended: append it to the stored history.
+                turn = turns[-1]
+                position = self.turn_offset + len(turns) - 1
+                store.put_turn(self.uri, position, turn.id, codec.encode(turn))
+                store.set_active_turn(self.uri, None)
+                self.snapshot()
+            case _:
+                pass
+
+    def reduce(self, state: ChatState, action: object, now: Clock) -> ChatState:
+        return reduce_chat(state, action, now)
 
     def check(self, action: object, client_id: str) -> Rejection | None:
         return check_dispatch(self.state, action, client_id, session=self.session.state)
@@ -581,6 +684,27 @@ class ChatActor(ChannelActor[ChatState]):
             title = _title_from(message.text)
             self.host.spawn(self.session.apply_server(SessionTitleChangedAction(title=title)))
 
+    async def interrupt(self) -> None:
+        """End a running turn with ``chat/error`` (``interrupted``): shutdown and recovery.
+
+        Pending tool confirmations and input requests end with it (the reducer
+        cancels unfinished tool calls); nothing is re-run.
+        """
+        self._abort_runner()
+        turn = self.state.active_turn
+        if not isinstance(turn, ActiveTurn):
+            return
+        action = ChatErrorAction(
+            turn_id=turn.id,
+            duration=_elapsed_ms(turn.started_at, self.host.now()),
+            error=ErrorInfo(
+                error_type="interrupted",
+                message="The host stopped while this turn was running.",
+            ),
+        )
+        self.apply(action)
+        await self._mirror(action)
+
     async def start_turn(self, message: Message, client_id: str | None) -> str:
         """Start a turn from inside the actor (``createChat.initialMessage``)."""
         turn_id = f"turn-{uuid.uuid4()}"
@@ -681,12 +805,20 @@ class ChatActor(ChannelActor[ChatState]):
 
     def snapshot_state(self, turns: int | None) -> ChatState:
         """The state a subscriber sees: at most ``turns`` newest completed turns."""
-        state = self.state
+        state = self.visible
         if turns is None or turns >= len(state.turns):
             return state
         kept = state.turns[len(state.turns) - turns :] if turns > 0 else ()
         cursor = turns_cursor(kept[0].id) if kept else turns_cursor(None)
         return replace(state, turns=kept, turns_next_cursor=cursor)
+
+
+def _elapsed_ms(started_at: str, now_ms: float) -> int:
+    try:
+        started = datetime.fromisoformat(started_at.replace("Z", "+00:00")).timestamp() * 1000
+    except ValueError:
+        return 0
+    return max(0, int(now_ms - started))
 
 
 def _title_from(text: str, limit: int = 60) -> str:

@@ -12,7 +12,7 @@ response.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import msgspec
@@ -70,6 +70,7 @@ from ahp_server.protocol.types import (
     SessionRemovedParams,
     SessionState,
     SessionStatus,
+    SessionSummary,
     SideChatSource,
     Snapshot,
     StateAction,
@@ -201,13 +202,16 @@ class Commands:
                 data={"supportedVersions": list(SUPPORTED_VERSIONS)},
                 close=True,
             )
-        self._handshake(connection, params.client_id, version)
         channels = (
             ()
             if isinstance(params.initial_subscriptions, UnsetType)
-            else (params.initial_subscriptions)
+            else params.initial_subscriptions
         )
-        snapshots = [s for s in (self._snapshot(connection, c, None) for c in channels) if s]
+        actors = await self._actors(channels)
+        self._handshake(connection, params.client_id, version)
+        snapshots = [
+            self._snapshot(connection, c, actors[c], None) for c in channels if c in actors
+        ]
         log.info(
             "client initialized",
             conn=connection.id,
@@ -217,7 +221,7 @@ class Commands:
         return codec.encode(
             InitializeResult(
                 protocol_version=version,
-                server_seq=self.host.hub.server_seq,
+                server_seq=self.host.hub.delivered_seq,
                 server_info=self.host.server_info,
                 snapshots=tuple(snapshots),
             )
@@ -232,13 +236,14 @@ class Commands:
                 f"unknown client {params.client_id!r}: initialize instead",
                 code=AhpErrorCode.NotFound,
             )
+        actors = await self._actors(params.subscriptions)
         self._handshake(connection, params.client_id, version)
         hub = self.host.hub
-        present = [c for c in params.subscriptions if self.host.actor_for(c) is not None]
-        missing = [c for c in params.subscriptions if self.host.actor_for(c) is None]
+        present = [c for c in params.subscriptions if c in actors]
+        missing = [c for c in params.subscriptions if c not in actors]
         last_seen = params.last_seen_server_seq
         replayed = None
-        if 0 <= last_seen <= hub.server_seq:
+        if 0 <= last_seen <= hub.delivered_seq:
             replayed = hub.replay(last_seen, present)
         if replayed is not None:
             for channel in present:
@@ -248,41 +253,54 @@ class Commands:
             return codec.encode(
                 _ReplayResult(actions=[msgspec.Raw(e) for e in replayed], missing=missing)
             )
-        snapshots = [s for s in (self._snapshot(connection, c, None) for c in present) if s]
+        snapshots = [self._snapshot(connection, c, actors[c], None) for c in present]
         self.host.metrics_reconnect_snapshot += 1
         log.info("client resumed by snapshot", client_id=params.client_id)
         return codec.encode(ReconnectSnapshotResult(snapshots=tuple(snapshots)))
 
     # -- subscriptions ------------------------------------------------------------------------
 
-    def _snapshot(self, connection: Connection, channel: str, turns: int | None) -> Snapshot | None:
-        """Take a channel's snapshot and subscribe the connection, in one step."""
-        host = self.host
-        actor = host.actor_for(channel)
-        if actor is None:
-            return None
-        state: Any = actor.snapshot_state(turns) if isinstance(actor, ChatActor) else actor.state
-        host.hub.subscribe(connection, channel)
-        return Snapshot(resource=channel, state=state, from_seq=host.hub.server_seq)
+    async def _actors(self, channels: Iterable[str]) -> dict[str, Any]:
+        """Load every known channel of ``channels`` (before the one-step snapshot)."""
+        actors: dict[str, Any] = {}
+        for channel in channels:
+            actor = await self.host.actor(channel)
+            if actor is not None:
+                actors[channel] = actor
+        return actors
+
+    def _snapshot(
+        self, connection: Connection, channel: str, actor: Any, turns: int | None
+    ) -> Snapshot:
+        """Take a channel's snapshot and subscribe the connection, in one step.
+
+        The snapshot is the state as of the last delivered envelope, so every
+        envelope after ``fromSeq`` reaches the connection after it.
+        """
+        hub = self.host.hub
+        state: Any = actor.snapshot_state(turns) if isinstance(actor, ChatActor) else actor.visible
+        hub.subscribe(connection, channel)
+        return Snapshot(resource=channel, state=state, from_seq=hub.delivered_seq)
 
     async def subscribe(self, connection: Connection, params: SubscribeParams) -> bytes:
         turns: int | None = None
         if not isinstance(params.view, UnsetType) and not isinstance(params.view.turns, UnsetType):
             turns = max(0, int(params.view.turns))
-        snapshot = self._snapshot(connection, params.channel, turns)
-        if snapshot is None:
+        actor = await self.host.actor(params.channel)
+        if actor is None:
             if params.channel.startswith(SESSION_SCHEME):
                 raise ProtocolError(
                     f"no session {params.channel}", code=AhpErrorCode.SessionNotFound
                 )
             raise ProtocolError(f"no channel {params.channel}", code=AhpErrorCode.NotFound)
+        snapshot = self._snapshot(connection, params.channel, actor, turns)
         return codec.encode(SubscribeResult(snapshot=snapshot))
 
     async def dispatch_action(
         self, connection: Connection, params: msgspec.Raw | UnsetType
     ) -> None:
         raw = decode_params(params, _RawDispatch)
-        actor = self.host.actor_for(raw.channel)
+        actor = await self.host.actor(raw.channel)
         if actor is None:
             return  # WIRE-SUMMARY §7.4: unknown channel, silently ignored
         assert connection.client_id is not None
@@ -304,7 +322,7 @@ class Commands:
         uri = params.channel
         if not uri.startswith(SESSION_SCHEME) or uri == SESSION_SCHEME:
             raise InvalidParams(f"a session URI starts with {SESSION_SCHEME!r}")
-        if uri in host.sessions:
+        if uri in host.session_index:
             raise ProtocolError(
                 f"session {uri} already exists", code=AhpErrorCode.SessionAlreadyExists
             )
@@ -317,7 +335,7 @@ class Commands:
         directories, primary = self._session_directories(provider.info, params)
         source_turns: tuple[Turn, ...] = ()
         if not isinstance(params.fork, UnsetType):
-            source_turns, directories, primary = self._session_fork(
+            source_turns, directories, primary = await self._session_fork(
                 params.fork.session, params.fork.turn_id
             )
         active_clients: tuple[SessionActiveClient, ...] = ()
@@ -337,6 +355,8 @@ class Commands:
         )
         actor = SessionActor(host, uri, state, created_at=now)
         host.sessions[uri] = actor
+        host.session_index[uri] = (now, None)
+        actor.persist_new()
         actor.start()
         host.hub.notify(
             ROOT, "root/sessionAdded", SessionAddedParams(channel=ROOT, summary=actor.summary)
@@ -371,15 +391,15 @@ class Commands:
             primary = directories[0]  # WIRE-SUMMARY §10.1.6: fall back to the first entry
         return directories, primary
 
-    def _session_fork(
+    async def _session_fork(
         self, session_uri: str, turn_id: str
     ) -> tuple[tuple[Turn, ...], tuple[str, ...], str | None]:
         """``createSession.fork``: the source session's default chat up to ``turn_id``."""
-        source = self.host.sessions.get(session_uri)
+        source = await self.host.session(session_uri)
         if source is None:
             raise ProtocolError(f"no session {session_uri}", code=AhpErrorCode.SessionNotFound)
         default = source.state.default_chat
-        chat = self.host.chats.get(default) if isinstance(default, str) else None
+        chat = await self.host.chat(default) if isinstance(default, str) else None
         if chat is None:
             raise InvalidParams(f"session {session_uri} has no default chat to fork")
         turns = chat.state.turns
@@ -416,7 +436,9 @@ class Commands:
         )
         chat = ChatActor(host, chat_uri, state, session=actor)
         host.chats[chat_uri] = chat
+        host.chat_index[chat_uri] = actor.uri
         actor.chats[chat_uri] = chat
+        chat.persist_new(state.modified_at)
         chat.start()
         await actor.apply_server(SessionChatAddedAction(summary=chat_summary(state)))
         await actor.apply_server(SessionDefaultChatChangedAction(default_chat=chat_uri))
@@ -424,16 +446,21 @@ class Commands:
 
     async def dispose_session(self, connection: Connection, params: DisposeSessionParams) -> bytes:
         host = self.host
-        actor = host.sessions.pop(params.channel, None)
+        actor = await host.session(params.channel)
         if actor is None:
             raise ProtocolError(f"no session {params.channel}", code=AhpErrorCode.SessionNotFound)
-        for chat_uri in list(actor.chats):
+        host.sessions.pop(params.channel, None)
+        host.session_index.pop(params.channel, None)
+        for chat_uri in host.chats_of(params.channel):
+            host.chat_index.pop(chat_uri, None)
             chat = host.chats.pop(chat_uri, None)
             if chat is not None:
                 await chat.stop()
-                host.hub.drop_channel(chat_uri)
+            host.hub.drop_channel(chat_uri)
+            host.store.delete_channel(chat_uri)
         await actor.stop()
         host.hub.drop_channel(params.channel)
+        host.store.delete_channel(params.channel)
         host.hub.notify(
             ROOT, "root/sessionRemoved", SessionRemovedParams(channel=ROOT, session=params.channel)
         )
@@ -441,11 +468,20 @@ class Commands:
         log.info("session disposed", session=params.channel, client_id=connection.client_id)
         return _NULL
 
+    def _summaries(self) -> list[SessionSummary]:
+        """Every session's summary: live for loaded ones, as stored for the rest."""
+        out: list[SessionSummary] = []
+        for uri, (_, stored) in self.host.session_index.items():
+            actor = self.host.sessions.get(uri)
+            if actor is not None:
+                out.append(actor.summary)
+            elif stored is not None:
+                out.append(stored)
+        return out
+
     async def list_sessions(self, connection: Connection, params: ListSessionsParams) -> bytes:
         summaries = sorted(
-            (s.summary for s in self.host.sessions.values()),
-            key=lambda s: (s.modified_at, s.resource),
-            reverse=True,
+            self._summaries(), key=lambda s: (s.modified_at, s.resource), reverse=True
         )
         start = 0
         if not isinstance(params.cursor, UnsetType):
@@ -466,7 +502,7 @@ class Commands:
 
     async def create_chat(self, connection: Connection, params: CreateChatParams) -> bytes:
         host = self.host
-        session = host.sessions.get(params.channel)
+        session = await host.session(params.channel)
         if session is None:
             raise ProtocolError(f"no session {params.channel}", code=AhpErrorCode.SessionNotFound)
         if session.state.lifecycle != "ready":
@@ -474,7 +510,7 @@ class Commands:
         uri = params.chat
         if not uri.startswith(CHAT_SCHEME) or uri == CHAT_SCHEME:
             raise InvalidParams(f"a chat URI starts with {CHAT_SCHEME!r}")
-        if uri in host.chats:
+        if host.knows(uri):
             raise ProtocolError(f"chat {uri} already exists", code=AhpErrorCode.AlreadyExists)
         initial = params.initial_message
         if not isinstance(initial, UnsetType) and initial.origin.kind != "user":
@@ -485,7 +521,7 @@ class Commands:
         source_context = SourceContext()
         inherited: tuple[tuple[str, ...], str | None] | None = None
         if not isinstance(params.source, UnsetType):
-            origin, turns, source_context, inherited = self._chat_source(
+            origin, turns, source_context, inherited = await self._chat_source(
                 session, uri, params.source, info
             )
         directories, primary = self._chat_directories(session, params, inherited)
@@ -501,7 +537,9 @@ class Commands:
         )
         chat = ChatActor(host, uri, state, session=session, source=source_context)
         host.chats[uri] = chat
+        host.chat_index[uri] = session.uri
         session.chats[uri] = chat
+        chat.persist_new(state.modified_at)
         chat.start()
         # "The server adds the chat to the catalogue before returning" (§11.1).
         await session.apply_server(SessionChatAddedAction(summary=chat_summary(state)))
@@ -511,7 +549,7 @@ class Commands:
         log.info("chat created", chat=uri, session=session.uri, client_id=connection.client_id)
         return _NULL
 
-    def _chat_source(
+    async def _chat_source(
         self,
         session: SessionActor,
         uri: str,
@@ -530,9 +568,9 @@ class Commands:
             raise InvalidParams(f"agent {info.provider!r} does not support {source.kind} chats")
         if source.chat == uri:
             raise InvalidParams("a chat cannot be its own source")
-        if source.chat not in session.chats:
+        source_chat = await self.host.chat(source.chat)
+        if source_chat is None or source_chat.session is not session:
             raise InvalidParams(f"source chat {source.chat} is not in session {session.uri}")
-        source_chat = session.chats[source.chat]
         state = source_chat.state
         directories = (
             () if isinstance(state.working_directories, UnsetType) else (state.working_directories)
@@ -592,9 +630,12 @@ class Commands:
 
     async def dispose_chat(self, connection: Connection, params: DisposeChatParams) -> bytes:
         host = self.host
-        chat = host.chats.pop(params.channel, None)
+        chat = await host.chat(params.channel)
         if chat is None:
             raise ProtocolError(f"no chat {params.channel}", code=AhpErrorCode.NotFound)
+        host.chats.pop(params.channel, None)
+        host.chat_index.pop(params.channel, None)
+        host.store.delete_channel(params.channel)
         session = chat.session
         session.chats.pop(params.channel, None)
         await chat.stop()
@@ -605,21 +646,43 @@ class Commands:
         return _NULL
 
     async def fetch_turns(self, connection: Connection, params: FetchTurnsParams) -> bytes:
-        chat = self.host.chats.get(params.channel)
+        chat = await self.host.chat(params.channel)
         if chat is None:
             raise ProtocolError(f"no chat {params.channel}", code=AhpErrorCode.NotFound)
 
+        store = self.host.store
+
         async def load() -> None:
             turns = chat.state.turns
-            end = len(turns)
+            before: str | None = None
             if not isinstance(params.cursor, UnsetType):
-                end = _parse_before(params.cursor, turns)
-            start = max(0, end - FETCH_PAGE)
-            page = turns[start:end]
+                prefix, _, before = params.cursor.partition(":")
+                if prefix != "before":
+                    raise InvalidParams(f"unknown cursor {params.cursor!r}")
+            index = (
+                len(turns)
+                if not before
+                else next((i for i, t in enumerate(turns) if t.id == before), None)
+            )
+            if index is not None and index > 0:
+                start = max(0, index - FETCH_PAGE)
+                page = turns[start:index]
+                more = start > 0 or chat.turn_offset > 0
+            else:
+                # Older than what is in memory: page from the stored history.
+                if index == 0 or not before:
+                    position: int | None = chat.turn_offset
+                else:
+                    position = await store.turn_position(chat.uri, before)
+                if position is None:
+                    raise InvalidParams(f"unknown cursor {params.cursor!r}")
+                rows = await store.turns(chat.uri, position, FETCH_PAGE)
+                page = tuple(codec.decode(row, Turn) for row in rows)
+                more = position - len(page) > 0
             chat.apply(
                 ChatTurnsLoadedAction(
                     turns=page,
-                    turns_next_cursor=turns_cursor(page[0].id) if start > 0 else UNSET,
+                    turns_next_cursor=turns_cursor(page[0].id) if more and page else UNSET,
                 )
             )
 
@@ -649,16 +712,3 @@ def _parse_offset(cursor: str) -> int:
     if prefix != "offset" or not value.isdigit():
         raise InvalidParams(f"unknown cursor {cursor!r}")
     return int(value)
-
-
-def _parse_before(cursor: str, turns: tuple[Turn, ...]) -> int:
-    """The index a ``before:<turnId>`` cursor points at (-32602 for anything else)."""
-    prefix, _, turn_id = cursor.partition(":")
-    if prefix != "before":
-        raise InvalidParams(f"unknown cursor {cursor!r}")
-    if not turn_id:
-        return len(turns)
-    for index, turn in enumerate(turns):
-        if turn.id == turn_id:
-            return index
-    raise InvalidParams(f"unknown cursor {cursor!r}")

@@ -1,8 +1,14 @@
-"""The host: owns the hub, every channel actor, the providers and the known clients.
+"""The host: owns the hub, the store, every channel actor, the providers and known clients.
 
 Layer: host (asyncio). Transport-independent: the WebSocket server (and tests)
 hand it connections; everything protocol-level happens behind
 :meth:`Host.handle_frame`.
+
+Channels are loaded lazily from the store: at start the host reads only the
+catalogue (one row per session and chat), so a host with thousands of stored
+chats starts fast and keeps in memory only the chats in use. Recovery at start
+ends every turn that was running when the host stopped with ``chat/error``
+(``interrupted``) — a turn is never silently re-run.
 """
 
 from __future__ import annotations
@@ -10,28 +16,60 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from pathlib import Path
 from typing import Any
 
 import structlog
+from msgspec import UNSET
+from msgspec.structs import replace
 
 from ahp_server import __version__
 from ahp_server.agents.base import Provider
 from ahp_server.agents.echo import EchoAgent
 from ahp_server.config import Settings
-from ahp_server.host.actors import ROOT, ChannelActor, ChatActor, RootActor, SessionActor
+from ahp_server.host.actors import (
+    ROOT,
+    ChannelActor,
+    ChatActor,
+    RootActor,
+    SessionActor,
+    turns_cursor,
+)
 from ahp_server.host.fanout import CLOSE_GOING_AWAY, Connection, Transport
 from ahp_server.host.sequencer import Hub
+from ahp_server.protocol import codec
 from ahp_server.protocol.errors import AhpErrorCode, ProtocolError
-from ahp_server.protocol.types import Implementation, RootActiveSessionsChangedAction, RootState
+from ahp_server.protocol.reducers import reduce_chat, reduce_session
+from ahp_server.protocol.types import (
+    ActionEnvelope,
+    ChatState,
+    Implementation,
+    RootActiveSessionsChangedAction,
+    RootState,
+    SessionState,
+    SessionSummary,
+    Turn,
+)
+from ahp_server.store.base import Store
+from ahp_server.store.sqlite import SqliteStore
 
-__all__ = ["Host"]
+__all__ = ["DB_FILE", "Host"]
 
 log = structlog.get_logger(__name__)
+
+DB_FILE = "ahp-server.db"
 
 
 def wall_clock_ms() -> float:
     return time.time() * 1000
+
+
+def make_store(settings: Settings) -> Store:
+    """The store the settings ask for: SQLite in ``data_dir``, or memory."""
+    if settings.data_dir is None or settings.data_dir == ":memory:":
+        return Store()
+    return SqliteStore(Path(settings.data_dir) / DB_FILE, synchronous=settings.synchronous)
 
 
 class Host:
@@ -43,22 +81,32 @@ class Host:
         *,
         providers: Sequence[Provider] | None = None,
         clock: Callable[[], float] = wall_clock_ms,
+        store: Store | None = None,
     ) -> None:
         from ahp_server.host.gateway import Gateway  # the gateway needs the Host type
 
         self.settings = settings or Settings()
         self.now = clock
+        self.store = store or make_store(self.settings)
         self.hub = Hub(
             replay_max_envelopes=self.settings.replay_max_envelopes,
             replay_max_bytes=self.settings.replay_max_bytes,
+            store=self.store,
+            clock=clock,
         )
         provider_list = list(providers) if providers is not None else [EchoAgent()]
         self.providers: dict[str, Provider] = {p.info.provider: p for p in provider_list}
-        self.root = RootActor(
-            self, ROOT, RootState(agents=tuple(p.info for p in provider_list), active_sessions=0)
-        )
+        self._agents = tuple(p.info for p in provider_list)
+        self.root = RootActor(self, ROOT, RootState(agents=self._agents, active_sessions=0))
+        #: Loaded actors.
         self.sessions: dict[str, SessionActor] = {}
         self.chats: dict[str, ChatActor] = {}
+        #: Every session the host knows (loaded or not), with a created-at time,
+        #: and the stored summary of the unloaded ones.
+        self.session_index: dict[str, tuple[str, SessionSummary | None]] = {}
+        #: Every chat the host knows: chat URI -> session URI.
+        self.chat_index: dict[str, str] = {}
+        self._loading: dict[str, asyncio.Future[Any]] = {}
         #: client id -> negotiated protocol version, for ``reconnect`` (LRU-bounded).
         self.clients: OrderedDict[str, str] = OrderedDict()
         self.connections: set[Connection] = set()
@@ -70,15 +118,55 @@ class Host:
         self.metrics_reconnect_snapshot = 0
         self._background: set[asyncio.Task[Any]] = set()
 
-    # -- lifecycle ----------------------------------------------------------------------------
+    # -- lifecycle ------------------------------------------------------------------------------
 
     async def start(self) -> None:
+        """Open the store, read the catalogue, recover interrupted turns, start serving."""
+        self.hub.restart_at(self.store.open())
+        interrupted: list[str] = []
+        for row in await self.store.channels():
+            if row.kind == "session":
+                summary = (
+                    codec.decode(row.summary, SessionSummary) if row.summary is not None else None
+                )
+                self.session_index[row.uri] = (row.created_at, summary)
+            elif row.session is not None:
+                self.chat_index[row.uri] = row.session
+                if row.active_turn is not None:
+                    interrupted.append(row.uri)
+        self.root = RootActor(
+            self,
+            ROOT,
+            RootState(agents=self._agents, active_sessions=len(self.session_index)),
+        )
         self.root.start()
+        for uri in interrupted:
+            chat = await self.chat(uri)
+            if chat is not None:
+                await chat.call(chat.interrupt)
         self.accepting = True
+        log.info(
+            "host started",
+            sessions=len(self.session_index),
+            chats=len(self.chat_index),
+            server_seq=self.hub.server_seq,
+            recovered_turns=len(interrupted),
+            store=self.store.path,
+        )
 
     async def stop(self, *, close_timeout: float = 5.0) -> None:
-        """Close every connection with 1001, then stop every actor and turn."""
+        """Graceful shutdown: end running turns, commit everything, close with 1001."""
         self.accepting = False
+        for task in list(self._background):
+            task.cancel()
+        for chat in list(self.chats.values()):
+            if chat.runner is not None:
+                await chat.call(chat.interrupt)
+        for chat in self.chats.values():
+            chat.snapshot()
+        for session in self.sessions.values():
+            session.snapshot()
+        await self.store.flush()
         connections = list(self.connections)
         await asyncio.gather(
             *(
@@ -87,13 +175,12 @@ class Host:
             ),
             return_exceptions=True,
         )
-        for task in list(self._background):
-            task.cancel()
         for chat in list(self.chats.values()):
             await chat.stop()
         for session in list(self.sessions.values()):
             await session.stop()
         await self.root.stop()
+        await self.store.close()
 
     def spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
         """Run a background coroutine owned by the host (cancelled on stop)."""
@@ -101,7 +188,7 @@ class Host:
         self._background.add(task)
         task.add_done_callback(self._background.discard)
 
-    # -- connections --------------------------------------------------------------------------
+    # -- connections ------------------------------------------------------------------------------
 
     def open_connection(self, transport: Transport) -> Connection:
         connection = Connection(
@@ -121,7 +208,7 @@ class Host:
     async def handle_frame(self, connection: Connection, frame: str | bytes) -> None:
         await self.gateway.handle_frame(connection, frame)
 
-    # -- lookups ------------------------------------------------------------------------------
+    # -- lookups (loading on demand) ----------------------------------------------------------
 
     def provider(self, name: str) -> Provider:
         try:
@@ -131,10 +218,95 @@ class Host:
                 f"unknown provider {name!r}", code=AhpErrorCode.ProviderNotFound
             ) from None
 
-    def actor_for(self, channel: str) -> ChannelActor[RootState] | SessionActor | ChatActor | None:
+    async def actor(
+        self, channel: str
+    ) -> ChannelActor[RootState] | SessionActor | ChatActor | None:
+        """The actor of ``channel``, loading it from the store if needed."""
         if channel == ROOT:
             return self.root
-        return self.sessions.get(channel) or self.chats.get(channel)
+        if channel in self.session_index:
+            return await self.session(channel)
+        if channel in self.chat_index:
+            return await self.chat(channel)
+        return None
+
+    def knows(self, channel: str) -> bool:
+        return channel == ROOT or channel in self.session_index or channel in self.chat_index
+
+    async def session(self, uri: str) -> SessionActor | None:
+        actor = self.sessions.get(uri)
+        if actor is not None or uri not in self.session_index:
+            return actor
+        loaded: SessionActor | None = await self._load_once(uri, self._load_session)
+        return loaded
+
+    async def chat(self, uri: str) -> ChatActor | None:
+        actor = self.chats.get(uri)
+        if actor is not None or uri not in self.chat_index:
+            return actor
+        loaded: ChatActor | None = await self._load_once(uri, self._load_chat)
+        return loaded
+
+    def chats_of(self, session: str) -> list[str]:
+        return [chat for chat, owner in self.chat_index.items() if owner == session]
+
+    async def _load_once(self, uri: str, load: Callable[[str], Awaitable[Any]]) -> Any:
+        pending = self._loading.get(uri)
+        if pending is None:
+            pending = self._loading[uri] = asyncio.ensure_future(load(uri))
+            pending.add_done_callback(lambda _: self._loading.pop(uri, None))
+        return await asyncio.shield(pending)
+
+    async def _load_session(self, uri: str) -> SessionActor | None:
+        loaded = await self.store.load(uri, retained_turns=0)
+        if loaded is None or loaded.snapshot is None:
+            log.error("stored session cannot be loaded", session=uri)
+            return None
+        state = codec.decode(loaded.snapshot, SessionState)
+        last = loaded.snapshot_seq
+        for seq, at, envelope in loaded.envelopes:
+            if seq > loaded.snapshot_seq:
+                action = codec.decode(envelope, ActionEnvelope).action
+                state = reduce_session(state, action, lambda at=at: at)  # type: ignore[misc]
+                last = seq
+        created_at = self.session_index[uri][0]
+        actor = SessionActor(self, uri, state, created_at=created_at)
+        actor.last_seq = last
+        self.hub.seed_replay(uri, loaded.log_floor, ((s, e) for s, _, e in loaded.envelopes))
+        self.sessions[uri] = actor
+        actor.start()
+        log.debug("session loaded", session=uri, replayed=len(loaded.envelopes))
+        return actor
+
+    async def _load_chat(self, uri: str) -> ChatActor | None:
+        session = await self.session(self.chat_index[uri])
+        if session is None:
+            return None
+        loaded = await self.store.load(uri, retained_turns=self.settings.retained_turns)
+        if loaded is None or loaded.snapshot is None:
+            log.error("stored chat cannot be loaded", chat=uri)
+            return None
+        turns = tuple(codec.decode(t, Turn) for t in loaded.turns)
+        state = replace(codec.decode(loaded.snapshot, ChatState), turns=turns)
+        last = loaded.snapshot_seq
+        for seq, at, envelope in loaded.envelopes:
+            if seq > loaded.snapshot_seq:
+                action = codec.decode(envelope, ActionEnvelope).action
+                state = reduce_chat(state, action, lambda at=at: at)  # type: ignore[misc]
+                last = seq
+        if loaded.first_turn_position > 0 and state.turns:
+            state = replace(state, turns_next_cursor=turns_cursor(state.turns[0].id))
+        elif loaded.first_turn_position == 0:
+            state = replace(state, turns_next_cursor=UNSET)
+        actor = ChatActor(self, uri, state, session=session)
+        actor.last_seq = last
+        actor.turn_offset = loaded.first_turn_position
+        self.hub.seed_replay(uri, loaded.log_floor, ((s, e) for s, _, e in loaded.envelopes))
+        self.chats[uri] = actor
+        session.chats[uri] = actor
+        actor.start()
+        log.debug("chat loaded", chat=uri, turns=len(state.turns), replayed=len(loaded.envelopes))
+        return actor
 
     def remember_client(self, client_id: str, version: str) -> None:
         self.clients[client_id] = version
@@ -143,8 +315,5 @@ class Host:
             self.clients.popitem(last=False)
 
     def session_count_changed(self) -> None:
-        self.spawn(
-            self.root.apply_server(
-                RootActiveSessionsChangedAction(active_sessions=len(self.sessions))
-            )
-        )
+        count = len(self.session_index)
+        self.spawn(self.root.apply_server(RootActiveSessionsChangedAction(active_sessions=count)))

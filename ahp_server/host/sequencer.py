@@ -3,13 +3,13 @@
 Layer: host (asyncio-free itself, but only ever called from the event loop).
 
 Ordering (WIRE-SUMMARY §3.3, ARCHITECTURE-SKETCH "Ordering"): :meth:`Hub.publish`
-takes the next sequence number, encodes the envelope **once**, records it for
-replay and queues the same bytes on every subscriber's outbox in one
-synchronous step. No other publish can interleave, so every connection
-receives envelopes in strictly increasing ``serverSeq`` order, across all
-channels, and a subscriber of every channel sees no gaps. (When persistence
-lands, the step becomes "take the number and queue the commit"; delivery then
-happens in sequence order as commits complete.)
+takes the next sequence number, encodes the envelope **once** and queues its
+commit in one synchronous step. The store commits in queue order and calls
+back in that order; only then is the envelope recorded for replay and the same
+bytes queued on every subscriber's outbox. So no client sees an envelope before
+it is durable, every connection receives envelopes in strictly increasing
+``serverSeq`` order across all channels, and a subscriber of every channel
+sees no gaps. With the in-memory store the commit is immediate.
 
 Replay buffers are per channel and bounded by count and bytes, so a chatty
 chat can only evict its own history, never a quiet chat's.
@@ -18,7 +18,7 @@ chat can only evict its own history, never a quiet chat's.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -28,6 +28,7 @@ from ahp_server.host.fanout import Connection
 from ahp_server.protocol import codec
 from ahp_server.protocol._base import UnknownVariant
 from ahp_server.protocol.types import ActionEnvelope, ActionOrigin
+from ahp_server.store.base import Store
 
 __all__ = ["Hub", "ReplayBuffer", "action_frame", "notification_frame", "response_frame"]
 
@@ -97,20 +98,55 @@ class ReplayBuffer:
 
 
 class Hub:
-    """Sequence numbers, replay and subscriptions for one host."""
+    """Sequence numbers, durable delivery, replay and subscriptions for one host."""
 
-    def __init__(self, *, replay_max_envelopes: int, replay_max_bytes: int, start_seq: int = 0):
+    def __init__(
+        self,
+        *,
+        replay_max_envelopes: int,
+        replay_max_bytes: int,
+        store: Store | None = None,
+        clock: Callable[[], float] = lambda: 0.0,
+        start_seq: int = 0,
+    ) -> None:
+        #: The last number handed out.
         self.server_seq = start_seq
+        #: The last number committed and delivered: what clients may have seen.
+        self.delivered_seq = start_seq
+        self.store = store or Store()
+        self._clock = clock
         self._replay_max_envelopes = replay_max_envelopes
         self._replay_max_bytes = replay_max_bytes
         self._replay: dict[str, ReplayBuffer] = {}
         self._subscribers: dict[str, set[Connection]] = {}
+        self._base_floor = start_seq
         self.published = 0
 
-    # -- publishing ---------------------------------------------------------------------------
+    def restart_at(self, seq: int) -> None:
+        """Continue numbering above ``seq`` (the store's high-water mark).
 
-    def publish(self, channel: str, action: object, origin: ActionOrigin | None = None) -> int:
-        """Assign the next ``serverSeq`` to ``action`` and deliver it. Returns the number."""
+        Replay buffers start empty: what came before ``seq`` is only in the
+        store (a loaded channel is seeded from it, see :meth:`seed_replay`).
+        """
+        self.server_seq = self.delivered_seq = self._base_floor = seq
+
+    # -- publishing ------------------------------------------------------------------
+
+    def publish(
+        self,
+        channel: str,
+        action: object,
+        origin: ActionOrigin | None = None,
+        on_delivered: Callable[[int], None] | None = None,
+        *,
+        at_ms: float | None = None,
+    ) -> int:
+        """Assign the next ``serverSeq`` to ``action``; deliver it once it is durable.
+
+        Numbering and queueing the commit happen in one step, and the store
+        commits in queue order, so deliveries (and ``on_delivered``) run in
+        ``serverSeq`` order. Returns the number.
+        """
         seq = self.server_seq + 1
         self.server_seq = seq
         envelope = codec.encode(
@@ -121,21 +157,39 @@ class Hub:
                 origin=UNSET if origin is None else origin,
             )
         )
+        kind = action_type(action)
+
+        def deliver() -> None:
+            self.delivered_seq = seq
+            self._record(channel, seq, envelope)
+            if on_delivered is not None:
+                on_delivered(seq)
+            subscribers = self._subscribers.get(channel)
+            if subscribers:
+                frame = action_frame(envelope)
+                for connection in tuple(subscribers):
+                    if kind not in connection.blocked_actions:
+                        connection.send(frame)
+
+        self.published += 1
+        at = self._clock() if at_ms is None else at_ms
+        self.store.append_envelope(seq, channel, at, envelope, deliver)
+        return seq
+
+    def _record(self, channel: str, seq: int, envelope: bytes) -> None:
         buffer = self._replay.get(channel)
         if buffer is None:
             buffer = self._replay[channel] = ReplayBuffer(
-                self._replay_max_envelopes, self._replay_max_bytes
+                self._replay_max_envelopes, self._replay_max_bytes, floor=self._base_floor
             )
         buffer.append(seq, envelope)
-        subscribers = self._subscribers.get(channel)
-        if subscribers:
-            frame = action_frame(envelope)
-            kind = action_type(action)
-            for connection in tuple(subscribers):
-                if kind not in connection.blocked_actions:
-                    connection.send(frame)
-        self.published += 1
-        return seq
+
+    def seed_replay(self, channel: str, floor: int, envelopes: Iterable[tuple[int, bytes]]) -> None:
+        """Refill a channel's replay buffer from the stored log (after a restart)."""
+        buffer = ReplayBuffer(self._replay_max_envelopes, self._replay_max_bytes, floor=floor)
+        for seq, envelope in envelopes:
+            buffer.append(seq, envelope)
+        self._replay[channel] = buffer
 
     def reject(
         self,
@@ -148,12 +202,13 @@ class Hub:
         """Echo a refused client action to its sender only; it takes no ``serverSeq``.
 
         WIRE-SUMMARY §7.3 leaves the details open: we send it to the
-        originating connection with the current ``serverSeq`` and never replay it.
+        originating connection with the last *delivered* ``serverSeq`` (so a
+        client never records a number it has not received) and never replay it.
         """
         envelope = ActionEnvelope(
             channel=channel,
             action=cast(Any, action),
-            server_seq=self.server_seq,
+            server_seq=self.delivered_seq,
             origin=origin,
             rejection_reason=reason,
         )
@@ -207,6 +262,8 @@ class Hub:
         for channel in channels:
             buffer = self._replay.get(channel)
             if buffer is None:
+                if last_seen < self._base_floor:
+                    return None  # history from before a restart is not in memory
                 continue
             if not buffer.covers(last_seen):
                 return None

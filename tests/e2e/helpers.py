@@ -14,9 +14,14 @@ TIMEOUT = 10.0
 
 
 def host_state(host: Host, channel: str) -> Any:
-    actor = host.actor_for(channel)
-    assert actor is not None, f"the host has no channel {channel}"
-    return actor.state
+    """What the host has delivered for a loaded channel."""
+    actor: Any = (
+        host.root
+        if channel == "ahp-root://"
+        else host.sessions.get(channel) or host.chats.get(channel)
+    )
+    assert actor is not None, f"the host has no loaded channel {channel}"
+    return actor.visible
 
 
 def comparable(state: Any) -> Any:

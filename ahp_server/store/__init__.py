@@ -1,0 +1,1 @@
+"""Persistence: the store interface (``base``) and the embedded SQLite store (layer: store)."""

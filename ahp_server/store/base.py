@@ -1,0 +1,142 @@
+"""The store interface the host depends on, and the in-memory store.
+
+Layer: store (I/O side). It stores bytes: the host hands it encoded JSON, so
+the store needs no protocol types.
+
+Contract (docs/durability.md):
+
+* Writes are *queued* from the event loop and never block it. They are
+  committed in the order they were queued.
+* :meth:`Store.append_envelope` takes an ``on_commit`` callback. The store
+  calls it on the event loop, after the envelope is durable, in ``serverSeq``
+  order. The host delivers the envelope to clients only from that callback, so
+  no client ever sees an envelope that a crash could lose.
+* The ``serverSeq`` high-water mark is committed in the same transaction as
+  the envelopes, so numbering resumes above every number ever sent.
+
+:class:`MemoryStore` keeps nothing and commits instantly (``on_commit`` runs
+inside the call): the ephemeral mode for tests and ``--data-dir :memory:``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+__all__ = [
+    "ChannelRow",
+    "LoadedChannel",
+    "MemoryStore",
+    "Store",
+    "StoreError",
+]
+
+
+class StoreError(Exception):
+    """The store cannot be used (unreadable file, newer schema, failed commit)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ChannelRow:
+    """A stored session or chat, as listed without loading it."""
+
+    uri: str
+    kind: str  # "session" | "chat"
+    session: str | None
+    created_at: str
+    #: JSON of the session's SessionSummary (sessions only).
+    summary: bytes | None
+    #: The turn id a chat was running when last seen, if any (to recover).
+    active_turn: str | None
+
+
+@dataclass(slots=True)
+class LoadedChannel:
+    """What it takes to rebuild a channel: a snapshot and the log after it."""
+
+    snapshot: bytes | None
+    snapshot_seq: int
+    #: Chats: how many completed turns the snapshot had (turns live in their own table).
+    turn_count: int
+    #: (serverSeq, clock ms, envelope JSON) after the snapshot, in order.
+    envelopes: list[tuple[int, float, bytes]] = field(default_factory=list)
+    #: The highest serverSeq of this channel no longer in the log.
+    log_floor: int = 0
+    #: The newest retained completed turns (JSON), oldest first, and the
+    #: position of the first of them.
+    turns: list[bytes] = field(default_factory=list)
+    first_turn_position: int = 0
+
+
+class Store:
+    """Base class and in-memory implementation: nothing is kept."""
+
+    durable = False
+
+    @property
+    def path(self) -> str:
+        return ":memory:"
+
+    def open(self) -> int:
+        """Open (and migrate) the store; returns the stored ``serverSeq`` high-water mark."""
+        return 0
+
+    async def close(self) -> None:
+        """Commit everything queued and release the store."""
+
+    # -- writes (queued, in order) -------------------------------------------------------
+
+    @property
+    def backlog(self) -> int:
+        """Writes queued but not yet committed."""
+        return 0
+
+    async def wait_for_room(self) -> None:
+        """Wait while the write queue is over its high-water mark (backpressure)."""
+
+    async def flush(self) -> None:
+        """Wait until everything queued so far is committed."""
+
+    def append_envelope(
+        self, seq: int, channel: str, at_ms: float, envelope: bytes, on_commit: Callable[[], None]
+    ) -> None:
+        on_commit()
+
+    def put_channel(
+        self, uri: str, kind: str, session: str | None, created_at: str, summary: bytes | None
+    ) -> None:
+        """Create or update a channel row (a session's summary changes often)."""
+
+    def set_active_turn(self, uri: str, turn_id: str | None) -> None:
+        """Record whether a chat has a turn running (for crash recovery)."""
+
+    def put_snapshot(self, uri: str, seq: int, state: bytes, turn_count: int) -> None:
+        """Replace a channel's snapshot and prune its log before the previous one."""
+
+    def put_turn(self, chat: str, position: int, turn_id: str, turn: bytes) -> None:
+        """Store one completed turn of a chat (append-only history)."""
+
+    def truncate_turns(self, chat: str, keep: int) -> None:
+        """Drop a chat's stored turns from position ``keep`` on."""
+
+    def delete_channel(self, uri: str) -> None:
+        """Forget a channel: its row, snapshot, log and turns."""
+
+    # -- reads ---------------------------------------------------------------------------------
+
+    async def channels(self) -> list[ChannelRow]:
+        return []
+
+    async def load(self, uri: str, *, retained_turns: int) -> LoadedChannel | None:
+        return None
+
+    async def turn_position(self, chat: str, turn_id: str) -> int | None:
+        """The stored position of a chat's turn, if it is stored."""
+        return None
+
+    async def turns(self, chat: str, before: int, limit: int) -> list[bytes]:
+        """Stored turns with ``before - limit <= position < before``, oldest first."""
+        return []
+
+
+MemoryStore = Store

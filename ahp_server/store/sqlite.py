@@ -1,0 +1,436 @@
+"""The embedded default store: SQLite in WAL mode, one writer thread, group commit.
+
+Layer: store (stdlib ``sqlite3`` + ``threading``; called from the event loop).
+
+Writes are queued from the loop and applied by a single writer thread, which
+takes **everything queued** and commits it in one transaction (group commit),
+then hands the envelopes' ``on_commit`` callbacks back to the loop in order.
+The loop never waits on disk: reads run in a worker thread
+(``asyncio.to_thread``) on their own connection, which WAL lets run beside the
+writer.
+
+Schema (versioned, forward-migrated; a newer schema is refused):
+
+* ``meta(key, value)`` — ``schema_version`` and ``server_seq`` (the high-water
+  mark, updated in every transaction that appends envelopes);
+* ``channels`` — one row per session and chat: kind, owning session, creation
+  time, a session's summary (for ``listSessions`` without loading anything),
+  a chat's running turn (for crash recovery), and the log floor;
+* ``envelopes`` — the action log: ``serverSeq``, channel, clock, envelope JSON;
+* ``snapshots`` — per channel, the state at some ``serverSeq`` (chats without
+  their completed turns) — the log after it rebuilds the present;
+* ``turns`` — each completed turn of each chat, by position (history pages).
+
+Appending one ``chat/delta`` is one row insert, whatever the length of the turn
+or the chat.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sqlite3
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+from ahp_server.store.base import ChannelRow, LoadedChannel, Store, StoreError
+
+__all__ = ["SCHEMA_VERSION", "SqliteStore"]
+
+log = structlog.get_logger(__name__)
+
+SCHEMA_VERSION = 1
+
+#: Forward migrations: MIGRATIONS[n] brings schema n to n + 1.
+MIGRATIONS: dict[int, str] = {
+    0: """
+    CREATE TABLE meta (key TEXT PRIMARY KEY, value) WITHOUT ROWID;
+    CREATE TABLE channels (
+        uri TEXT PRIMARY KEY,
+        kind TEXT NOT NULL,
+        session TEXT,
+        created_at TEXT NOT NULL,
+        summary BLOB,
+        active_turn TEXT,
+        log_floor INTEGER NOT NULL DEFAULT 0
+    );
+    CREATE INDEX channels_session ON channels (session);
+    CREATE TABLE envelopes (
+        seq INTEGER PRIMARY KEY,
+        channel TEXT NOT NULL,
+        at_ms REAL NOT NULL,
+        envelope BLOB NOT NULL
+    );
+    CREATE INDEX envelopes_channel ON envelopes (channel, seq);
+    CREATE TABLE snapshots (
+        channel TEXT PRIMARY KEY,
+        seq INTEGER NOT NULL,
+        turn_count INTEGER NOT NULL,
+        state BLOB NOT NULL
+    );
+    CREATE TABLE turns (
+        chat TEXT NOT NULL,
+        position INTEGER NOT NULL,
+        turn_id TEXT NOT NULL,
+        turn BLOB NOT NULL,
+        PRIMARY KEY (chat, position)
+    ) WITHOUT ROWID;
+    """,
+}
+
+_HIGH_WATER = 50_000
+_LOW_WATER = 10_000
+
+# A queued write: a function of the writer's connection, and an optional
+# callback to run on the loop once committed.
+_Write = tuple[Callable[[sqlite3.Connection], object], Callable[[], None] | None, int]
+
+
+class SqliteStore(Store):
+    """One SQLite file, written by one thread with group commit."""
+
+    durable = True
+
+    def __init__(self, path: str | Path, *, synchronous: str = "NORMAL") -> None:
+        self._path = Path(path)
+        if synchronous.upper() not in ("NORMAL", "FULL"):
+            raise StoreError(f"synchronous must be NORMAL or FULL, not {synchronous!r}")
+        self._synchronous = synchronous.upper()
+        self._queue: deque[_Write] = deque()
+        self._ready = threading.Condition()
+        self._stopping = False
+        self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._queued = 0
+        self._committed = 0
+        self._room = asyncio.Event()
+        self._room.set()
+        self._flushes: list[tuple[int, asyncio.Future[None]]] = []
+        self._failure: BaseException | None = None
+        self._reader: sqlite3.Connection | None = None
+        self._read_lock = threading.Lock()
+        self.commits = 0
+        self.commit_seconds = 0.0
+
+    @property
+    def path(self) -> str:
+        return str(self._path)
+
+    # -- opening -----------------------------------------------------------------------------
+
+    def _connect(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(self._path, check_same_thread=False, isolation_level=None)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute(f"PRAGMA synchronous={self._synchronous}")
+        conn.execute("PRAGMA foreign_keys=OFF")
+        return conn
+
+    def open(self) -> int:
+        """Open or create the database; refuse unreadable files and newer schemas."""
+        self._path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            conn = self._connect()
+            version = self._schema_version(conn)
+            if version > SCHEMA_VERSION:
+                conn.close()
+                raise StoreError(
+                    f"{self._path}: schema version {version} is newer than this ahp-server "
+                    f"understands ({SCHEMA_VERSION}); upgrade ahp-server or restore a backup"
+                )
+            for step in range(version, SCHEMA_VERSION):
+                conn.executescript("BEGIN;" + MIGRATIONS[step] + "COMMIT;")
+                conn.execute(
+                    "INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", (step + 1,)
+                )
+            row = conn.execute("SELECT value FROM meta WHERE key = 'server_seq'").fetchone()
+            server_seq = int(row[0]) if row else 0
+        except sqlite3.DatabaseError as error:
+            raise StoreError(
+                f"{self._path}: not a readable ahp-server database ({error}); "
+                "refusing to start over it — move it aside or restore a backup"
+            ) from None
+        self._writer_conn = conn
+        self._reader = self._connect()
+        self._loop = asyncio.get_running_loop()
+        self._committed_seq = server_seq
+        self._thread = threading.Thread(
+            target=self._write_loop, name="ahp-store-writer", daemon=True
+        )
+        self._thread.start()
+        log.info("store opened", path=str(self._path), server_seq=server_seq)
+        return server_seq
+
+    @staticmethod
+    def _schema_version(conn: sqlite3.Connection) -> int:
+        exists = conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'"
+        ).fetchone()
+        if not exists:
+            if conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]:
+                raise StoreError("the file holds tables that are not an ahp-server database")
+            return 0
+        row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        return int(row[0]) if row else 0
+
+    async def close(self) -> None:
+        if self._thread is None:
+            return
+        await self.flush()
+        with self._ready:
+            self._stopping = True
+            self._ready.notify()
+        await asyncio.to_thread(self._thread.join)
+        self._thread = None
+        self._writer_conn.close()
+        if self._reader is not None:
+            self._reader.close()
+        log.info("store closed", path=str(self._path))
+
+    # -- the writer ------------------------------------------------------------------------
+
+    def _enqueue(
+        self,
+        write: Callable[[sqlite3.Connection], object],
+        on_commit: Callable[[], None] | None = None,
+    ) -> None:
+        if self._failure is not None:
+            raise StoreError(f"{self._path}: the store failed: {self._failure}")
+        self._queued += 1
+        with self._ready:
+            self._queue.append((write, on_commit, self._queued))
+            self._ready.notify()
+        if self._queued - self._committed > _HIGH_WATER:
+            self._room.clear()
+
+    def _write_loop(self) -> None:
+        conn = self._writer_conn
+        while True:
+            with self._ready:
+                while not self._queue and not self._stopping:
+                    self._ready.wait()
+                if not self._queue and self._stopping:
+                    return
+                batch = list(self._queue)
+                self._queue.clear()
+            started = time.perf_counter()
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                for write, _, _ in batch:
+                    write(conn)
+                conn.execute(
+                    "INSERT OR REPLACE INTO meta VALUES ('server_seq', ?)", (self._committed_seq,)
+                )
+                conn.execute("COMMIT")
+            except Exception as error:  # thread boundary: a failed commit stops the store
+                log.critical(
+                    "commit failed: stopping the store", path=str(self._path), exc_info=True
+                )
+                with contextlib.suppress(sqlite3.Error):
+                    conn.execute("ROLLBACK")
+                self._failure = error
+                assert self._loop is not None
+                self._loop.call_soon_threadsafe(self._failed, error)
+                return
+            self.commits += 1
+            self.commit_seconds += time.perf_counter() - started
+            callbacks = [cb for _, cb, _ in batch if cb is not None]
+            last = batch[-1][2]
+            assert self._loop is not None
+            self._loop.call_soon_threadsafe(self._committed_batch, callbacks, last)
+
+    def _committed_batch(self, callbacks: list[Callable[[], None]], last: int) -> None:
+        """On the loop: deliver what was committed, in order."""
+        for callback in callbacks:
+            callback()
+        self._committed = last
+        if self._queued - self._committed < _LOW_WATER:
+            self._room.set()
+        still: list[tuple[int, asyncio.Future[None]]] = []
+        for target, future in self._flushes:
+            if target <= last:
+                if not future.done():
+                    future.set_result(None)
+            else:
+                still.append((target, future))
+        self._flushes = still
+
+    def _failed(self, error: BaseException) -> None:
+        self._room.set()
+        for _, future in self._flushes:
+            if not future.done():
+                future.set_exception(StoreError(f"{self._path}: commit failed: {error}"))
+        self._flushes = []
+
+    @property
+    def backlog(self) -> int:
+        return self._queued - self._committed
+
+    async def wait_for_room(self) -> None:
+        await self._room.wait()
+
+    async def flush(self) -> None:
+        if self._committed >= self._queued:
+            return
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._flushes.append((self._queued, future))
+        await future
+
+    # -- queued writes ------------------------------------------------------------------------
+
+    def append_envelope(
+        self, seq: int, channel: str, at_ms: float, envelope: bytes, on_commit: Callable[[], None]
+    ) -> None:
+        def write(conn: sqlite3.Connection) -> None:
+            conn.execute(
+                "INSERT INTO envelopes (seq, channel, at_ms, envelope) VALUES (?, ?, ?, ?)",
+                (seq, channel, at_ms, envelope),
+            )
+            if seq > self._committed_seq:
+                self._committed_seq = seq
+
+        self._enqueue(write, on_commit)
+
+    def put_channel(
+        self, uri: str, kind: str, session: str | None, created_at: str, summary: bytes | None
+    ) -> None:
+        def write(conn: sqlite3.Connection) -> None:
+            conn.execute(
+                "INSERT INTO channels (uri, kind, session, created_at, summary) "
+                "VALUES (?, ?, ?, ?, ?) ON CONFLICT (uri) DO UPDATE SET summary = excluded.summary",
+                (uri, kind, session, created_at, summary),
+            )
+
+        self._enqueue(write)
+
+    def set_active_turn(self, uri: str, turn_id: str | None) -> None:
+        self._enqueue(
+            lambda conn: conn.execute(
+                "UPDATE channels SET active_turn = ? WHERE uri = ?", (turn_id, uri)
+            )
+        )
+
+    def put_snapshot(self, uri: str, seq: int, state: bytes, turn_count: int) -> None:
+        def write(conn: sqlite3.Connection) -> None:
+            previous = conn.execute(
+                "SELECT seq FROM snapshots WHERE channel = ?", (uri,)
+            ).fetchone()
+            conn.execute(
+                "INSERT OR REPLACE INTO snapshots (channel, seq, turn_count, state) "
+                "VALUES (?, ?, ?, ?)",
+                (uri, seq, turn_count, state),
+            )
+            if previous is not None:
+                # Keep the log since the previous snapshot: it serves reconnects.
+                conn.execute(
+                    "DELETE FROM envelopes WHERE channel = ? AND seq <= ?", (uri, previous[0])
+                )
+                conn.execute(
+                    "UPDATE channels SET log_floor = max(log_floor, ?) WHERE uri = ?",
+                    (previous[0], uri),
+                )
+
+        self._enqueue(write)
+
+    def put_turn(self, chat: str, position: int, turn_id: str, turn: bytes) -> None:
+        self._enqueue(
+            lambda conn: conn.execute(
+                "INSERT OR REPLACE INTO turns (chat, position, turn_id, turn) VALUES (?, ?, ?, ?)",
+                (chat, position, turn_id, turn),
+            )
+        )
+
+    def truncate_turns(self, chat: str, keep: int) -> None:
+        self._enqueue(
+            lambda conn: conn.execute(
+                "DELETE FROM turns WHERE chat = ? AND position >= ?", (chat, keep)
+            )
+        )
+
+    def delete_channel(self, uri: str) -> None:
+        def write(conn: sqlite3.Connection) -> None:
+            for table, column in (
+                ("channels", "uri"),
+                ("snapshots", "channel"),
+                ("envelopes", "channel"),
+                ("turns", "chat"),
+            ):
+                conn.execute(f"DELETE FROM {table} WHERE {column} = ?", (uri,))  # noqa: S608
+
+        self._enqueue(write)
+
+    # -- reads (worker thread, own connection) -------------------------------------------------
+
+    async def _read(self, fn: Callable[[sqlite3.Connection], Any]) -> Any:
+        reader = self._reader
+        assert reader is not None, "store not open"
+        lock = self._read_lock
+
+        def run() -> Any:
+            with lock:
+                return fn(reader)
+
+        return await asyncio.to_thread(run)
+
+    async def channels(self) -> list[ChannelRow]:
+        rows = await self._read(
+            lambda c: c.execute(
+                "SELECT uri, kind, session, created_at, summary, active_turn FROM channels"
+            ).fetchall()
+        )
+        return [ChannelRow(*row) for row in rows]
+
+    async def load(self, uri: str, *, retained_turns: int) -> LoadedChannel | None:
+        def read(conn: sqlite3.Connection) -> LoadedChannel | None:
+            row = conn.execute("SELECT log_floor FROM channels WHERE uri = ?", (uri,)).fetchone()
+            if row is None:
+                return None
+            snap = conn.execute(
+                "SELECT seq, turn_count, state FROM snapshots WHERE channel = ?", (uri,)
+            ).fetchone()
+            seq, turn_count, state = snap if snap else (0, 0, None)
+            envelopes = conn.execute(
+                "SELECT seq, at_ms, envelope FROM envelopes WHERE channel = ? ORDER BY seq",
+                (uri,),
+            ).fetchall()
+            first = max(0, turn_count - retained_turns)
+            turns = conn.execute(
+                "SELECT turn FROM turns WHERE chat = ? AND position >= ? AND position < ? "
+                "ORDER BY position",
+                (uri, first, turn_count),
+            ).fetchall()
+            return LoadedChannel(
+                snapshot=state,
+                snapshot_seq=seq,
+                turn_count=turn_count,
+                envelopes=[(s, a, bytes(e)) for s, a, e in envelopes],
+                log_floor=row[0],
+                turns=[bytes(t[0]) for t in turns],
+                first_turn_position=first,
+            )
+
+        result: LoadedChannel | None = await self._read(read)
+        return result
+
+    async def turn_position(self, chat: str, turn_id: str) -> int | None:
+        row = await self._read(
+            lambda c: c.execute(
+                "SELECT position FROM turns WHERE chat = ? AND turn_id = ?", (chat, turn_id)
+            ).fetchone()
+        )
+        return int(row[0]) if row else None
+
+    async def turns(self, chat: str, before: int, limit: int) -> list[bytes]:
+        rows = await self._read(
+            lambda c: c.execute(
+                "SELECT turn FROM turns WHERE chat = ? AND position >= ? AND position < ? "
+                "ORDER BY position",
+                (chat, max(0, before - limit), before),
+            ).fetchall()
+        )
+        return [bytes(r[0]) for r in rows]
