@@ -8,8 +8,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import os
 import signal
+import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 import structlog
 
@@ -18,6 +21,7 @@ from ahp_server.config import Settings
 from ahp_server.host.host import Host
 from ahp_server.logging import configure_logging
 from ahp_server.protocol import PROTOCOL_VERSION
+from ahp_server.store.base import StoreError
 from ahp_server.transport.websocket import start_server
 
 log = structlog.get_logger(__name__)
@@ -40,14 +44,35 @@ def build_parser() -> argparse.ArgumentParser:
             "--log-format", choices=["console", "json"], default=None, help="log output format"
         )
         target.add_argument("--log-level", default="info", help="debug, info, warning, error")
+        target.add_argument(
+            "--data-dir",
+            default=None,
+            help=f"database folder (default {default_data_dir()}; ':memory:' keeps nothing)",
+        )
+        target.add_argument(
+            "--durability",
+            choices=["normal", "full"],
+            default=defaults.synchronous,
+            help="SQLite synchronous: normal survives crashes, full also power loss",
+        )
     return parser
+
+
+def default_data_dir() -> Path:
+    """``$XDG_DATA_HOME/ahp-server``, else ``~/.local/share/ahp-server``."""
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "ahp-server"
 
 
 async def serve(settings: Settings) -> None:
     """Run the host until SIGTERM/SIGINT, then shut down gracefully (1001 to clients)."""
     host = Host(settings)
     await host.start()
-    server = await start_server(host)
+    try:
+        server = await start_server(host)
+    except OSError:
+        await host.stop()
+        raise
     for sock in server.sockets:
         address = sock.getsockname()
         log.info("listening", url=f"ws://{address[0]}:{address[1]}", version=PROTOCOL_VERSION)
@@ -67,10 +92,15 @@ async def serve(settings: Settings) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     configure_logging(args.log_level, args.log_format)
-    settings = Settings(host=args.host, port=args.port)
+    settings = Settings(
+        host=args.host,
+        port=args.port,
+        data_dir=args.data_dir or str(default_data_dir()),
+        synchronous=args.durability,
+    )
     try:
         asyncio.run(serve(settings))
-    except OSError as error:
-        log.error("cannot start", error=str(error))
+    except (OSError, StoreError) as error:
+        print(f"ahp-server: cannot start: {error}", file=sys.stderr)
         return 1
     return 0

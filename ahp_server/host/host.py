@@ -123,6 +123,8 @@ class Host:
     async def start(self) -> None:
         """Open the store, read the catalogue, recover interrupted turns, start serving."""
         self.hub.restart_at(self.store.open())
+        for client_id, version in await self.store.clients():
+            self.clients[client_id] = version  # reconnect works across restarts
         interrupted: list[str] = []
         for row in await self.store.channels():
             if row.kind == "session":
@@ -311,6 +313,7 @@ class Host:
     def remember_client(self, client_id: str, version: str) -> None:
         self.clients[client_id] = version
         self.clients.move_to_end(client_id)
+        self.store.put_client(client_id, version, self.settings.known_clients)
         while len(self.clients) > self.settings.known_clients:
             self.clients.popitem(last=False)
 

@@ -119,10 +119,17 @@ class Store:
     def truncate_turns(self, chat: str, keep: int) -> None:
         """Drop a chat's stored turns from position ``keep`` on."""
 
+    def put_client(self, client_id: str, version: str, keep: int) -> None:
+        """Remember a client id and its protocol version (the newest ``keep`` are kept)."""
+
     def delete_channel(self, uri: str) -> None:
         """Forget a channel: its row, snapshot, log and turns."""
 
     # -- reads ---------------------------------------------------------------------------------
+
+    async def clients(self) -> list[tuple[str, str]]:
+        """Remembered (client id, protocol version), least recently seen first."""
+        return []
 
     async def channels(self) -> list[ChannelRow]:
         return []

@@ -74,6 +74,12 @@ MIGRATIONS: dict[int, str] = {
         turn_count INTEGER NOT NULL,
         state BLOB NOT NULL
     );
+    CREATE TABLE clients (
+        client_id TEXT PRIMARY KEY,
+        version TEXT NOT NULL,
+        seen INTEGER NOT NULL
+    );
+    CREATE INDEX clients_seen ON clients (seen);
     CREATE TABLE turns (
         chat TEXT NOT NULL,
         position INTEGER NOT NULL,
@@ -352,6 +358,17 @@ class SqliteStore(Store):
             )
         )
 
+    def put_client(self, client_id: str, version: str, keep: int) -> None:
+        def write(conn: sqlite3.Connection) -> None:
+            seen = conn.execute("SELECT coalesce(max(seen), 0) + 1 FROM clients").fetchone()[0]
+            conn.execute(
+                "INSERT OR REPLACE INTO clients (client_id, version, seen) VALUES (?, ?, ?)",
+                (client_id, version, seen),
+            )
+            conn.execute("DELETE FROM clients WHERE seen <= ?", (seen - keep,))
+
+        self._enqueue(write)
+
     def delete_channel(self, uri: str) -> None:
         def write(conn: sqlite3.Connection) -> None:
             for table, column in (
@@ -376,6 +393,12 @@ class SqliteStore(Store):
                 return fn(reader)
 
         return await asyncio.to_thread(run)
+
+    async def clients(self) -> list[tuple[str, str]]:
+        rows = await self._read(
+            lambda c: c.execute("SELECT client_id, version FROM clients ORDER BY seen").fetchall()
+        )
+        return [(str(a), str(b)) for a, b in rows]
 
     async def channels(self) -> list[ChannelRow]:
         rows = await self._read(

@@ -1,0 +1,274 @@
+"""Durability over real processes: kill -9 mid-stream, SIGTERM restarts, bad database files."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ahp_server.client import AhpClient
+from ahp_server.protocol import codec
+from ahp_server.protocol.types import (
+    ActiveTurn,
+    ChatState,
+    MarkdownResponsePart,
+    SessionState,
+    Turn,
+)
+from tests.e2e.helpers import TIMEOUT, comparable
+
+ROOT = "ahp-root://"
+
+
+class Daemon:
+    """``python -m ahp_server serve`` on a data directory, restartable."""
+
+    def __init__(self, data_dir: Path, *extra: str) -> None:
+        self.data_dir = data_dir
+        self.extra = extra
+        self.process: asyncio.subprocess.Process | None = None
+        self.url = ""
+        self.stderr: list[str] = []
+
+    async def start(self) -> str:
+        self.process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "ahp_server",
+            "serve",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            "0",
+            "--log-format",
+            "json",
+            "--data-dir",
+            str(self.data_dir),
+            *self.extra,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        assert self.process.stderr is not None
+        async with asyncio.timeout(30):
+            while True:
+                line = (await self.process.stderr.readline()).decode()
+                if not line:
+                    raise AssertionError("the server exited: " + "".join(self.stderr))
+                self.stderr.append(line)
+                if line.startswith("{") and json.loads(line).get("event") == "listening":
+                    self.url = str(json.loads(line)["url"])
+                    return self.url
+
+    async def kill(self) -> None:
+        assert self.process is not None
+        self.process.kill()  # SIGKILL: no cleanup at all
+        await self.process.wait()
+
+    async def terminate(self) -> int:
+        assert self.process is not None
+        self.process.send_signal(signal.SIGTERM)
+        async with asyncio.timeout(TIMEOUT):
+            return await self.process.wait()
+
+    async def close(self) -> None:
+        if self.process is not None and self.process.returncode is None:
+            self.process.kill()
+            await self.process.wait()
+
+
+@pytest.fixture
+async def daemon(tmp_path: Path) -> AsyncIterator[Daemon]:
+    process = Daemon(tmp_path / "data")
+    try:
+        yield process
+    finally:
+        await process.close()
+
+
+def markdown(turn: ActiveTurn | Turn) -> str:
+    return "".join(p.content for p in turn.response_parts if isinstance(p, MarkdownResponsePart))
+
+
+def streamed_so_far(client: AhpClient, chat: str) -> str:
+    turn = client.confirmed(chat, ChatState).active_turn
+    return markdown(turn) if isinstance(turn, ActiveTurn) else ""
+
+
+async def test_kill_9_mid_stream_loses_nothing_any_client_saw(daemon: Daemon) -> None:
+    url = await daemon.start()
+    words = " ".join(f"word{i}" for i in range(400))
+    async with (
+        AhpClient.connect(url) as alice,
+        AhpClient.connect(url) as bob,
+    ):
+        chat = await alice.open_chat()
+        await bob.subscribe(chat)
+        await alice.ask(chat, "a finished turn first", timeout=TIMEOUT)
+        turn_id = await alice.send_message(chat, f"/slow 5 {words}")
+        for client in (alice, bob):
+            await client.wait_for(
+                lambda c: len(streamed_so_far(c, chat).split()) >= 10, timeout=TIMEOUT
+            )
+        await daemon.kill()
+        seen = {c.client_id: (streamed_so_far(c, chat), c.server_seq) for c in (alice, bob)}
+        await alice.wait_closed(timeout=TIMEOUT)
+        await bob.wait_closed(timeout=TIMEOUT)
+
+        url = await daemon.start()
+        for client in (alice, bob):
+            text_before, last_seen = seen[client.client_id]
+            before = len(client.envelopes)
+            assert await client.reconnect(url) == "replay"
+            replayed = list(client.envelopes)[before:]
+            assert all(e.server_seq > last_seen for e in replayed)  # numbering moved on
+            state = client.confirmed(chat, ChatState)
+            interrupted = state.turns[-1]
+            assert interrupted.id == turn_id
+            assert interrupted.state == "error"
+            assert getattr(interrupted.error, "error_type", None) == "interrupted"
+            assert not isinstance(state.active_turn, ActiveTurn)
+            # Everything this client saw before the kill is there, in order.
+            assert markdown(interrupted).startswith(text_before)
+            assert state.turns[0].state == "complete"
+        async with AhpClient.connect(url) as carol:
+            fresh = await carol.subscribe(chat)
+            assert comparable(fresh) == comparable(alice.confirmed(chat))
+            assert comparable(fresh) == comparable(bob.confirmed(chat))
+            # New sequence numbers continue above every earlier one.
+            assert carol.server_seq > max(last for _, last in seen.values())
+            assert await carol.ask(chat, "still works", timeout=TIMEOUT) == "still works"
+
+
+async def exact_states(url: str, channels: list[str]) -> dict[str, Any]:
+    """The host's own states, field by field (fresh snapshots, not client folds)."""
+    async with AhpClient.connect(url) as observer:
+        return {
+            channel: json.loads(codec.encode(await observer.subscribe(channel)))
+            for channel in channels
+        }
+
+
+async def test_sigterm_restart_keeps_every_state_identical(daemon: Daemon) -> None:
+    url = await daemon.start()
+    async with AhpClient.connect(url) as client:
+        chat = await client.open_chat()
+        await client.ask(chat, "one", timeout=TIMEOUT)
+        sessions = [uri for uri in [s.resource for s in (await client.list_sessions()).items]]
+        session = sessions[0]
+        other = await client.create_chat(session, subscribe=True)
+        await client.ask(other, "two", timeout=TIMEOUT)
+        second_session = await client.create_session(
+            working_directories=["file:///w"], subscribe=True
+        )
+        await client.wait_for(
+            lambda c: c.confirmed(second_session, SessionState).lifecycle == "ready",
+            timeout=TIMEOUT,
+        )
+        default = client.confirmed(second_session, SessionState).default_chat
+        assert isinstance(default, str)
+    channels = [ROOT, session, chat, other, second_session, default]
+    before = await exact_states(url, channels)
+    listed_before = None
+    async with AhpClient.connect(url) as client:
+        listed_before = json.loads(codec.encode(await client.list_sessions()))
+
+    assert await daemon.terminate() == 0
+    url = await daemon.start()
+    after = await exact_states(url, channels)
+    for channel in channels:
+        assert after[channel] == before[channel], f"{channel} changed across the restart"
+    async with AhpClient.connect(url) as client:
+        assert json.loads(codec.encode(await client.list_sessions())) == listed_before
+
+
+async def test_reconnect_after_restart_resumes(daemon: Daemon) -> None:
+    url = await daemon.start()
+    async with AhpClient.connect(url) as alice:
+        chat = await alice.open_chat()
+        await alice.ask(chat, "before the restart", timeout=TIMEOUT)
+        assert await daemon.terminate() == 0
+        await alice.wait_closed(timeout=TIMEOUT)
+        url = await daemon.start()
+        assert await alice.reconnect(url) in ("replay", "snapshot")
+        assert await alice.ask(chat, "after", timeout=TIMEOUT) == "after"
+        assert [t.message.text for t in alice.confirmed(chat, ChatState).turns] == [
+            "before the restart",
+            "after",
+        ]
+
+
+async def test_old_turns_page_in_from_disk(tmp_path: Path) -> None:
+    daemon = Daemon(tmp_path / "data")
+    try:
+        url = await daemon.start()
+        async with AhpClient.connect(url) as client:
+            chat = await client.open_chat()
+            for i in range(8):
+                await client.ask(chat, f"turn {i}", timeout=TIMEOUT)
+        assert await daemon.terminate() == 0
+        # Few turns kept in memory: the rest must come from disk.
+        daemon.extra = ()
+        url = await daemon.start()
+        async with AhpClient.connect(url) as client:
+            state = await client.subscribe(chat, turns=2)
+            assert isinstance(state, ChatState)
+            assert [t.message.text for t in state.turns] == ["turn 6", "turn 7"]
+            while isinstance(client.confirmed(chat, ChatState).turns_next_cursor, str):
+                cursor = client.confirmed(chat, ChatState).turns_next_cursor
+                await client.request("fetchTurns", {"channel": chat, "cursor": cursor})
+            texts = [t.message.text for t in client.confirmed(chat, ChatState).turns]
+            assert texts == [f"turn {i}" for i in range(8)]
+    finally:
+        await daemon.close()
+
+
+async def test_dispose_deletes_stored_data(daemon: Daemon) -> None:
+    url = await daemon.start()
+    async with AhpClient.connect(url) as client:
+        chat = await client.open_chat()
+        await client.ask(chat, "private", timeout=TIMEOUT)
+        session = (await client.list_sessions()).items[0].resource
+        await client.dispose_session(session)
+    assert await daemon.terminate() == 0
+    import sqlite3
+
+    conn = sqlite3.connect(daemon.data_dir / "ahp-server.db")
+    for table, column in (("channels", "uri"), ("envelopes", "channel"), ("turns", "chat")):
+        rows = conn.execute(
+            f"SELECT count(*) FROM {table} WHERE {column} IN (?, ?)",
+            (session, chat),
+        ).fetchone()
+        assert rows[0] == 0, table
+    url = await daemon.start()
+    async with AhpClient.connect(url) as client:
+        assert (await client.list_sessions()).items == ()
+
+
+async def test_an_unreadable_database_stops_the_start_with_a_clear_error(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    db = data / "ahp-server.db"
+    garbage = b"\x00\x01 not a database " * 64
+    db.write_bytes(garbage)
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "ahp_server",
+        "serve",
+        "--port",
+        "0",
+        "--data-dir",
+        str(data),
+        stderr=asyncio.subprocess.PIPE,
+    )
+    async with asyncio.timeout(30):
+        _, stderr = await process.communicate()
+    assert process.returncode != 0
+    message = stderr.decode().strip().splitlines()[-1]
+    assert str(db) in message
+    assert db.read_bytes() == garbage  # nothing overwritten

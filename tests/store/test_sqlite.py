@@ -1,0 +1,115 @@
+"""The SQLite store on its own: schema, refusal of bad files, ordered group commit."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from ahp_server.store.base import StoreError
+from ahp_server.store.sqlite import SCHEMA_VERSION, SqliteStore
+
+TIMEOUT = 10.0
+
+
+async def test_a_new_store_is_created_and_migrated(tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path / "db" / "ahp.db")
+    assert store.open() == 0
+    await store.close()
+    conn = sqlite3.connect(tmp_path / "db" / "ahp.db")
+    version = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    assert int(version[0]) == SCHEMA_VERSION
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+async def test_envelopes_commit_in_order_before_their_callbacks(tmp_path: Path) -> None:
+    path = tmp_path / "ahp.db"
+    store = SqliteStore(path)
+    store.open()
+    committed: list[int] = []
+    visible_at_callback: list[bool] = []
+    reader = sqlite3.connect(path)
+
+    def on_commit(seq: int) -> None:
+        committed.append(seq)
+        row = reader.execute("SELECT 1 FROM envelopes WHERE seq = ?", (seq,)).fetchone()
+        visible_at_callback.append(row is not None)
+
+    for seq in range(1, 501):
+        store.append_envelope(seq, "ahp-chat:/c", 1.0, b"{}", lambda s=seq: on_commit(s))
+    async with asyncio.timeout(TIMEOUT):
+        await store.flush()
+    assert committed == list(range(1, 501))
+    assert all(visible_at_callback)  # durable before anyone is told
+    assert store.commits < 500  # grouped: many envelopes per transaction
+    await store.close()
+    assert SqliteStore(path).open() == 500  # the high-water mark survived
+
+
+def test_a_corrupted_file_is_refused_and_left_untouched(tmp_path: Path) -> None:
+    path = tmp_path / "ahp.db"
+    garbage = b"definitely not sqlite " * 100
+    path.write_bytes(garbage)
+    with pytest.raises(StoreError) as caught:
+        SqliteStore(path).open()
+    assert str(path) in str(caught.value)
+    assert path.read_bytes() == garbage
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ahp.db"]
+
+
+async def test_a_newer_schema_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "ahp.db"
+    store = SqliteStore(path)
+    store.open()
+    await store.close()
+    conn = sqlite3.connect(path)
+    conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (SCHEMA_VERSION + 1,))
+    conn.commit()
+    conn.close()
+    with pytest.raises(StoreError) as caught:
+        SqliteStore(path).open()
+    assert "newer" in str(caught.value)
+    assert str(path) in str(caught.value)
+
+
+async def test_a_foreign_database_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "other.db"
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE invoices (id INTEGER)")
+    conn.commit()
+    conn.close()
+    with pytest.raises(StoreError):
+        SqliteStore(path).open()
+
+
+async def test_snapshots_prune_the_log_and_channels_are_deleted(tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path / "ahp.db")
+    store.open()
+    store.put_channel("ahp-chat:/c", "chat", "ahp-session:/s", "2026-01-01T00:00:00.000Z", None)
+    for seq in range(1, 11):
+        store.append_envelope(seq, "ahp-chat:/c", float(seq), b'{"n":%d}' % seq, lambda: None)
+        if seq in (4, 8):
+            store.put_snapshot("ahp-chat:/c", seq, b"{}", 0)
+    store.put_turn("ahp-chat:/c", 0, "t0", b'{"id":"t0"}')
+    store.put_turn("ahp-chat:/c", 1, "t1", b'{"id":"t1"}')
+    store.truncate_turns("ahp-chat:/c", 1)
+    await store.flush()
+    loaded = await store.load("ahp-chat:/c", retained_turns=10)
+    assert loaded is not None
+    assert loaded.snapshot_seq == 8
+    assert loaded.log_floor == 4  # the log since the previous snapshot is kept
+    assert [seq for seq, _, _ in loaded.envelopes] == [5, 6, 7, 8, 9, 10]
+    assert await store.turns("ahp-chat:/c", 5, 10) == [b'{"id":"t0"}']
+    assert await store.turn_position("ahp-chat:/c", "t0") == 0
+    store.delete_channel("ahp-chat:/c")
+    await store.flush()
+    assert await store.load("ahp-chat:/c", retained_turns=10) is None
+    assert await store.turns("ahp-chat:/c", 5, 10) == []
+    await store.close()
+
+
+def test_bad_synchronous_setting_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(StoreError):
+        SqliteStore(tmp_path / "x.db", synchronous="sometimes")
