@@ -10,6 +10,7 @@ import asyncio
 import contextlib
 import os
 import signal
+import sqlite3
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -18,7 +19,7 @@ import structlog
 
 from ahp_server import __version__
 from ahp_server.config import Settings
-from ahp_server.host.host import Host
+from ahp_server.host.host import DB_FILE, Host
 from ahp_server.logging import configure_logging
 from ahp_server.protocol import PROTOCOL_VERSION
 from ahp_server.store.base import StoreError
@@ -36,6 +37,11 @@ def build_parser() -> argparse.ArgumentParser:
         version=f"ahp-server {__version__} (AHP {PROTOCOL_VERSION})",
     )
     commands = parser.add_subparsers(dest="command")
+    backup = commands.add_parser(
+        "backup", help="copy the database to a file, safely, even while the host runs"
+    )
+    backup.add_argument("destination", help="the backup file to write")
+    backup.add_argument("--data-dir", default=None, help="database folder (default as serve)")
     serve = commands.add_parser("serve", help="run the host (the default)")
     for target in (parser, serve):
         target.add_argument("--host", default=defaults.host, help="bind address")
@@ -89,8 +95,30 @@ async def serve(settings: Settings) -> None:
     log.info("stopped")
 
 
+def backup_database(data_dir: Path, destination: Path) -> None:
+    """SQLite's online backup: a consistent copy, safe while the host writes."""
+    source_path = data_dir / DB_FILE
+    if not source_path.is_file():
+        raise StoreError(f"{source_path}: no database to back up")
+    source = sqlite3.connect(f"file:{source_path}?mode=ro", uri=True)
+    target = sqlite3.connect(destination)
+    try:
+        source.backup(target)
+    finally:
+        target.close()
+        source.close()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command == "backup":
+        try:
+            backup_database(Path(args.data_dir or default_data_dir()), Path(args.destination))
+        except (OSError, sqlite3.Error, StoreError) as error:
+            print(f"ahp-server: backup failed: {error}", file=sys.stderr)
+            return 1
+        print(f"backed up to {args.destination}")
+        return 0
     configure_logging(args.log_level, args.log_format)
     settings = Settings(
         host=args.host,

@@ -519,8 +519,9 @@ class ChatActor(ChannelActor[ChatState]):
         #: Stored position of ``state.turns[0]`` (older turns stay on disk).
         self.turn_offset = 0
         self._message_clients: dict[str, str] = {}
+        # What the session already mirrors (a chat loaded from disk may be blocked).
         self._last_summary = chat_summary(state)
-        self._last_requests: tuple[SessionInputRequest, ...] = ()
+        self._last_requests: tuple[SessionInputRequest, ...] = self._blocking_requests()
 
     # -- persistence -----------------------------------------------------------------------
 
@@ -804,8 +805,14 @@ class ChatActor(ChannelActor[ChatState]):
     # -- views --------------------------------------------------------------------------------
 
     def snapshot_state(self, turns: int | None) -> ChatState:
-        """The state a subscriber sees: at most ``turns`` newest completed turns."""
+        """The state a subscriber sees: at most ``turns`` newest completed turns.
+
+        Without a view, the newest ``retained_turns``: snapshots stay bounded
+        however long the chat; ``turnsNextCursor`` leads to the rest.
+        """
         state = self.visible
+        limit = self.host.settings.retained_turns
+        turns = limit if turns is None else min(turns, limit)
         if turns is None or turns >= len(state.turns):
             return state
         kept = state.turns[len(state.turns) - turns :] if turns > 0 else ()

@@ -65,6 +65,10 @@ def wall_clock_ms() -> float:
     return time.time() * 1000
 
 
+async def _nothing() -> None:
+    """A no-op run inside an actor: a barrier for what was queued before it."""
+
+
 def make_store(settings: Settings) -> Store:
     """The store the settings ask for: SQLite in ``data_dir``, or memory."""
     if settings.data_dir is None or settings.data_dir == ":memory:":
@@ -146,6 +150,10 @@ class Host:
             chat = await self.chat(uri)
             if chat is not None:
                 await chat.call(chat.interrupt)
+                # The session mirrors the chat from its inbox: let it catch up
+                # before anyone can subscribe.
+                await chat.session.call(_nothing)
+        await self.store.flush()
         self.accepting = True
         log.info(
             "host started",

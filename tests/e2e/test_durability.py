@@ -272,3 +272,50 @@ async def test_an_unreadable_database_stops_the_start_with_a_clear_error(tmp_pat
     message = stderr.decode().strip().splitlines()[-1]
     assert str(db) in message
     assert db.read_bytes() == garbage  # nothing overwritten
+
+
+async def test_a_turn_waiting_for_confirmation_is_resolved_on_recovery(daemon: Daemon) -> None:
+    url = await daemon.start()
+    async with AhpClient.connect(url) as client:
+        chat = await client.open_chat()
+        session = (await client.list_sessions()).items[0].resource
+        await client.subscribe(session)
+        await client.send_message(chat, "/tool")
+        await client.wait_for(
+            lambda c: bool(c.confirmed(session, SessionState).input_needed), timeout=TIMEOUT
+        )
+    await daemon.kill()
+    url = await daemon.start()
+    async with AhpClient.connect(url) as client:
+        state = await client.subscribe(chat)
+        assert isinstance(state, ChatState)
+        assert state.turns[-1].state == "error"
+        session_state = await client.subscribe(session)
+        assert isinstance(session_state, SessionState)
+        assert not session_state.input_needed  # nothing left waiting for an answer
+        assert session_state.status & 0b11111 != 24
+
+
+async def test_online_backup_restores_to_the_same_state(daemon: Daemon, tmp_path: Path) -> None:
+    url = await daemon.start()
+    async with AhpClient.connect(url) as client:
+        chat = await client.open_chat()
+        await client.ask(chat, "keep me", timeout=TIMEOUT)
+    backup = tmp_path / "backup.db"
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "ahp_server", "backup", str(backup),
+        "--data-dir", str(daemon.data_dir),
+    )  # fmt: skip
+    async with asyncio.timeout(30):
+        assert await process.wait() == 0
+    before = await exact_states(url, [chat])
+    assert await daemon.terminate() == 0
+    # Restore into a fresh data directory and start a host on it.
+    restored = Daemon(tmp_path / "restored")
+    restored.data_dir.mkdir()
+    (restored.data_dir / "ahp-server.db").write_bytes(backup.read_bytes())
+    try:
+        url = await restored.start()
+        assert await exact_states(url, [chat]) == before
+    finally:
+        await restored.close()

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+from pathlib import Path
 
 from ahp_server.client import AhpClient
+from ahp_server.config import Settings
 from ahp_server.protocol.types import SessionState
-from tests.conftest import RunningHost
+from tests.conftest import RunningHost, start_host
 from tests.e2e.helpers import TIMEOUT, assert_mirrors_host, session_of, turn_done
 
 ROOT = "ahp-root://"
@@ -62,3 +64,27 @@ async def test_server_seq_is_strictly_increasing_across_clients(running_host: Ru
             assert all(a < b for a, b in itertools.pairwise(seqs))
         assert set(seqs_a).isdisjoint(seqs_b)  # different channels, one counter
         assert max(seqs_a + seqs_b) <= host.hub.server_seq
+
+
+async def test_ordering_and_gaplessness_hold_with_persistence_on(tmp_path: Path) -> None:
+    running = await start_host(Settings(data_dir=str(tmp_path)))
+    try:
+        host = running.host
+        async with AhpClient.connect(running.url, subscriptions=[ROOT], history=100_000) as client:
+            first_chat = await client.open_chat()
+            session = session_of(host, first_chat)
+            chats = [first_chat]
+            for _ in range(CHATS - 1):
+                chats.append(await client.create_chat(session, subscribe=True))
+            start = len(client.envelopes)
+            await asyncio.gather(*(client.send_message(chat, "w " * 40) for chat in chats))
+            await client.wait_for(
+                lambda c: all(turn_done(c, chat) for chat in chats), timeout=TIMEOUT * 3
+            )
+            await client.wait_for(lambda c: c.server_seq >= host.hub.delivered_seq, timeout=TIMEOUT)
+            seqs = [e.server_seq for e in list(client.envelopes)[start:]]
+            assert seqs == list(range(seqs[0], seqs[-1] + 1))
+            assert host.store.durable
+            await assert_mirrors_host(client, host, ROOT, session, *chats)
+    finally:
+        await running.stop()
