@@ -7,6 +7,7 @@ import json
 import signal
 import sys
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 
@@ -28,7 +29,7 @@ async def _listening_url(process: asyncio.subprocess.Process) -> str:
 
 
 @pytest.fixture
-async def daemon() -> AsyncIterator[tuple[asyncio.subprocess.Process, str]]:
+async def daemon(tmp_path: Path) -> AsyncIterator[tuple[asyncio.subprocess.Process, str]]:
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
@@ -40,6 +41,8 @@ async def daemon() -> AsyncIterator[tuple[asyncio.subprocess.Process, str]]:
         "0",
         "--log-format",
         "json",
+        "--data-dir",
+        str(tmp_path / "data"),
         stderr=asyncio.subprocess.PIPE,
     )
     try:
