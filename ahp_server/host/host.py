@@ -65,6 +65,11 @@ def wall_clock_ms() -> float:
     return time.time() * 1000
 
 
+def _at(ms: float) -> Callable[[], float]:
+    """The clock an action was first applied with: a replay stamps the same times."""
+    return lambda: ms
+
+
 async def _nothing() -> None:
     """A no-op run inside an actor: a barrier for what was queued before it."""
 
@@ -277,7 +282,7 @@ class Host:
         for seq, at, envelope in loaded.envelopes:
             if seq > loaded.snapshot_seq:
                 action = codec.decode(envelope, ActionEnvelope).action
-                state = reduce_session(state, action, lambda at=at: at)  # type: ignore[misc]
+                state = reduce_session(state, action, _at(at))
                 last = seq
         created_at = self.session_index[uri][0]
         actor = SessionActor(self, uri, state, created_at=created_at)
@@ -302,7 +307,7 @@ class Host:
         for seq, at, envelope in loaded.envelopes:
             if seq > loaded.snapshot_seq:
                 action = codec.decode(envelope, ActionEnvelope).action
-                state = reduce_chat(state, action, lambda at=at: at)  # type: ignore[misc]
+                state = reduce_chat(state, action, _at(at))
                 last = seq
         if loaded.first_turn_position > 0 and state.turns:
             state = replace(state, turns_next_cursor=turns_cursor(state.turns[0].id))
