@@ -35,6 +35,9 @@ class Settings:
 
     #: Per-channel actor inbox; producers wait when it is full.
     actor_inbox: int = 1_024
+    #: Actions an actor may have applied but not yet committed before it waits
+    #: for the disk (bounds the memory held by uncommitted states).
+    actor_in_flight: int = 64
 
     #: Per-channel replay buffer for ``reconnect``.
     replay_max_envelopes: int = 4_096
@@ -49,7 +52,8 @@ class Settings:
     #: SQLite ``synchronous``: "normal" (WAL: survives process crashes) or
     #: "full" (also survives power loss). docs/durability.md.
     synchronous: str = "normal"
-    #: Snapshot a channel after this many actions (and at every turn end).
+    #: Snapshot a channel after this many actions — and at least as many log
+    #: bytes as its last snapshot — and at every turn end.
     snapshot_every: int = 256
     #: Completed turns a chat keeps in memory when loaded from disk (older
     #: ones are paged in by ``fetchTurns``).

@@ -161,6 +161,12 @@ class ChannelActor(Generic[S]):
         #: The ``serverSeq`` of this channel's latest action (or of its creation).
         self.last_seq = host.hub.server_seq
         self._since_snapshot = 0
+        self._log_bytes = 0
+        self._snapshot_bytes = 0
+        #: Actions applied but not yet committed. Each holds its resulting state
+        #: until then, so the window is bounded (``actor_in_flight``).
+        self._in_flight = 0
+        self._committed = asyncio.Event()
         self.inbox: asyncio.Queue[object] = asyncio.Queue(host.settings.actor_inbox)
         self.closed = False
         self._task: asyncio.Task[None] | None = None
@@ -183,8 +189,12 @@ class ChannelActor(Generic[S]):
             message = await self.inbox.get()
             try:
                 await self._handle(message)
+                limit = self.host.settings.actor_in_flight
+                while self._in_flight > limit:  # this chat outruns the disk: slow it down
+                    self._committed.clear()
+                    await self._committed.wait()
                 if store.backlog:
-                    await store.wait_for_room()  # the disk is behind: slow down
+                    await store.wait_for_room()  # all chats together outrun the disk
             except Exception:  # task boundary: one bad message must not kill the channel
                 log.exception("actor failed", channel=self.uri, message=type(message).__name__)
 
@@ -236,14 +246,25 @@ class ChannelActor(Generic[S]):
 
         def delivered(seq: int) -> None:
             self.visible = after
+            self._in_flight -= 1
+            self._committed.set()
             if done is not None and not done.done():
                 done.set_result(seq)
 
-        seq = self.host.hub.publish(self.uri, action, origin, delivered, at_ms=at)
+        self._in_flight += 1
+
+        hub = self.host.hub
+        seq = hub.publish(self.uri, action, origin, delivered, at_ms=at)
         self.last_seq = seq
         self.after_apply(action, before)
         self._since_snapshot += 1
-        if self._since_snapshot >= self.host.settings.snapshot_every:
+        self._log_bytes += hub.last_envelope_size
+        # Amortized: a snapshot is written only after at least as many log bytes
+        # as the previous snapshot had, so snapshots never cost more than the log.
+        if (
+            self._since_snapshot >= self.host.settings.snapshot_every
+            and self._log_bytes >= self._snapshot_bytes
+        ):
             self.snapshot()
         return seq
 
@@ -252,8 +273,13 @@ class ChannelActor(Generic[S]):
 
     def snapshot(self) -> None:
         """Queue a snapshot of the latest state (the log before it can then be pruned)."""
+        self._store_snapshot(codec.encode(self.state), 0)
+
+    def _store_snapshot(self, state: bytes, turn_count: int) -> None:
         self._since_snapshot = 0
-        self.host.hub.store.put_snapshot(self.uri, self.last_seq, codec.encode(self.state), 0)
+        self._log_bytes = 0
+        self._snapshot_bytes = len(state)
+        self.host.hub.store.put_snapshot(self.uri, self.last_seq, state, turn_count)
 
     async def after_client_action(self, action: object, client_id: str) -> None:
         """Side effects of an accepted client action."""
@@ -535,12 +561,9 @@ class ChatActor(ChannelActor[ChatState]):
 
     def snapshot(self) -> None:
         # Completed turns live in their own table: the snapshot stays small.
-        self._since_snapshot = 0
         state = self.state
         count = self.turn_offset + len(state.turns)
-        self.host.hub.store.put_snapshot(
-            self.uri, self.last_seq, codec.encode(replace(state, turns=())), count
-        )
+        self._store_snapshot(codec.encode(replace(state, turns=())), count)
 
     def after_apply(self, action: object, before: ChatState) -> None:
         store = self.host.hub.store

@@ -121,6 +121,7 @@ class Hub:
         self._subscribers: dict[str, set[Connection]] = {}
         self._base_floor = start_seq
         self.published = 0
+        self.last_envelope_size = 0
 
     def restart_at(self, seq: int) -> None:
         """Continue numbering above ``seq`` (the store's high-water mark).
@@ -158,6 +159,7 @@ class Hub:
             )
         )
         kind = action_type(action)
+        self.last_envelope_size = len(envelope)
 
         def deliver() -> None:
             self.delivered_seq = seq
