@@ -761,11 +761,11 @@ def format_report(results: dict[str, Any]) -> str:
             f"{'-' if ratio is None else f'{ratio:.1f}x':>7}{peaks}"
         )
     lines += [
-        "   (store only: encode + append one small row per delta, no reducer. Host rows include"
-        " the reducer, which copies the",
-        "   whole part per delta; with SQLite each action not yet committed also keeps its own"
-        " copy of the chat state alive",
-        f"   (peak RSS), and the chat is snapshotted every {turn['snapshot_every']} actions."
+        "   (store only: encode + append one small row per delta, no reducer. 'reducer only' is the"
+        " pure reducer, which",
+        "   copies the part per delta; the host's chat actor appends streamed text in O(1) and"
+        " folds it lazily, and snapshots",
+        f"   after {turn['snapshot_every']} actions and as many log bytes as the last snapshot."
         f" apply_server: {turn['apply_window']} in flight; provider turn:",
         "   io.text -> TurnRunner -> ChatActor, the real streaming path. '=' rows: SQLite minus"
         " memory.)",

@@ -42,13 +42,16 @@ from ahp_server.protocol.reducers import (
     reduce_session,
 )
 from ahp_server.protocol.reducers._common import ACTIVITY_MASK
+from ahp_server.protocol.reducers.chat import part_id_of
 from ahp_server.protocol.types import (
     ActionOrigin,
     ActiveTurn,
+    ChatDeltaAction,
     ChatErrorAction,
     ChatInputCompletedAction,
     ChatPendingMessageRemovedAction,
     ChatPendingMessageSetAction,
+    ChatReasoningAction,
     ChatState,
     ChatSummary,
     ChatToolCallApprovedAction,
@@ -60,10 +63,12 @@ from ahp_server.protocol.types import (
     ChatTurnStartedAction,
     ErrorInfo,
     InputRequestResponsePart,
+    MarkdownResponsePart,
     Message,
     PartialChatSummary,
     PartialSessionSummary,
     PendingMessage,
+    ReasoningResponsePart,
     ResponsePart,
     RootState,
     SessionChatInputRequest,
@@ -243,22 +248,39 @@ class ChannelActor(Generic[S]):
         at = self.host.now()  # one clock reading: the reducer's and the log's (replays match)
         after = self.reduce(before, action, lambda: at)
         self.state = after
+        seq = self._publish(action, origin, done, at, lambda: self._show(after))
+        self.after_apply(action, before)
+        self._maybe_snapshot()
+        return seq
 
+    def _show(self, state: S) -> None:
+        """Make ``state`` the visible one (its envelope was just delivered)."""
+        self.visible = state
+
+    def _publish(
+        self,
+        action: object,
+        origin: ActionOrigin | None,
+        done: asyncio.Future[int] | None,
+        at: float,
+        show: Callable[[], None],
+    ) -> int:
         def delivered(seq: int) -> None:
-            self.visible = after
+            show()
             self._in_flight -= 1
             self._committed.set()
             if done is not None and not done.done():
                 done.set_result(seq)
 
         self._in_flight += 1
-
         hub = self.host.hub
         seq = hub.publish(self.uri, action, origin, delivered, at_ms=at)
         self.last_seq = seq
-        self.after_apply(action, before)
         self._since_snapshot += 1
         self._log_bytes += hub.last_envelope_size
+        return seq
+
+    def _maybe_snapshot(self) -> None:
         # Amortized: a snapshot is written only after at least as many log bytes
         # as the previous snapshot had, so snapshots never cost more than the log.
         if (
@@ -266,7 +288,6 @@ class ChannelActor(Generic[S]):
             and self._log_bytes >= self._snapshot_bytes
         ):
             self.snapshot()
-        return seq
 
     def after_apply(self, action: object, before: S) -> None:
         """Synchronous bookkeeping right after an action is published (persistence)."""
@@ -529,6 +550,12 @@ class SourceContext:
 class ChatActor(ChannelActor[ChatState]):
     """``ahp-chat:/<id>``: one chat, its turn engine, and its queue of pending messages."""
 
+    _base: ChatState
+    _chunks: dict[int, list[str]]
+    _part_index: dict[object, int] | None
+    _visible: ChatState
+    _visible_token: _TextToken | None
+
     def __init__(
         self,
         host: Host,
@@ -591,6 +618,96 @@ class ChatActor(ChannelActor[ChatState]):
 
     def reduce(self, state: ChatState, action: object, now: Clock) -> ChatState:
         return reduce_chat(state, action, now)
+
+    # -- streamed text in O(1) per delta ---------------------------------------------------
+    #
+    # ``chat/delta`` and ``chat/reasoning`` append to one part. Applied with the
+    # pure reducer that is a copy of the whole part per delta (O(n²) per turn).
+    # Here the appended text is kept as chunks beside the last folded state and
+    # joined only when the state is read: ``state`` (any other action, a
+    # snapshot) and ``visible`` (a subscriber's snapshot) fold lazily.
+    # tests/host/test_streamed_text.py proves this equal to the pure reducer.
+
+    @property
+    def state(self) -> ChatState:
+        if self._chunks:
+            self._base = _with_texts(self._base, {i: "".join(c) for i, c in self._chunks.items()})
+            self._chunks = {}
+        return self._base
+
+    @state.setter
+    def state(self, value: ChatState) -> None:
+        self._base = value
+        self._chunks = {}
+        self._part_index = None
+
+    @property
+    def visible(self) -> ChatState:
+        token = self._visible_token
+        if token is not None:
+            base, texts = token
+            self._visible = _with_texts(base, {i: "".join(c[:n]) for i, (c, n) in texts.items()})
+            self._visible_token = None
+        return self._visible
+
+    @visible.setter
+    def visible(self, value: ChatState) -> None:
+        self._visible = value
+        self._visible_token = None
+
+    def peek(self) -> ChatState:
+        """The state without folding streamed text: for fields deltas never touch."""
+        return self._base
+
+    def apply(
+        self,
+        action: object,
+        origin: ActionOrigin | None = None,
+        done: asyncio.Future[int] | None = None,
+    ) -> int:
+        if type(action) is ChatDeltaAction or type(action) is ChatReasoningAction:
+            index = self._text_target(action.turn_id, action.part_id, type(action))
+            if index is not None:
+                chunks = self._chunks.get(index)
+                if chunks is None:
+                    turn = self._base.active_turn
+                    assert isinstance(turn, ActiveTurn)
+                    part = turn.response_parts[index]
+                    assert isinstance(part, (MarkdownResponsePart, ReasoningResponsePart))
+                    chunks = self._chunks[index] = [part.content]
+                chunks.append(action.content)
+                token: _TextToken = (
+                    self._base,
+                    {i: (c, len(c)) for i, c in self._chunks.items()},
+                )
+                seq = self._publish(
+                    action, origin, done, self.host.now(), lambda: self._show_token(token)
+                )
+                self._maybe_snapshot()
+                return seq
+        return super().apply(action, origin, done)
+
+    def _show(self, state: ChatState) -> None:
+        self.visible = state
+
+    def _show_token(self, token: _TextToken) -> None:
+        self._visible_token = token
+
+    def _text_target(self, turn_id: str, part_id: str, kind: type) -> int | None:
+        """Where the pure reducer would append: the **first** part with that id,
+        if it is of the right kind, in the matching active turn (else ``None``)."""
+        turn = self._base.active_turn
+        if not isinstance(turn, ActiveTurn) or turn.id != turn_id:
+            return None
+        if self._part_index is None:
+            self._part_index = {}
+            for i, part in enumerate(turn.response_parts):
+                self._part_index.setdefault(part_id_of(part), i)
+        index = self._part_index.get(part_id)
+        if index is None:
+            return None
+        expected = MarkdownResponsePart if kind is ChatDeltaAction else ReasoningResponsePart
+        return index if isinstance(turn.response_parts[index], expected) else None
 
     def check(self, action: object, client_id: str) -> Rejection | None:
         return check_dispatch(self.state, action, client_id, session=self.session.state)
@@ -841,6 +958,23 @@ class ChatActor(ChannelActor[ChatState]):
         kept = state.turns[len(state.turns) - turns :] if turns > 0 else ()
         cursor = turns_cursor(kept[0].id) if kept else turns_cursor(None)
         return replace(state, turns=kept, turns_next_cursor=cursor)
+
+
+#: A visible state still to fold: the base state and, per part index, the chunk
+#: list and how many of its chunks had been delivered.
+_TextToken = tuple[ChatState, dict[int, tuple[list[str], int]]]
+
+
+def _with_texts(state: ChatState, texts: dict[int, str]) -> ChatState:
+    """``state`` with the given parts of its active turn holding new text."""
+    if not texts:
+        return state
+    turn = state.active_turn
+    assert isinstance(turn, ActiveTurn)
+    parts = list(turn.response_parts)
+    for index, text in texts.items():
+        parts[index] = replace(parts[index], content=text)  # type: ignore[type-var]
+    return replace(state, active_turn=replace(turn, response_parts=tuple(parts)))
 
 
 def _elapsed_ms(started_at: str, now_ms: float) -> int:

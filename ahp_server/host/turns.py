@@ -282,7 +282,7 @@ class TurnRunner:
         return await future
 
     async def take_steering(self) -> Message | None:
-        steering = self.actor.state.steering_message
+        steering = self.actor.peek().steering_message  # no need to fold streamed text
         if not isinstance(steering, PendingMessage):
             return None
         await self.emit(ChatPendingMessageRemovedAction(kind="steering", id=steering.id))

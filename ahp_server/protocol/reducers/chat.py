@@ -89,7 +89,7 @@ from ahp_server.protocol.types import (
     Turn,
 )
 
-__all__ = ["reduce_chat", "summary_status"]
+__all__ = ["part_id_of", "reduce_chat", "summary_status"]
 
 T = TypeVar("T")
 
@@ -454,7 +454,7 @@ def _tool_call_content_changed(
 # -- turns ---------------------------------------------------------------------------
 
 
-def _part_id(part: ResponsePart) -> object:
+def part_id_of(part: ResponsePart) -> object:
     """The id ``chat/delta``/``chat/reasoning`` match on (a tool call's is its toolCallId)."""
     if isinstance(part, (MarkdownResponsePart, ReasoningResponsePart)):
         return part.id
@@ -478,7 +478,7 @@ def _append_text(
         return state
     parts = turn.response_parts
     for index, part in enumerate(parts):
-        if _part_id(part) == part_id:
+        if part_id_of(part) == part_id:
             if not isinstance(part, kind):
                 return state
             grown = replace(part, content=part.content + text)
