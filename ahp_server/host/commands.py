@@ -354,10 +354,7 @@ class Commands:
             chats=(),
         )
         actor = SessionActor(host, uri, state, created_at=now)
-        host.sessions[uri] = actor
-        host.session_index[uri] = (now, None)
-        actor.persist_new()
-        actor.start()
+        host.add_session(actor)
         host.hub.notify(
             ROOT, "root/sessionAdded", SessionAddedParams(channel=ROOT, summary=actor.summary)
         )
@@ -435,11 +432,7 @@ class Commands:
             turns=turns,
         )
         chat = ChatActor(host, chat_uri, state, session=actor)
-        host.chats[chat_uri] = chat
-        host.chat_index[chat_uri] = actor.uri
-        actor.chats[chat_uri] = chat
-        chat.persist_new(state.modified_at)
-        chat.start()
+        host.add_chat(chat)
         await actor.apply_server(SessionChatAddedAction(summary=chat_summary(state)))
         await actor.apply_server(SessionDefaultChatChangedAction(default_chat=chat_uri))
         await actor.apply_server(SessionReadyAction())
@@ -449,18 +442,9 @@ class Commands:
         actor = await host.session(params.channel)
         if actor is None:
             raise ProtocolError(f"no session {params.channel}", code=AhpErrorCode.SessionNotFound)
-        host.sessions.pop(params.channel, None)
-        host.session_index.pop(params.channel, None)
         for chat_uri in host.chats_of(params.channel):
-            host.chat_index.pop(chat_uri, None)
-            chat = host.chats.pop(chat_uri, None)
-            if chat is not None:
-                await chat.stop()
-            host.hub.drop_channel(chat_uri)
-            host.store.delete_channel(chat_uri)
-        await actor.stop()
-        host.hub.drop_channel(params.channel)
-        host.store.delete_channel(params.channel)
+            await host.forget(chat_uri)
+        await host.forget(params.channel)
         host.hub.notify(
             ROOT, "root/sessionRemoved", SessionRemovedParams(channel=ROOT, session=params.channel)
         )
@@ -536,11 +520,7 @@ class Commands:
             turns=turns,
         )
         chat = ChatActor(host, uri, state, session=session, source=source_context)
-        host.chats[uri] = chat
-        host.chat_index[uri] = session.uri
-        session.chats[uri] = chat
-        chat.persist_new(state.modified_at)
-        chat.start()
+        host.add_chat(chat)
         # "The server adds the chat to the catalogue before returning" (§11.1).
         await session.apply_server(SessionChatAddedAction(summary=chat_summary(state)))
         if not isinstance(params.initial_message, UnsetType):
@@ -633,13 +613,8 @@ class Commands:
         chat = await host.chat(params.channel)
         if chat is None:
             raise ProtocolError(f"no chat {params.channel}", code=AhpErrorCode.NotFound)
-        host.chats.pop(params.channel, None)
-        host.chat_index.pop(params.channel, None)
-        host.store.delete_channel(params.channel)
         session = chat.session
-        session.chats.pop(params.channel, None)
-        await chat.stop()
-        host.hub.drop_channel(params.channel)
+        await host.forget(params.channel)
         await session.apply_server(SessionChatRemovedAction(chat=params.channel))
         await session.forget_chat(params.channel)
         log.info("chat disposed", chat=params.channel, client_id=connection.client_id)

@@ -262,6 +262,35 @@ class Host:
         loaded: ChatActor | None = await self._load_once(uri, self._load_chat)
         return loaded
 
+    def add_session(self, actor: SessionActor) -> None:
+        """Register, store and start a new session."""
+        self.sessions[actor.uri] = actor
+        self.session_index[actor.uri] = (actor.created_at, None)
+        actor.persist_new()
+        actor.start()
+
+    def add_chat(self, chat: ChatActor) -> None:
+        """Register, store and start a new chat of a loaded session."""
+        self.chats[chat.uri] = chat
+        self.chat_index[chat.uri] = chat.session.uri
+        chat.session.chats[chat.uri] = chat
+        chat.persist_new(chat.state.modified_at)
+        chat.start()
+
+    async def forget(self, uri: str) -> None:
+        """Dispose a session or chat: stop it, drop its subscribers, delete its data."""
+        actor: SessionActor | ChatActor | None = self.sessions.pop(uri, None)
+        self.session_index.pop(uri, None)
+        self.chat_index.pop(uri, None)
+        chat = self.chats.pop(uri, None)
+        if chat is not None:
+            chat.session.chats.pop(uri, None)
+            actor = chat
+        if actor is not None:
+            await actor.stop()
+        self.hub.drop_channel(uri)
+        self.store.delete_channel(uri)
+
     def chats_of(self, session: str) -> list[str]:
         return [chat for chat, owner in self.chat_index.items() if owner == session]
 

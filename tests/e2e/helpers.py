@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import signal
+import sys
+from pathlib import Path
 from typing import Any
 
 from ahp_server.client import AhpClient
@@ -73,3 +77,58 @@ def turn_done(client: AhpClient, chat: str, count: int = 1) -> bool:
 
 def session_of(host: Host, chat: str) -> str:
     return host.chats[chat].session.uri
+
+
+class Daemon:
+    """``python -m ahp_server serve`` on a data directory, restartable."""
+
+    def __init__(self, data_dir: Path, *extra: str) -> None:
+        self.data_dir = data_dir
+        self.extra = extra
+        self.process: asyncio.subprocess.Process | None = None
+        self.url = ""
+        self.stderr: list[str] = []
+
+    async def start(self) -> str:
+        self.process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "ahp_server",
+            "serve",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            "0",
+            "--log-format",
+            "json",
+            "--data-dir",
+            str(self.data_dir),
+            *self.extra,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        assert self.process.stderr is not None
+        async with asyncio.timeout(30):
+            while True:
+                line = (await self.process.stderr.readline()).decode()
+                if not line:
+                    raise AssertionError("the server exited: " + "".join(self.stderr))
+                self.stderr.append(line)
+                if line.startswith("{") and json.loads(line).get("event") == "listening":
+                    self.url = str(json.loads(line)["url"])
+                    return self.url
+
+    async def kill(self) -> None:
+        assert self.process is not None
+        self.process.kill()  # SIGKILL: no cleanup at all
+        await self.process.wait()
+
+    async def terminate(self) -> int:
+        assert self.process is not None
+        self.process.send_signal(signal.SIGTERM)
+        async with asyncio.timeout(TIMEOUT):
+            return await self.process.wait()
+
+    async def close(self) -> None:
+        if self.process is not None and self.process.returncode is None:
+            self.process.kill()
+            await self.process.wait()

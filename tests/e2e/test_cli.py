@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import signal
-import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -13,44 +11,18 @@ import pytest
 
 from ahp_server.client import AhpClient, ConnectionClosedError
 from ahp_server.protocol.types import ActiveTurn, ChatState, MarkdownResponsePart, RootState
-from tests.e2e.helpers import TIMEOUT
-
-
-async def _listening_url(process: asyncio.subprocess.Process) -> str:
-    assert process.stderr is not None
-    async with asyncio.timeout(30):
-        while True:
-            line = await process.stderr.readline()
-            if not line:
-                raise AssertionError("the server exited before listening")
-            record = json.loads(line)
-            if record.get("event") == "listening":
-                return str(record["url"])
+from tests.e2e.helpers import TIMEOUT, Daemon
 
 
 @pytest.fixture
 async def daemon(tmp_path: Path) -> AsyncIterator[tuple[asyncio.subprocess.Process, str]]:
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "ahp_server",
-        "serve",
-        "--host",
-        "127.0.0.1",
-        "--port",
-        "0",
-        "--log-format",
-        "json",
-        "--data-dir",
-        str(tmp_path / "data"),
-        stderr=asyncio.subprocess.PIPE,
-    )
+    process = Daemon(tmp_path / "data")
     try:
-        yield process, await _listening_url(process)
+        url = await process.start()
+        assert process.process is not None
+        yield process.process, url
     finally:
-        if process.returncode is None:
-            process.kill()
-        await process.wait()
+        await process.close()
 
 
 async def test_serve_answers_clients_and_lists_the_echo_agent(

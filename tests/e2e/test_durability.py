@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import signal
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -21,64 +20,9 @@ from ahp_server.protocol.types import (
     SessionState,
     Turn,
 )
-from tests.e2e.helpers import TIMEOUT, comparable
+from tests.e2e.helpers import TIMEOUT, Daemon, comparable
 
 ROOT = "ahp-root://"
-
-
-class Daemon:
-    """``python -m ahp_server serve`` on a data directory, restartable."""
-
-    def __init__(self, data_dir: Path, *extra: str) -> None:
-        self.data_dir = data_dir
-        self.extra = extra
-        self.process: asyncio.subprocess.Process | None = None
-        self.url = ""
-        self.stderr: list[str] = []
-
-    async def start(self) -> str:
-        self.process = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "ahp_server",
-            "serve",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            "0",
-            "--log-format",
-            "json",
-            "--data-dir",
-            str(self.data_dir),
-            *self.extra,
-            stderr=asyncio.subprocess.PIPE,
-        )
-        assert self.process.stderr is not None
-        async with asyncio.timeout(30):
-            while True:
-                line = (await self.process.stderr.readline()).decode()
-                if not line:
-                    raise AssertionError("the server exited: " + "".join(self.stderr))
-                self.stderr.append(line)
-                if line.startswith("{") and json.loads(line).get("event") == "listening":
-                    self.url = str(json.loads(line)["url"])
-                    return self.url
-
-    async def kill(self) -> None:
-        assert self.process is not None
-        self.process.kill()  # SIGKILL: no cleanup at all
-        await self.process.wait()
-
-    async def terminate(self) -> int:
-        assert self.process is not None
-        self.process.send_signal(signal.SIGTERM)
-        async with asyncio.timeout(TIMEOUT):
-            return await self.process.wait()
-
-    async def close(self) -> None:
-        if self.process is not None and self.process.returncode is None:
-            self.process.kill()
-            await self.process.wait()
 
 
 @pytest.fixture
