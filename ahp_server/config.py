@@ -63,5 +63,3 @@ class Settings:
     default_provider: str = "echo"
     #: Seconds a client-provided tool may take before the host fails it.
     client_tool_timeout: float = 300.0
-    #: Seconds a client keeps its active-client entries after disconnecting.
-    active_client_grace: float = 30.0
