@@ -1,6 +1,8 @@
 """The ``ahp-server`` command line (also ``python -m ahp_server``).
 
 Layer: app (the outermost layer; may import everything, imported by nothing).
+
+Commands: ``serve`` (the default), ``check-config``, ``backup``, ``chat``.
 """
 
 from __future__ import annotations
@@ -8,6 +10,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import dataclasses
 import os
 import signal
 import sqlite3
@@ -18,7 +21,7 @@ from pathlib import Path
 import structlog
 
 from ahp_server import __version__
-from ahp_server.config import Settings
+from ahp_server.config import ConfigError, Settings, load_settings
 from ahp_server.host.host import DB_FILE, Host
 from ahp_server.logging import configure_logging
 from ahp_server.protocol import PROTOCOL_VERSION
@@ -27,41 +30,7 @@ from ahp_server.transport.websocket import start_server
 
 log = structlog.get_logger(__name__)
 
-
-def build_parser() -> argparse.ArgumentParser:
-    defaults = Settings()
-    parser = argparse.ArgumentParser(prog="ahp-server", description="Agent Host Protocol host")
-    parser.add_argument(
-        "--version",
-        action="version",
-        version=f"ahp-server {__version__} (AHP {PROTOCOL_VERSION})",
-    )
-    commands = parser.add_subparsers(dest="command")
-    backup = commands.add_parser(
-        "backup", help="copy the database to a file, safely, even while the host runs"
-    )
-    backup.add_argument("destination", help="the backup file to write")
-    backup.add_argument("--data-dir", default=None, help="database folder (default as serve)")
-    serve = commands.add_parser("serve", help="run the host (the default)")
-    for target in (parser, serve):
-        target.add_argument("--host", default=defaults.host, help="bind address")
-        target.add_argument("--port", type=int, default=defaults.port, help="TCP port (0: any)")
-        target.add_argument(
-            "--log-format", choices=["console", "json"], default=None, help="log output format"
-        )
-        target.add_argument("--log-level", default="info", help="debug, info, warning, error")
-        target.add_argument(
-            "--data-dir",
-            default=None,
-            help=f"database folder (default {default_data_dir()}; ':memory:' keeps nothing)",
-        )
-        target.add_argument(
-            "--durability",
-            choices=["normal", "full"],
-            default=defaults.synchronous,
-            help="SQLite synchronous: normal survives crashes, full also power loss",
-        )
-    return parser
+DEFAULT_URL = "ws://127.0.0.1:8765"
 
 
 def default_data_dir() -> Path:
@@ -70,13 +39,70 @@ def default_data_dir() -> Path:
     return Path(base) / "ahp-server"
 
 
+def _server_options(target: argparse.ArgumentParser) -> None:
+    target.add_argument("--config", default=None, help="TOML configuration file")
+    target.add_argument("--host", default=None, help="bind address (server.host)")
+    target.add_argument("--port", type=int, default=None, help="TCP port, 0 for any")
+    target.add_argument(
+        "--data-dir",
+        default=None,
+        help=f"database folder (default {default_data_dir()}; ':memory:' keeps nothing)",
+    )
+    target.add_argument("--durability", choices=["normal", "full"], default=None)
+    target.add_argument("--log-format", choices=["console", "json", "auto"], default=None)
+    target.add_argument("--log-level", choices=["debug", "info", "warning", "error"])
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="ahp-server", description="Agent Host Protocol host")
+    parser.add_argument(
+        "--version",
+        action="version",
+        version=f"ahp-server {__version__} (AHP {PROTOCOL_VERSION})",
+    )
+    _server_options(parser)
+    commands = parser.add_subparsers(dest="command")
+    _server_options(commands.add_parser("serve", help="run the host (the default)"))
+    _server_options(commands.add_parser("check-config", help="validate the configuration and exit"))
+    backup = commands.add_parser(
+        "backup", help="copy the database to a file, safely, even while the host runs"
+    )
+    backup.add_argument("destination", help="the backup file to write")
+    _server_options(backup)
+    chat = commands.add_parser("chat", help="send a message to a running host, print the reply")
+    chat.add_argument("message", help="what to say")
+    chat.add_argument("--url", default=None, help=f"host URL (default {DEFAULT_URL})")
+    chat.add_argument("--token", default=None, help="connection token (or AHP_SERVER_TOKEN)")
+    chat.add_argument("--provider", default=None, help="agent to talk to (default: the host's)")
+    return parser
+
+
+def settings_from(args: argparse.Namespace) -> Settings:
+    """Defaults < --config file < AHP_SERVER_* < flags; the data dir defaults per user."""
+    settings = load_settings(
+        args.config,
+        environ=os.environ,
+        overrides={
+            "server.host": args.host,
+            "server.port": args.port,
+            "storage.data_dir": args.data_dir,
+            "storage.durability": args.durability,
+            "logging.format": args.log_format,
+            "logging.level": args.log_level,
+        },
+    )
+    if settings.data_dir is None:
+        settings = dataclasses.replace(settings, data_dir=str(default_data_dir()))
+    return settings
+
+
 async def serve(settings: Settings) -> None:
     """Run the host until SIGTERM/SIGINT, then shut down gracefully (1001 to clients)."""
     host = Host(settings)
     await host.start()
     try:
         server = await start_server(host)
-    except OSError:
+    except (OSError, ConfigError):
         await host.stop()
         raise
     for sock in server.sockets:
@@ -109,25 +135,75 @@ def backup_database(data_dir: Path, destination: Path) -> None:
         source.close()
 
 
+async def chat(url: str, message: str, token: str | None, provider: str | None) -> None:
+    """Open a chat on a running host, send ``message`` and stream the reply to stdout."""
+    from ahp_server.client import AhpClient  # the client is only needed here
+    from ahp_server.protocol.types import (
+        ChatDeltaAction,
+        ChatResponsePartAction,
+        MarkdownResponsePart,
+    )
+
+    async with AhpClient.connect(url, token=token) as client:
+        chat_uri = await client.open_chat(provider)
+
+        def show(envelope: object) -> None:
+            action = getattr(envelope, "action", None)
+            if getattr(envelope, "channel", None) != chat_uri:
+                return
+            if isinstance(action, ChatDeltaAction):
+                sys.stdout.write(action.content)
+            elif isinstance(action, ChatResponsePartAction) and isinstance(
+                action.part, MarkdownResponsePart
+            ):
+                sys.stdout.write(action.part.content)
+            else:
+                return
+            sys.stdout.flush()
+
+        client.on_envelope(show)
+        await client.ask(chat_uri, message, timeout=600)
+        sys.stdout.write("\n")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    if args.command == "backup":
+    command = args.command or "serve"
+    if command == "chat":
+        configure_logging("warning", "console")
+        url = args.url or DEFAULT_URL
+        token = args.token or os.environ.get("AHP_SERVER_TOKEN") or None
         try:
-            backup_database(Path(args.data_dir or default_data_dir()), Path(args.destination))
+            asyncio.run(chat(url, args.message, token, args.provider))
+        except (OSError, TimeoutError) as error:
+            print(f"ahp-server chat: cannot reach {url}: {error}", file=sys.stderr)
+            return 1
+        except Exception as error:  # noqa: BLE001 - the command's boundary: one clear line
+            print(f"ahp-server chat: {error}", file=sys.stderr)
+            return 1
+        return 0
+    try:
+        settings = settings_from(args)
+    except ConfigError as error:
+        print(f"ahp-server: invalid configuration: {error}", file=sys.stderr)
+        return 2
+    if command == "check-config":
+        print(f"configuration ok ({args.config or 'built-in defaults'})")
+        return 0
+    if command == "backup":
+        try:
+            backup_database(Path(str(settings.data_dir)), Path(args.destination))
         except (OSError, sqlite3.Error, StoreError) as error:
             print(f"ahp-server: backup failed: {error}", file=sys.stderr)
             return 1
         print(f"backed up to {args.destination}")
         return 0
-    configure_logging(args.log_level, args.log_format)
-    settings = Settings(
-        host=args.host,
-        port=args.port,
-        data_dir=args.data_dir or str(default_data_dir()),
-        synchronous=args.durability,
-    )
+    configure_logging(settings.log_level, settings.log_format)
     try:
         asyncio.run(serve(settings))
+    except ConfigError as error:
+        print(f"ahp-server: invalid configuration: {error}", file=sys.stderr)
+        return 2
     except (OSError, StoreError) as error:
         print(f"ahp-server: cannot start: {error}", file=sys.stderr)
         return 1

@@ -2,15 +2,31 @@
 
 Layer: app support (imported by host, transport and cli; imports nothing of theirs).
 
-Every bound the host enforces lives here with its default, so limits are
-visible in one place (docs/architecture.md explains what happens at each).
+Sources, later ones winning: built-in defaults (below), a TOML file
+(``config/ahp-server.toml`` documents every key), ``AHP_SERVER_*`` environment
+variables, command-line flags. :func:`load_settings` validates everything and
+raises :class:`ConfigError` naming the offending key.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import ipaddress
+import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
-__all__ = ["Settings"]
+__all__ = ["ConfigError", "Settings", "load_settings"]
+
+
+class ConfigError(Exception):
+    """An invalid setting; ``key`` is its dotted name (``server.port``)."""
+
+    def __init__(self, key: str, message: str) -> None:
+        super().__init__(f"{key}: {message}")
+        self.key = key
 
 
 @dataclass(frozen=True, slots=True)
@@ -19,6 +35,12 @@ class Settings:
 
     host: str = "127.0.0.1"
     port: int = 8765
+    #: Connection token: clients send ``Authorization: Bearer <token>`` or
+    #: ``?tkn=<token>``. Required to bind a non-loopback address.
+    token: str | None = None
+    #: Browser ``Origin`` values allowed to connect (others get 403). Clients
+    #: that send no Origin (IDEs, CLIs) are not affected.
+    allowed_origins: tuple[str, ...] = ()
 
     #: Largest accepted WebSocket message (bytes); larger ones close with 1009.
     max_message_bytes: int = 4 * 1024 * 1024
@@ -59,7 +81,192 @@ class Settings:
     #: ones are paged in by ``fetchTurns``).
     retained_turns: int = 200
 
+    #: Limits at the door (docs/deploy.md): exceeding one gives an error or a
+    #: rejection, never a crash.
+    max_connections: int = 1_000
+    max_subscriptions: int = 10_000
+    max_chats_per_session: int = 1_000
+    #: ``dispatchAction`` token bucket per connection: sustained rate per
+    #: second and burst. Actions over it are rejected (echoed with a reason).
+    dispatch_rate: float = 200.0
+    dispatch_burst: int = 400
+
     #: Provider used by ``createSession`` without ``provider``.
     default_provider: str = "echo"
     #: Seconds a client-provided tool may take before the host fails it.
     client_tool_timeout: float = 300.0
+
+    #: Logging: "console", "json", or None (console on a terminal, else JSON).
+    log_format: str | None = None
+    log_level: str = "info"
+
+
+#: TOML key -> Settings field, with the value's kind for validation.
+_KEYS: dict[str, tuple[str, str]] = {
+    "server.host": ("host", "str"),
+    "server.port": ("port", "port"),
+    "server.token": ("token", "optstr"),
+    "server.allowed_origins": ("allowed_origins", "strlist"),
+    "server.max_message_bytes": ("max_message_bytes", "posint"),
+    "server.compression": ("compression", "bool"),
+    "server.ping_interval": ("ping_interval", "optposfloat"),
+    "server.ping_timeout": ("ping_timeout", "optposfloat"),
+    "storage.data_dir": ("data_dir", "optstr"),
+    "storage.durability": ("synchronous", "durability"),
+    "storage.snapshot_every": ("snapshot_every", "posint"),
+    "storage.retained_turns": ("retained_turns", "posint"),
+    "limits.max_connections": ("max_connections", "posint"),
+    "limits.max_subscriptions": ("max_subscriptions", "posint"),
+    "limits.max_chats_per_session": ("max_chats_per_session", "posint"),
+    "limits.dispatch_rate": ("dispatch_rate", "posfloat"),
+    "limits.dispatch_burst": ("dispatch_burst", "posint"),
+    "limits.outbox_max_frames": ("outbox_max_frames", "posint"),
+    "limits.outbox_max_bytes": ("outbox_max_bytes", "posint"),
+    "limits.actor_inbox": ("actor_inbox", "posint"),
+    "limits.actor_in_flight": ("actor_in_flight", "posint"),
+    "limits.replay_max_envelopes": ("replay_max_envelopes", "posint"),
+    "limits.replay_max_bytes": ("replay_max_bytes", "posint"),
+    "limits.known_clients": ("known_clients", "posint"),
+    "agents.default_provider": ("default_provider", "str"),
+    "agents.client_tool_timeout": ("client_tool_timeout", "posfloat"),
+    "logging.format": ("log_format", "logformat"),
+    "logging.level": ("log_level", "loglevel"),
+}
+
+#: Environment variables -> TOML keys (values are strings; parsed like TOML ones).
+ENVIRONMENT: dict[str, str] = {
+    "AHP_SERVER_HOST": "server.host",
+    "AHP_SERVER_PORT": "server.port",
+    "AHP_SERVER_TOKEN": "server.token",
+    "AHP_SERVER_ALLOWED_ORIGINS": "server.allowed_origins",
+    "AHP_SERVER_DATA_DIR": "storage.data_dir",
+    "AHP_SERVER_DURABILITY": "storage.durability",
+    "AHP_SERVER_LOG_FORMAT": "logging.format",
+    "AHP_SERVER_LOG_LEVEL": "logging.level",
+}
+
+
+def _from_env(kind: str, text: str) -> object:
+    if kind in ("port", "posint"):
+        try:
+            return int(text)
+        except ValueError:
+            return text  # rejected below with the key's name
+    if kind in ("posfloat", "optposfloat"):
+        try:
+            return float(text)
+        except ValueError:
+            return text
+    if kind == "bool":
+        return text.strip().lower() in ("1", "true", "yes", "on")
+    if kind == "strlist":
+        return [item.strip() for item in text.split(",") if item.strip()]
+    return text
+
+
+def _check(key: str, kind: str, value: object) -> object:
+    def fail(expected: str) -> ConfigError:
+        return ConfigError(key, f"must be {expected}, not {value!r}")
+
+    if kind == "str":
+        if not isinstance(value, str) or not value:
+            raise fail("a non-empty string")
+        return value
+    if kind == "optstr":
+        if not isinstance(value, str):
+            raise fail("a string")
+        return value or None
+    if kind == "port":
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 65535:
+            raise fail("an integer from 0 to 65535")
+        return value
+    if kind == "posint":
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise fail("a positive integer")
+        return value
+    if kind in ("posfloat", "optposfloat"):
+        if kind == "optposfloat" and value == 0:
+            return None
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+            raise fail("a positive number")
+        return float(value)
+    if kind == "bool":
+        if not isinstance(value, bool):
+            raise fail("true or false")
+        return value
+    if kind == "strlist":
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise fail("a list of strings")
+        return tuple(value)
+    if kind == "durability":
+        if value not in ("normal", "full"):
+            raise fail('"normal" or "full"')
+        return value
+    if kind == "logformat":
+        if value not in ("console", "json", "auto"):
+            raise fail('"console", "json" or "auto"')
+        return None if value == "auto" else value
+    if kind == "loglevel":
+        if value not in ("debug", "info", "warning", "error"):
+            raise fail('"debug", "info", "warning" or "error"')
+        return value
+    raise AssertionError(kind)
+
+
+def _flatten(table: Mapping[str, Any], prefix: str = "") -> dict[str, object]:
+    flat: dict[str, object] = {}
+    for name, value in table.items():
+        key = f"{prefix}{name}"
+        if isinstance(value, dict):
+            flat.update(_flatten(value, key + "."))
+        else:
+            flat[key] = value
+    return flat
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def load_settings(
+    path: str | Path | None = None,
+    *,
+    environ: Mapping[str, str] | None = None,
+    overrides: Mapping[str, object] | None = None,
+) -> Settings:
+    """Defaults < TOML file < ``AHP_SERVER_*`` < ``overrides`` (dotted TOML keys)."""
+    values: dict[str, object] = {}
+    if path is not None:
+        try:
+            with open(path, "rb") as handle:
+                table = tomllib.load(handle)
+        except OSError as error:
+            raise ConfigError("config", f"cannot read {path}: {error.strerror}") from None
+        except tomllib.TOMLDecodeError as error:
+            raise ConfigError("config", f"{path} is not valid TOML: {error}") from None
+        values.update(_flatten(table))
+    for variable, key in ENVIRONMENT.items():
+        if environ is not None and variable in environ:
+            values[key] = _from_env(_KEYS[key][1], environ[variable])
+    values.update({k: v for k, v in (overrides or {}).items() if v is not None})
+    fields: dict[str, object] = {}
+    for key, value in values.items():
+        if key not in _KEYS:
+            raise ConfigError(key, "unknown setting")
+        field, kind = _KEYS[key]
+        fields[field] = _check(key, kind, value)
+    data_dir = fields.get("data_dir")
+    if isinstance(data_dir, str) and data_dir.startswith("~"):
+        fields["data_dir"] = str(Path(data_dir).expanduser())
+    settings = dataclasses.replace(Settings(), **fields)  # type: ignore[arg-type]
+    if not is_loopback(settings.host) and not settings.token:
+        raise ConfigError(
+            "server.token",
+            f"required to listen on {settings.host}: set AHP_SERVER_TOKEN (or bind 127.0.0.1)",
+        )
+    return settings

@@ -18,7 +18,7 @@ __all__ = ["configure_logging"]
 LogFormat = Literal["console", "json"]
 
 
-def configure_logging(level: str = "info", fmt: LogFormat | None = None) -> None:
+def configure_logging(level: str = "info", fmt: str | None = None) -> None:
     """Configure structlog (idempotent). ``fmt=None`` picks console on a TTY, else JSON."""
     if fmt is None:
         fmt = "console" if sys.stderr.isatty() else "json"

@@ -11,6 +11,7 @@ response.
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -58,7 +59,6 @@ from ahp_server.protocol.types import (
     InitializeResult,
     ListSessionsParams,
     ListSessionsResult,
-    PingParams,
     ReconnectParams,
     ReconnectSnapshotResult,
     SessionActiveClient,
@@ -137,8 +137,8 @@ class Commands:
             "sessionConfigCompletions": self.completions,
             "authenticate": self.authenticate,
         }
+        # ``ping`` takes whatever params it gets: a keepalive never fails.
         self._params: dict[str, type[Any]] = {
-            "ping": PingParams,
             "initialize": InitializeParams,
             "reconnect": ReconnectParams,
             "subscribe": SubscribeParams,
@@ -175,7 +175,7 @@ class Commands:
 
     # -- connection lifecycle -----------------------------------------------------------------
 
-    async def ping(self, connection: Connection, params: PingParams) -> bytes:
+    async def ping(self, connection: Connection, params: object) -> bytes:
         return _NULL
 
     def _handshake(self, connection: Connection, client_id: str, version: str) -> None:
@@ -262,6 +262,10 @@ class Commands:
 
     async def _actors(self, channels: Iterable[str]) -> dict[str, Any]:
         """Load every known channel of ``channels`` (before the one-step snapshot)."""
+        channels = list(dict.fromkeys(channels))
+        limit = self.host.settings.max_subscriptions
+        if len(channels) > limit:
+            raise InvalidParams(f"subscription limit reached ({limit} per connection)")
         actors: dict[str, Any] = {}
         for channel in channels:
             actor = await self.host.actor(channel)
@@ -286,6 +290,12 @@ class Commands:
         turns: int | None = None
         if not isinstance(params.view, UnsetType) and not isinstance(params.view.turns, UnsetType):
             turns = max(0, int(params.view.turns))
+        limit = self.host.settings.max_subscriptions
+        if (
+            params.channel not in connection.subscriptions
+            and len(connection.subscriptions) >= limit
+        ):
+            raise InvalidParams(f"subscription limit reached ({limit} per connection)")
         actor = await self.host.actor(params.channel)
         if actor is None:
             if params.channel.startswith(SESSION_SCHEME):
@@ -305,6 +315,21 @@ class Commands:
             return  # WIRE-SUMMARY §7.4: unknown channel, silently ignored
         assert connection.client_id is not None
         origin = ActionOrigin(client_id=connection.client_id, client_seq=raw.client_seq)
+        settings = self.host.settings
+        if not connection.take_dispatch_token(
+            settings.dispatch_rate, settings.dispatch_burst, time.monotonic()
+        ):
+            # Over the per-connection rate: refused like any invalid action
+            # (echoed to the sender, nothing applied); other clients are unaffected.
+            self.host.metrics_rejected += 1
+            self.host.hub.reject(
+                connection,
+                raw.channel,
+                raw.action,
+                origin,
+                f"rate limit exceeded: at most {settings.dispatch_rate:g} actions per second",
+            )
+            return
         try:
             action = codec.decode(memoryview(raw.action), StateAction)
         except msgspec.ValidationError as error:
@@ -496,6 +521,9 @@ class Commands:
             raise InvalidParams(f"a chat URI starts with {CHAT_SCHEME!r}")
         if host.knows(uri):
             raise ProtocolError(f"chat {uri} already exists", code=AhpErrorCode.AlreadyExists)
+        limit = host.settings.max_chats_per_session
+        if len(host.chats_of(session.uri)) >= limit:
+            raise InvalidParams(f"session {session.uri} already has {limit} chats (the limit)")
         initial = params.initial_message
         if not isinstance(initial, UnsetType) and initial.origin.kind != "user":
             raise InvalidParams("clients may only send user messages")

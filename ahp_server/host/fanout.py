@@ -89,6 +89,9 @@ class Connection:
         self._on_drained: asyncio.Future[None] | None = None
         self.close_code: int | None = None
         self.frames_sent = 0
+        #: dispatchAction token bucket (see Connection.take_dispatch_token).
+        self._tokens: float | None = None
+        self._tokens_at = 0.0
 
     @property
     def queued_frames(self) -> int:
@@ -97,6 +100,17 @@ class Connection:
     @property
     def queued_bytes(self) -> int:
         return self._outbox_bytes
+
+    def take_dispatch_token(self, rate: float, burst: int, now: float) -> bool:
+        """One ``dispatchAction`` from the per-connection token bucket (False: over the limit)."""
+        if self._tokens is None:
+            self._tokens, self._tokens_at = float(burst), now
+        self._tokens = min(float(burst), self._tokens + (now - self._tokens_at) * rate)
+        self._tokens_at = now
+        if self._tokens < 1.0:
+            return False
+        self._tokens -= 1.0
+        return True
 
     def start(self) -> None:
         """Start the writer task (call once, from the event loop)."""

@@ -36,7 +36,12 @@ from ahp_server.host.actors import (
     SessionActor,
     turns_cursor,
 )
-from ahp_server.host.fanout import CLOSE_GOING_AWAY, Connection, Transport
+from ahp_server.host.fanout import (
+    CLOSE_GOING_AWAY,
+    CLOSE_SLOW_CONSUMER,
+    Connection,
+    Transport,
+)
 from ahp_server.host.sequencer import Hub
 from ahp_server.protocol import codec
 from ahp_server.protocol.errors import AhpErrorCode, ProtocolError
@@ -125,6 +130,7 @@ class Host:
         self.metrics_rejected = 0
         self.metrics_reconnect_replay = 0
         self.metrics_reconnect_snapshot = 0
+        self.metrics_slow_consumers = 0
         self._background: set[asyncio.Task[Any]] = set()
 
     # -- lifecycle ------------------------------------------------------------------------------
@@ -216,6 +222,8 @@ class Host:
         return connection
 
     async def close_connection(self, connection: Connection) -> None:
+        if connection.close_code == CLOSE_SLOW_CONSUMER:
+            self.metrics_slow_consumers += 1
         self.connections.discard(connection)
         self.hub.drop_connection(connection)
         await connection.stop()

@@ -121,6 +121,8 @@ class Hub:
         self._subscribers: dict[str, set[Connection]] = {}
         self._base_floor = start_seq
         self.published = 0
+        #: Published actions by channel type (``root``/``session``/``chat``/…), for metrics.
+        self.published_by_kind: dict[str, int] = {}
         self.last_envelope_size = 0
 
     def restart_at(self, seq: int) -> None:
@@ -174,6 +176,8 @@ class Hub:
                         connection.send(frame)
 
         self.published += 1
+        family = kind.partition("/")[0]
+        self.published_by_kind[family] = self.published_by_kind.get(family, 0) + 1
         at = self._clock() if at_ms is None else at_ms
         self.store.append_envelope(seq, channel, at, envelope, deliver)
         return seq

@@ -1,19 +1,38 @@
-"""The WebSocket server: frames in and out of the host, nothing else.
+"""The WebSocket server: the door (auth, Origin, limits, health) and frames in and out.
 
 Layer: transport (websockets asyncio API).
 
-One task per connection reads frames and hands them to the host in order; the
-connection's writer task (``host/fanout.py``) sends. Close codes used here:
-1009 when a message exceeds ``max_message_bytes`` (websockets does this), 1001
-when the host shuts down, 1013 for a slow consumer, 1008 after -32005.
+Before the upgrade (``process_request``), in this order:
+
+* ``GET /healthz`` → 200 while the process runs; ``GET /readyz`` → 200 once the
+  store is open and the host accepts connections, else 503; ``GET /metrics`` →
+  Prometheus text. These need no token (they expose counts, never content).
+* ``Origin`` not in ``allowed_origins`` → 403 (a web page must not drive a
+  local host; clients without an Origin header are not browsers).
+* a configured token missing or wrong (``Authorization: Bearer`` or
+  ``?tkn=``, compared in constant time) → 401.
+* ``max_connections`` reached → 503.
+
+Then one task per connection reads frames and hands them to the host in order;
+the connection's writer task (``host/fanout.py``) sends. Close codes: 1009 for
+a message over ``max_message_bytes`` (websockets does this), 1001 when the
+host shuts down, 1013 for a slow consumer, 1008 after -32005.
 """
 
 from __future__ import annotations
 
+import hmac
+from http import HTTPStatus
+from urllib.parse import parse_qs, urlsplit
+
 import structlog
 from websockets.asyncio.server import Server, ServerConnection, serve
+from websockets.datastructures import Headers
 from websockets.exceptions import ConnectionClosed
+from websockets.http11 import Request, Response
 
+from ahp_server.config import ConfigError, is_loopback
+from ahp_server.host import metrics
 from ahp_server.host.host import Host
 
 __all__ = ["WebSocketTransport", "start_server"]
@@ -35,13 +54,67 @@ class WebSocketTransport:
         await self._ws.close(code, reason)
 
 
+def _plain(
+    status: HTTPStatus, body: str, content_type: str = "text/plain; charset=utf-8"
+) -> Response:
+    headers = Headers([("Content-Type", content_type), ("Cache-Control", "no-store")])
+    return Response(status.value, status.phrase, headers, body.encode())
+
+
+def _token_of(request: Request) -> str | None:
+    authorization = request.headers.get("Authorization")
+    if authorization is not None:
+        scheme, _, value = authorization.partition(" ")
+        if scheme.lower() == "bearer" and value:
+            return value.strip()
+    values = parse_qs(urlsplit(request.path).query).get("tkn")
+    return values[0] if values else None
+
+
+def gatekeeper(host: Host):  # type: ignore[no-untyped-def]
+    """The ``process_request`` hook: health endpoints, Origin, token, connection limit."""
+    settings = host.settings
+    expected = settings.token.encode() if settings.token else None
+    origins = frozenset(settings.allowed_origins)
+
+    async def process_request(connection: ServerConnection, request: Request) -> Response | None:
+        path = urlsplit(request.path).path
+        if path == "/healthz":
+            return _plain(HTTPStatus.OK, "ok\n")
+        if path == "/readyz":
+            if host.accepting:
+                return _plain(HTTPStatus.OK, "ready\n")
+            return _plain(HTTPStatus.SERVICE_UNAVAILABLE, "not ready\n")
+        if path == "/metrics":
+            return _plain(HTTPStatus.OK, metrics.render(host), metrics.CONTENT_TYPE)
+        origin = request.headers.get("Origin")
+        if origin is not None and origin not in origins:
+            log.info("origin refused", origin=origin)
+            return _plain(HTTPStatus.FORBIDDEN, "origin not allowed\n")
+        if expected is not None:
+            given = _token_of(request)
+            if given is None or not hmac.compare_digest(given.encode(), expected):
+                log.info("unauthorized connection refused")
+                return _plain(HTTPStatus.UNAUTHORIZED, "missing or wrong token\n")
+        if len(host.connections) >= settings.max_connections:
+            return _plain(HTTPStatus.SERVICE_UNAVAILABLE, "too many connections\n")
+        if not host.accepting:
+            return _plain(HTTPStatus.SERVICE_UNAVAILABLE, "shutting down\n")
+        return None
+
+    return process_request
+
+
 async def start_server(host: Host) -> Server:
     """Start listening on ``host.settings.host:port`` (port 0 picks a free one)."""
     settings = host.settings
+    if not is_loopback(settings.host) and not settings.token:
+        raise ConfigError("server.token", f"required to listen on {settings.host}")
 
     async def handler(websocket: ServerConnection) -> None:
         connection = host.open_connection(WebSocketTransport(websocket))
-        log.debug("connection opened", conn=connection.id, remote=str(websocket.remote_address))
+        structlog.contextvars.bind_contextvars(conn=connection.id)
+        log.debug("connection opened", remote=str(websocket.remote_address))
         try:
             async for frame in websocket:
                 await host.handle_frame(connection, frame)
@@ -50,10 +123,7 @@ async def start_server(host: Host) -> Server:
         finally:
             await host.close_connection(connection)
             log.debug(
-                "connection closed",
-                conn=connection.id,
-                client_id=connection.client_id,
-                code=websocket.close_code,
+                "connection closed", client_id=connection.client_id, code=websocket.close_code
             )
 
     return await serve(
@@ -64,4 +134,6 @@ async def start_server(host: Host) -> Server:
         compression="deflate" if settings.compression else None,
         ping_interval=settings.ping_interval,
         ping_timeout=settings.ping_timeout,
+        process_request=gatekeeper(host),
+        server_header=None,
     )

@@ -1,0 +1,93 @@
+"""Prometheus text exposition of the host's counters and gauges (``GET /metrics``).
+
+Layer: host. Counting happens where it is cheap (an integer increment, never
+per-subscriber work); this module only reads the numbers when scraped.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ahp_server.host.host import Host
+
+__all__ = ["CONTENT_TYPE", "render"]
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+
+def render(host: Host) -> str:
+    """The current metrics in the Prometheus text format 0.0.4."""
+    hub = host.hub
+    store = host.store
+    lines: list[str] = []
+
+    def metric(name: str, kind: str, help_text: str, samples: list[tuple[str, float]]) -> None:
+        lines.append(f"# HELP {name} {help_text}")
+        lines.append(f"# TYPE {name} {kind}")
+        for labels, value in samples:
+            lines.append(f"{name}{labels} {value:g}")
+
+    depths = [
+        host.root.inbox.qsize(),
+        *(a.inbox.qsize() for a in host.sessions.values()),
+        *(a.inbox.qsize() for a in host.chats.values()),
+    ]
+    metric("ahp_connections", "gauge", "Open client connections.", [("", len(host.connections))])
+    metric(
+        "ahp_subscriptions",
+        "gauge",
+        "Channel subscriptions over all connections.",
+        [("", sum(len(c.subscriptions) for c in host.connections))],
+    )
+    metric(
+        "ahp_actions_total",
+        "counter",
+        "Actions applied and published, by channel type.",
+        [
+            (f'{{channel_type="{kind}"}}', count)
+            for kind, count in sorted(hub.published_by_kind.items())
+        ],
+    )
+    metric(
+        "ahp_rejections_total", "counter", "Client actions rejected.", [("", host.metrics_rejected)]
+    )
+    metric(
+        "ahp_reconnects_total",
+        "counter",
+        "Reconnects, by how they were resumed.",
+        [
+            ('{result="replay"}', host.metrics_reconnect_replay),
+            ('{result="snapshot"}', host.metrics_reconnect_snapshot),
+        ],
+    )
+    metric(
+        "ahp_slow_consumer_disconnects_total",
+        "counter",
+        "Connections closed because their outbox overflowed (1013).",
+        [("", host.metrics_slow_consumers)],
+    )
+    commits = getattr(store, "commits", 0)
+    seconds = getattr(store, "commit_seconds", 0.0)
+    metric("ahp_persist_commits_total", "counter", "Store transactions committed.", [("", commits)])
+    metric(
+        "ahp_persist_seconds_total",
+        "counter",
+        "Time spent committing (divide by commits for the mean latency).",
+        [("", seconds)],
+    )
+    metric(
+        "ahp_persist_backlog", "gauge", "Writes queued, not yet committed.", [("", store.backlog)]
+    )
+    metric(
+        "ahp_actor_inbox_depth",
+        "gauge",
+        "Messages waiting in actor inboxes: total and the deepest one.",
+        [
+            ('{stat="total"}', sum(depths)),
+            ('{stat="max"}', max(depths)),
+        ],
+    )
+    metric("ahp_loaded_chats", "gauge", "Chats loaded in memory.", [("", len(host.chats))])
+    metric("ahp_server_seq", "gauge", "The last serverSeq assigned.", [("", hub.server_seq)])
+    return "\n".join(lines) + "\n"
