@@ -188,6 +188,8 @@ class Commands:
         connection.blocked_actions = blocked_action_types(version)
         connection.state = ConnState.READY
         self.host.remember_client(client_id, version)
+        # Every later log line of this connection's task names its client.
+        structlog.contextvars.bind_contextvars(client_id=client_id)
 
     async def initialize(self, connection: Connection, params: InitializeParams) -> bytes:
         _root_channel(params.channel)

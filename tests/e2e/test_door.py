@@ -15,7 +15,7 @@ import pytest
 from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
 
-from ahp_server.client import AhpClient
+from ahp_server.client import AhpClient, RemoteError
 from ahp_server.config import Settings
 from ahp_server.protocol.types import ChatDraftChangedAction, Message, MessageOrigin
 from tests.conftest import RunningHost, start_host
@@ -153,3 +153,30 @@ def test_chat_command_prints_the_streamed_echo_reply() -> None:
     result = asyncio.run(scenario())
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "hello there"
+
+
+async def test_limits_give_errors_not_crashes() -> None:
+    running = await start_host(
+        Settings(max_connections=2, max_subscriptions=3, max_chats_per_session=2)
+    )
+    try:
+        async with (
+            AhpClient.connect(running.url) as first,
+            AhpClient.connect(running.url) as second,
+        ):
+            # A third connection is refused at the door (503) while two are open.
+            assert await refused(running.url) == 503
+            chat = await first.open_chat()  # subscribes the session and its default chat
+            session = running.host.chat_index[chat]
+            await first.create_chat(session)  # the second chat: at the limit now
+            with pytest.raises(RemoteError) as too_many_chats:
+                await first.create_chat(session)
+            assert too_many_chats.value.code == -32602
+            await first.subscribe("ahp-root://")  # the third subscription
+            other = await second.open_chat()
+            with pytest.raises(RemoteError) as too_many_subscriptions:
+                await first.subscribe(other)
+            assert too_many_subscriptions.value.code == -32602
+            assert await second.ask(other, "fine", timeout=TIMEOUT) == "fine"
+    finally:
+        await running.stop()
