@@ -189,6 +189,7 @@ class ChannelActor(Generic[S]):
                 await self._task
 
     async def _loop(self) -> None:
+        structlog.contextvars.bind_contextvars(channel=self.uri)  # this task's log lines
         store = self.host.hub.store
         while True:
             message = await self.inbox.get()

@@ -291,6 +291,7 @@ class TurnRunner:
     # -- the turn -----------------------------------------------------------------------------
 
     async def _run(self) -> None:
+        structlog.contextvars.bind_contextvars(channel=self.request.chat, turn=self.turn_id)
         started = time.monotonic()
         log.debug("turn started", chat=self.request.chat, turn=self.turn_id)
         final: object
