@@ -46,6 +46,9 @@ class Settings:
     max_message_bytes: int = 4 * 1024 * 1024
     #: permessage-deflate costs CPU on every frame; off by default.
     compression: bool = False
+    #: Merge consecutive streamed text of a part for up to this many ms before
+    #: sending it as one action (0: every piece is its own chat/delta).
+    coalesce_ms: float = 0.0
     #: WebSocket keepalive pings (seconds; None disables).
     ping_interval: float | None = 20.0
     ping_timeout: float | None = 20.0
@@ -109,6 +112,7 @@ _KEYS: dict[str, tuple[str, str]] = {
     "server.allowed_origins": ("allowed_origins", "strlist"),
     "server.max_message_bytes": ("max_message_bytes", "posint"),
     "server.compression": ("compression", "bool"),
+    "server.coalesce_ms": ("coalesce_ms", "nonnegfloat"),
     "server.ping_interval": ("ping_interval", "optposfloat"),
     "server.ping_timeout": ("ping_timeout", "optposfloat"),
     "storage.data_dir": ("data_dir", "optstr"),
@@ -152,7 +156,7 @@ def _from_env(kind: str, text: str) -> object:
             return int(text)
         except ValueError:
             return text  # rejected below with the key's name
-    if kind in ("posfloat", "optposfloat"):
+    if kind in ("posfloat", "optposfloat", "nonnegfloat"):
         try:
             return float(text)
         except ValueError:
@@ -189,6 +193,10 @@ def _check(key: str, kind: str, value: object) -> object:
             return None
         if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
             raise fail("a positive number")
+        return float(value)
+    if kind == "nonnegfloat":
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+            raise fail("a number of 0 or more")
         return float(value)
     if kind == "bool":
         if not isinstance(value, bool):

@@ -818,7 +818,11 @@ class ChatActor(ChannelActor[ChatState]):
             client_id=client_id,
         )
         self.runner = TurnRunner(
-            self, provider, request, client_tool_timeout=self.host.settings.client_tool_timeout
+            self,
+            provider,
+            request,
+            client_tool_timeout=self.host.settings.client_tool_timeout,
+            coalesce_ms=self.host.settings.coalesce_ms,
         )
         self.runner.start()
         if self.session.state.title == DEFAULT_SESSION_TITLE and message.text.strip():

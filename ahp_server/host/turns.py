@@ -69,6 +69,8 @@ __all__ = ["TurnRunner"]
 
 log = structlog.get_logger(__name__)
 T = TypeVar("T")
+#: Text being coalesced: the action type, the part, the pieces.
+_Pending = tuple[type["ChatDeltaAction"] | type["ChatReasoningAction"], str, list[str]]
 
 
 class _ToolCall:
@@ -139,6 +141,7 @@ class TurnRunner:
         request: TurnRequest,
         *,
         client_tool_timeout: float,
+        coalesce_ms: float = 0.0,
     ) -> None:
         self.actor = actor
         self.provider = provider
@@ -153,6 +156,11 @@ class TurnRunner:
         self._markdown: str | None = None
         self._reasoning: str | None = None
         self._task: asyncio.Task[None] | None = None
+        self._send_lock = asyncio.Lock()
+        self._coalesce_window = coalesce_ms / 1000
+        self._pending: _Pending | None = None
+        self._pending_order: list[_Pending] = []
+        self._flusher: asyncio.Task[None] | None = None
 
     # -- lifecycle (called by the actor) ------------------------------------------------------
 
@@ -164,6 +172,9 @@ class TurnRunner:
     def abort(self) -> None:
         """Stop the provider; the actor has ended (or dropped) the turn itself."""
         self.closed = True
+        self._pending, self._pending_order = None, []
+        if self._flusher is not None:
+            self._flusher.cancel()
         if self._task is not None and not self._task.done():
             self._task.cancel()
         for futures in (self.decisions, self.client_results, self.inputs):
@@ -189,10 +200,56 @@ class TurnRunner:
     # -- TurnIO -------------------------------------------------------------------------------
 
     async def emit(self, action: object) -> None:
-        """Submit a server action for this turn; dropped once the runner is closed."""
+        """Submit a server action for this turn (after any text still being coalesced)."""
+        await self.flush()
+        await self._send(action)
+
+    async def _send(self, action: object) -> None:
+        async with self._send_lock:
+            await self._submit(action)
+
+    async def _submit(self, action: object) -> None:
         if self.closed:
             raise asyncio.CancelledError
         await self.actor.submit_from_runner(self, action)
+
+    # -- delta coalescing ------------------------------------------------------------------
+    #
+    # With ``coalesce_ms`` > 0, consecutive text for the same part is merged
+    # into one chat/delta (or chat/reasoning) sent at most that long after its
+    # first piece, and always before any other action of the turn (a tool
+    # call, usage, the end of the turn). Nothing is applied until sent, so
+    # snapshots, replays and ordering are exactly as without coalescing.
+
+    def _coalesce(
+        self, kind: type[ChatDeltaAction] | type[ChatReasoningAction], part_id: str, text: str
+    ) -> None:
+        pending = self._pending
+        if pending is not None and (pending[0], pending[1]) != (kind, part_id):
+            self._pending_order.append(pending)
+            pending = None
+        if pending is None:
+            self._pending = (kind, part_id, [text])
+        else:
+            pending[2].append(text)
+        if self._flusher is None:
+            self._flusher = asyncio.get_running_loop().create_task(self._flush_later())
+
+    async def _flush_later(self) -> None:
+        await asyncio.sleep(self._coalesce_window)
+        self._flusher = None
+        with contextlib.suppress(asyncio.CancelledError):
+            await self.flush()
+
+    async def flush(self) -> None:
+        """Send the text being coalesced, if any (in order, before anything after it)."""
+        async with self._send_lock:
+            batches = [*self._pending_order, *([self._pending] if self._pending else [])]
+            self._pending, self._pending_order = None, []
+            for kind, part_id, texts in batches:
+                await self._submit(
+                    kind(turn_id=self.turn_id, part_id=part_id, content="".join(texts))
+                )
 
     def _part_id(self, kind: str) -> str:
         return f"{self.turn_id}.{kind}{next(self._counter)}"
@@ -202,6 +259,8 @@ class TurnRunner:
             self._markdown = self._part_id("md")
             part = MarkdownResponsePart(id=self._markdown, content=delta)
             await self.emit(ChatResponsePartAction(turn_id=self.turn_id, part=part))
+        elif delta and self._coalesce_window > 0:
+            self._coalesce(ChatDeltaAction, self._markdown, delta)
         elif delta:
             await self.emit(
                 ChatDeltaAction(turn_id=self.turn_id, part_id=self._markdown, content=delta)
@@ -212,6 +271,8 @@ class TurnRunner:
             self._reasoning = self._part_id("rs")
             part = ReasoningResponsePart(id=self._reasoning, content=delta)
             await self.emit(ChatResponsePartAction(turn_id=self.turn_id, part=part))
+        elif delta and self._coalesce_window > 0:
+            self._coalesce(ChatReasoningAction, self._reasoning, delta)
         elif delta:
             await self.emit(
                 ChatReasoningAction(turn_id=self.turn_id, part_id=self._reasoning, content=delta)
@@ -308,6 +369,8 @@ class TurnRunner:
             log.exception("provider failed", chat=self.request.chat, turn=self.turn_id)
             final = _error(self.turn_id, started, "internal", "The agent failed unexpectedly.")
         if not self.closed:
+            with contextlib.suppress(asyncio.CancelledError):
+                await self.flush()  # coalesced text goes before the end of the turn
             self.closed = True
             await self.actor.submit_from_runner(self, final, final_action=True)
 
