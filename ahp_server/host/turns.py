@@ -201,6 +201,9 @@ class TurnRunner:
 
     async def emit(self, action: object) -> None:
         """Submit a server action for this turn (after any text still being coalesced)."""
+        if self._coalesce_window <= 0:
+            await self._submit(action)  # the hot path: no buffer, no lock
+            return
         await self.flush()
         await self._send(action)
 
