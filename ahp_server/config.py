@@ -62,7 +62,7 @@ class Settings:
     actor_inbox: int = 1_024
     #: Actions an actor may have applied but not yet committed before it waits
     #: for the disk (bounds the memory held by uncommitted states).
-    actor_in_flight: int = 64
+    actor_in_flight: int = 512
 
     #: Per-channel replay buffer for ``reconnect``.
     replay_max_envelopes: int = 4_096

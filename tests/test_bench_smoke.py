@@ -11,6 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from bench.persistence import Sizes, format_report, run
+from bench.suite import Sizes as SuiteSizes
+from bench.suite import format_report as format_suite
+from bench.suite import run as run_suite
 
 TINY = Sizes(
     stream_deltas=40,
@@ -82,4 +85,85 @@ def test_benchmark_produces_every_figure(tmp_path: Path) -> None:
 
     report = format_report(results)
     for heading in ("1. Streaming", "2. Per-delta cost", "3. Host.start()"):
+        assert heading in report
+
+
+# -- the host-vs-floor suite (bench/suite.py) -------------------------------------------------
+
+SUITE_TINY = SuiteSizes(
+    stream_words=300,
+    stream_repeats=1,
+    fanout_connections=5,
+    fanout_words=150,
+    many_connections=5,
+    many_words=60,
+    rtt_round_trips=20,
+    replay_words=300,
+    snapshot_turns=(5, 10),
+    idle_connections=20,
+    idle_chats=20,
+    chats_per_session=10,
+    other_modes=("off",),
+)
+
+
+def test_suite_produces_every_figure(tmp_path: Path) -> None:
+    out = tmp_path / "suite.json"
+    results = run_suite(SUITE_TINY, out=out, coalesce_ms=5.0)
+    assert json.loads(out.read_text(encoding="utf-8")) == json.loads(json.dumps(results))
+
+    scenarios = results["scenarios"]
+    expected = {
+        *(
+            f"{kind}/{mode}"
+            for kind in ("stream-1", "fanout", "dispatch-rtt")
+            for mode in ("off", "on")
+        ),
+        "many-chats/off",
+        "reconnect/off",
+        "memory/off",
+    }
+    assert expected <= set(scenarios)
+    for kind in ("stream-1", "fanout"):
+        for mode in ("off", "on"):
+            data = scenarios[f"{kind}/{mode}"]
+            for side in ("host", "floor"):
+                assert positive(data[side]["deliveries_per_s"]), (kind, mode, side)
+                assert positive(data[side]["deliveries"])
+            assert data["floor"]["deliveries"] == data["host"]["deliveries"]
+    for mode in ("off", "on"):
+        data = scenarios[f"dispatch-rtt/{mode}"]
+        for side in ("host", "floor"):
+            assert positive(data[side]["p50_us"])
+            assert positive(data[side]["p99_us"])
+    many = scenarios["many-chats/off"]
+    for side in ("host", "floor"):
+        assert positive(many[side]["deliveries_per_s"])
+        assert positive(many[side]["gap_p99_ms"])
+    reconnect = scenarios["reconnect/off"]
+    assert reconnect["replay"]["type"] == "replay"
+    assert positive(reconnect["replay"]["envelopes"])
+    assert positive(reconnect["replay"]["ms"])
+    assert positive(reconnect["replay"]["bytes"])
+    assert [s["turns"] for s in reconnect["snapshots"]] == list(SUITE_TINY.snapshot_turns)
+    for snap in reconnect["snapshots"]:
+        assert positive(snap["ms"])
+        assert positive(snap["bytes"])
+    memory = scenarios["memory/off"]
+    assert memory["idle_connection"]["connections"] == SUITE_TINY.idle_connections
+    assert memory["idle_chat"]["chats"] == SUITE_TINY.idle_chats
+    for key in ("idle_connection", "idle_chat"):
+        assert isinstance(memory[key]["kib_per_item"], float)  # RSS may even shrink
+    coalesce = scenarios["coalesce"]
+    if coalesce["supported"]:
+        for side in ("on", "off"):
+            assert positive(coalesce[side]["words_per_s"])
+            assert positive(coalesce[side]["frames"])
+
+    assert results["rows"]
+    for row in results["rows"]:
+        assert isinstance(row["host"], int | float), row
+        assert math.isfinite(row["host"]), row
+    report = format_suite(results)
+    for heading in ("stream-1", "fanout-5", "dispatch-rtt", "many-chats-5", "reconnect", "memory"):
         assert heading in report

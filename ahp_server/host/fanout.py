@@ -44,6 +44,9 @@ CLOSE_POLICY = 1008
 CLOSE_SLOW_CONSUMER = 1013
 
 _ids = itertools.count(1)
+#: The writer sends at most this much per write (then waits for the socket).
+_BATCH_FRAMES = 512
+_BATCH_BYTES = 1024 * 1024
 
 
 class Transport(Protocol):
@@ -51,6 +54,10 @@ class Transport(Protocol):
 
     async def send_text(self, frame: bytes) -> None:
         """Send one complete JSON-RPC message as one text frame."""
+        ...
+
+    async def send_texts(self, frames: list[bytes]) -> None:
+        """Send several messages, one text frame each, in order (one write, one drain)."""
         ...
 
     async def close(self, code: int, reason: str) -> None:
@@ -180,10 +187,16 @@ class Connection:
                     self._wakeup.clear()
                     await self._wakeup.wait()
                     continue
-                frame = self._outbox.popleft()
-                self._outbox_bytes -= len(frame)
-                await self.transport.send_text(frame)
-                self.frames_sent += 1
+                # Everything queued so far (bounded) goes out in one write.
+                batch: list[bytes] = []
+                size = 0
+                while self._outbox and len(batch) < _BATCH_FRAMES and size < _BATCH_BYTES:
+                    frame = self._outbox.popleft()
+                    batch.append(frame)
+                    size += len(frame)
+                self._outbox_bytes -= size
+                await self.transport.send_texts(batch)
+                self.frames_sent += len(batch)
         except asyncio.CancelledError:
             raise
         except Exception:  # task boundary: the peer went away mid-send

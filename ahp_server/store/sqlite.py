@@ -110,6 +110,7 @@ class SqliteStore(Store):
         self._synchronous = synchronous.upper()
         self._queue: deque[_Write] = deque()
         self._ready = threading.Condition()
+        self._idle = False
         self._stopping = False
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -208,9 +209,10 @@ class SqliteStore(Store):
         if self._failure is not None:
             raise StoreError(f"{self._path}: the store failed: {self._failure}")
         self._queued += 1
-        with self._ready:
-            self._queue.append((write, on_commit, self._queued))
-            self._ready.notify()
+        self._queue.append((write, on_commit, self._queued))  # deque.append is thread-safe
+        if self._idle:  # wake the writer only when it sleeps (see _write_loop)
+            with self._ready:
+                self._ready.notify()
         if self._queued - self._committed > _HIGH_WATER:
             self._room.clear()
 
@@ -218,12 +220,17 @@ class SqliteStore(Store):
         conn = self._writer_conn
         while True:
             with self._ready:
+                # `_idle` is set before the queue is checked, and producers append
+                # before they read it: an append is never missed.
+                self._idle = True
                 while not self._queue and not self._stopping:
                     self._ready.wait()
+                self._idle = False
                 if not self._queue and self._stopping:
                     return
-                batch = list(self._queue)
-                self._queue.clear()
+            batch = []
+            while self._queue:
+                batch.append(self._queue.popleft())
             started = time.perf_counter()
             try:
                 conn.execute("BEGIN IMMEDIATE")

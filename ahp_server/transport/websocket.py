@@ -50,6 +50,14 @@ class WebSocketTransport:
         # Already-encoded UTF-8 JSON, sent as a text frame without re-decoding.
         await self._ws.send(frame, text=True)
 
+    async def send_texts(self, frames: list[bytes]) -> None:
+        # websockets' documented pattern for writing from user code: frame
+        # every message, then write and drain once for the whole batch.
+        ws = self._ws
+        async with ws.send_context():
+            for frame in frames:
+                ws.protocol.send_text(frame)
+
     async def close(self, code: int, reason: str) -> None:
         await self._ws.close(code, reason)
 
