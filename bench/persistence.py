@@ -807,12 +807,17 @@ def run(sizes: Sizes = FULL, *, out: Path | None = RESULTS, quick: bool = False)
     results["turn_length"] = asyncio.run(bench_turn_length(sizes))
     results["start"] = bench_start(sizes)
     results["seconds"] = time.perf_counter() - started
-    print(format_report(results), flush=True)
+    publish_results(format_report(results), results, out)
+    return results
+
+
+def publish_results(report: str, results: dict[str, Any], out: Path | None) -> None:
+    """Print the report and, when ``out`` is given, write the figures there as JSON."""
+    print(report, flush=True)
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
         print(f"results: {out}")
-    return results
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -36,7 +36,7 @@ import websockets
 from websockets.asyncio.client import ClientConnection
 
 from ahp_server import config as ahp_config
-from bench.persistence import machine_info
+from bench.persistence import machine_info, publish_results
 
 __all__ = ["FULL", "QUICK", "Sizes", "format_report", "main", "run"]
 
@@ -1066,11 +1066,7 @@ def run(
     results["scenarios"] = collect(sizes, coalesce_ms)
     results["rows"] = build_rows(results["scenarios"])
     results["seconds"] = time.perf_counter() - started
-    print(format_report(results), flush=True)
-    if out is not None:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
-        print(f"results: {out}")
+    publish_results(format_report(results), results, out)
     return results
 
 
