@@ -64,8 +64,7 @@ async def test_own_action_is_echoed_with_its_origin(running_host: RunningHost) -
             return [
                 e
                 for e in client.envelopes
-                if not isinstance(e.origin, type(None))
-                and getattr(e.origin, "client_id", None) == alice.client_id
+                if getattr(e.origin, "client_id", None) == alice.client_id
                 and getattr(e.origin, "client_seq", None) == seq
             ]
 
