@@ -30,6 +30,7 @@ from msgspec.structs import replace
 
 from ahp_server.agents.base import InputAnswer, ToolDecision, TurnRequest
 from ahp_server.host.fanout import Connection
+from ahp_server.host.mailbox import Mailbox
 from ahp_server.host.sequencer import action_type
 from ahp_server.host.turns import TurnRunner
 from ahp_server.protocol import codec
@@ -168,11 +169,15 @@ class ChannelActor(Generic[S]):
         self._since_snapshot = 0
         self._log_bytes = 0
         self._snapshot_bytes = 0
+        #: Whether anything is kept: snapshots and stored turns are only
+        #: encoded for a durable store (the in-memory store drops them).
+        self._durable = host.hub.store.durable
         #: Actions applied but not yet committed. Each holds its resulting state
         #: until then, so the window is bounded (``actor_in_flight``).
         self._in_flight = 0
         self._committed = asyncio.Event()
-        self.inbox: asyncio.Queue[object] = asyncio.Queue(host.settings.actor_inbox)
+        self.inbox: Mailbox[object] = Mailbox(host.settings.actor_inbox)
+        self._in_flight_limit = host.settings.actor_in_flight
         self.closed = False
         self._task: asyncio.Task[None] | None = None
 
@@ -191,11 +196,13 @@ class ChannelActor(Generic[S]):
     async def _loop(self) -> None:
         structlog.contextvars.bind_contextvars(channel=self.uri)  # this task's log lines
         store = self.host.hub.store
+        inbox = self.inbox
+        limit = self._in_flight_limit
         while True:
-            message = await self.inbox.get()
+            message = inbox.get_nowait() if inbox else await inbox.get()
             try:
-                await self._handle(message)
-                limit = self.host.settings.actor_in_flight
+                if not self.handle_now(message):
+                    await self._handle(message)
                 while self._in_flight > limit:  # this chat outruns the disk: slow it down
                     self._committed.clear()
                     await self._committed.wait()
@@ -208,7 +215,7 @@ class ChannelActor(Generic[S]):
 
     async def submit(self, message: object) -> None:
         """Queue a message; waits while the inbox is full (backpressure)."""
-        if not self.closed:
+        if not self.closed and not self.inbox.offer(message):
             await self.inbox.put(message)
 
     async def dispatch(self, action: object, origin: ActionOrigin, connection: Connection) -> None:
@@ -285,7 +292,8 @@ class ChannelActor(Generic[S]):
         # Amortized: a snapshot is written only after at least as many log bytes
         # as the previous snapshot had, so snapshots never cost more than the log.
         if (
-            self._since_snapshot >= self.host.settings.snapshot_every
+            self._durable
+            and self._since_snapshot >= self.host.settings.snapshot_every
             and self._log_bytes >= self._snapshot_bytes
         ):
             self.snapshot()
@@ -295,7 +303,8 @@ class ChannelActor(Generic[S]):
 
     def snapshot(self) -> None:
         """Queue a snapshot of the latest state (the log before it can then be pruned)."""
-        self._store_snapshot(codec.encode(self.state), 0)
+        if self._durable:
+            self._store_snapshot(codec.encode(self.state), 0)
 
     def _store_snapshot(self, state: bytes, turn_count: int) -> None:
         self._since_snapshot = 0
@@ -311,6 +320,13 @@ class ChannelActor(Generic[S]):
 
     async def handle_other(self, message: object) -> None:
         raise TypeError(f"unexpected message {message!r}")
+
+    def handle_now(self, message: object) -> bool:
+        """Handle ``message`` synchronously if it needs no awaiting (the hot path).
+
+        True when it was handled; otherwise :meth:`_handle` takes it.
+        """
+        return False
 
     async def _handle(self, message: object) -> None:
         match message:
@@ -516,6 +532,9 @@ class SessionActor(ChannelActor[SessionState]):
 # -- chat ------------------------------------------------------------------------------------
 
 #: Actions after which a chat's catalogue entry or blocking requests may differ.
+#: Actions a running turn streams (never mirrored into the session).
+_STREAMED = frozenset({ChatDeltaAction, ChatReasoningAction})
+
 _MIRRORED = frozenset(
     {
         "chat/turnStarted",
@@ -589,6 +608,8 @@ class ChatActor(ChannelActor[ChatState]):
 
     def snapshot(self) -> None:
         # Completed turns live in their own table: the snapshot stays small.
+        if not self._durable:
+            return
         state = self.state
         count = self.turn_offset + len(state.turns)
         self._store_snapshot(codec.encode(replace(state, turns=())), count)
@@ -611,7 +632,8 @@ class ChatActor(ChannelActor[ChatState]):
                 # A turn ended: append it to the stored history.
                 turn = turns[-1]
                 position = self.turn_offset + len(turns) - 1
-                store.put_turn(self.uri, position, turn.id, codec.encode(turn))
+                if self._durable:
+                    store.put_turn(self.uri, position, turn.id, codec.encode(turn))
                 store.set_active_turn(self.uri, None)
                 self.snapshot()
             case _:
@@ -717,10 +739,25 @@ class ChatActor(ChannelActor[ChatState]):
         # Late events of an aborted turn are dropped (the actor already ended it).
         return message.runner is None or message.runner is self.runner
 
+    def handle_now(self, message: object) -> bool:
+        # Streamed text from the running turn: applied in O(1), nothing to
+        # mirror into the session, nobody waiting on it — no coroutine needed.
+        if (
+            type(message) is _ServerAction
+            and message.runner is not None
+            and message.runner is self.runner
+            and type(message.action) in _STREAMED
+        ):
+            self.apply(message.action)
+            return True
+        return False
+
     async def submit_from_runner(
         self, runner: TurnRunner, action: object, *, final_action: bool = False
     ) -> None:
-        await self.submit(_ServerAction(action, runner=runner, final=final_action))
+        message = _ServerAction(action, runner=runner, final=final_action)
+        if not self.closed and not self.inbox.offer(message):
+            await self.inbox.put(message)
 
     async def stop(self) -> None:
         if self.runner is not None:

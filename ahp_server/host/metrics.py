@@ -46,7 +46,7 @@ def render(host: Host) -> str:
         "Actions applied and published, by channel type.",
         [
             (f'{{channel_type="{kind}"}}', count)
-            for kind, count in sorted(hub.published_by_kind.items())
+            for kind, count in sorted(hub.published_by_kind().items())
         ],
     )
     metric(

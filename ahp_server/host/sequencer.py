@@ -120,10 +120,21 @@ class Hub:
         self._replay: dict[str, ReplayBuffer] = {}
         self._subscribers: dict[str, set[Connection]] = {}
         self._base_floor = start_seq
-        self.published = 0
-        #: Published actions by channel type (``root``/``session``/``chat``/…), for metrics.
-        self.published_by_kind: dict[str, int] = {}
+        #: Published actions by action type, for metrics (one dict update per action).
+        self.published_by_type: dict[str, int] = {}
         self.last_envelope_size = 0
+
+    @property
+    def published(self) -> int:
+        return sum(self.published_by_type.values())
+
+    def published_by_kind(self) -> dict[str, int]:
+        """Published actions by channel type (``root``/``session``/``chat``/…)."""
+        families: dict[str, int] = {}
+        for kind, count in self.published_by_type.items():
+            family = kind.partition("/")[0]
+            families[family] = families.get(family, 0) + count
+        return families
 
     def restart_at(self, seq: int) -> None:
         """Continue numbering above ``seq`` (the store's high-water mark).
@@ -175,9 +186,8 @@ class Hub:
                     if kind not in connection.blocked_actions:
                         connection.send(frame)
 
-        self.published += 1
-        family = kind.partition("/")[0]
-        self.published_by_kind[family] = self.published_by_kind.get(family, 0) + 1
+        counts = self.published_by_type
+        counts[kind] = counts.get(kind, 0) + 1
         at = self._clock() if at_ms is None else at_ms
         self.store.append_envelope(seq, channel, at, envelope, deliver)
         return seq

@@ -201,8 +201,10 @@ class TurnRunner:
 
     async def emit(self, action: object) -> None:
         """Submit a server action for this turn (after any text still being coalesced)."""
-        if self._coalesce_window <= 0:
-            await self._submit(action)  # the hot path: no buffer, no lock
+        if self._coalesce_window <= 0:  # the hot path: no buffer, no lock
+            if self.closed:
+                raise asyncio.CancelledError
+            await self.actor.submit_from_runner(self, action)
             return
         await self.flush()
         await self._send(action)

@@ -40,7 +40,7 @@ __all__ = [
 ]
 
 
-class ProtocolStruct(msgspec.Struct, kw_only=True, frozen=True):
+class ProtocolStruct(msgspec.Struct, kw_only=True, frozen=True, gc=False):
     """Base of every wire struct: immutable, keyword-only, unknown keys ignored."""
 
 
