@@ -16,13 +16,16 @@ Schema (versioned, forward-migrated; a newer schema is refused):
 * ``channels`` — one row per session and chat: kind, owning session, creation
   time, a session's summary (for ``listSessions`` without loading anything),
   a chat's running turn (for crash recovery), and the log floor;
-* ``envelopes`` — the action log: ``serverSeq``, channel, clock, envelope JSON;
+* ``log`` — the action log in *segments*: each row holds a run of one
+  channel's consecutive envelopes from one commit, as a JSON array of
+  ``[serverSeq, clock ms, envelope]`` (schema 2; schema 1 had a row per
+  envelope). A streaming chat is one row per commit, not one per delta;
 * ``snapshots`` — per channel, the state at some ``serverSeq`` (chats without
   their completed turns) — the log after it rebuilds the present;
 * ``turns`` — each completed turn of each chat, by position (history pages).
 
-Appending one ``chat/delta`` is one row insert, whatever the length of the turn
-or the chat.
+Appending a ``chat/delta`` costs the same whatever the length of the turn or
+the chat: its envelope joins its channel's segment of the current commit.
 """
 
 from __future__ import annotations
@@ -34,10 +37,10 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from itertools import chain
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import structlog
 
 from ahp_server.store.base import ChannelRow, LoadedChannel, Store, StoreError
@@ -46,7 +49,7 @@ __all__ = ["SCHEMA_VERSION", "SqliteStore"]
 
 log = structlog.get_logger(__name__)
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 #: Forward migrations: MIGRATIONS[n] brings schema n to n + 1.
 MIGRATIONS: dict[int, str] = {
@@ -89,6 +92,20 @@ MIGRATIONS: dict[int, str] = {
         PRIMARY KEY (chat, position)
     ) WITHOUT ROWID;
     """,
+    1: """
+    CREATE TABLE log (
+        channel TEXT NOT NULL,
+        first_seq INTEGER NOT NULL,
+        last_seq INTEGER NOT NULL,
+        entries BLOB NOT NULL,
+        PRIMARY KEY (channel, first_seq)
+    ) WITHOUT ROWID;
+    INSERT INTO log (channel, first_seq, last_seq, entries)
+        SELECT channel, seq, seq,
+               '[[' || seq || ',' || at_ms || ',' || CAST(envelope AS TEXT) || ']]'
+        FROM envelopes;
+    DROP TABLE envelopes;
+    """,
 }
 
 _HIGH_WATER = 50_000
@@ -106,17 +123,8 @@ _Write = tuple[
     int,
 ]
 
-#: Envelope rows go in as multi-row INSERTs of these sizes (largest first), so
-#: a batch of n rows is a handful of statements, not n: fewer round trips
-#: through the sqlite3 module and fewer releases of the GIL, which the event
-#: loop would otherwise win back after every row. 128 rows x 4 values stays
-#: under SQLite's oldest default limit of 999 variables.
-_INSERT_SIZES = (128, 16, 1)
-_INSERT_SQL = {
-    size: "INSERT INTO envelopes (seq, channel, at_ms, envelope) VALUES "  # noqa: S608 - placeholders only
-    + ", ".join(["(?, ?, ?, ?)"] * size)
-    for size in _INSERT_SIZES
-}
+#: A stored segment: its entries as (serverSeq, clock ms, envelope JSON).
+_SEGMENT = msgspec.json.Decoder(list[tuple[int, float, msgspec.Raw]])
 
 
 class SqliteStore(Store):
@@ -263,11 +271,11 @@ class SqliteStore(Store):
                         rows.append(row)
                         continue
                     if rows:  # consecutive envelopes go in together, in queue order
-                        self._insert_envelopes(conn, rows)
+                        self._append_segments(conn, rows)
                         rows = []
                     write(conn)
                 if rows:
-                    self._insert_envelopes(conn, rows)
+                    self._append_segments(conn, rows)
                 conn.execute(
                     "INSERT OR REPLACE INTO meta VALUES ('server_seq', ?)", (self._committed_seq,)
                 )
@@ -289,14 +297,30 @@ class SqliteStore(Store):
             assert self._loop is not None
             self._loop.call_soon_threadsafe(self._committed_batch, callbacks, last)
 
-    def _insert_envelopes(self, conn: sqlite3.Connection, rows: list[_Row]) -> None:
-        """Insert envelope rows (in ``serverSeq`` order) with a few multi-row INSERTs."""
-        start, count = 0, len(rows)
-        for size in _INSERT_SIZES:
-            sql = _INSERT_SQL[size]
-            while count - start >= size:
-                conn.execute(sql, list(chain.from_iterable(rows[start : start + size])))
-                start += size
+    def _append_segments(self, conn: sqlite3.Connection, rows: list[_Row]) -> None:
+        """Store envelope rows (in ``serverSeq`` order): one segment per channel.
+
+        One row per channel per commit instead of one per envelope: far less
+        SQLite work, and fewer trips through the sqlite3 module, each of which
+        releases the GIL that the event loop then holds on to.
+        """
+        by_channel: dict[str, list[bytes]] = {}
+        first: dict[str, int] = {}
+        last: dict[str, int] = {}
+        for seq, channel, at_ms, envelope in rows:
+            entries = by_channel.get(channel)
+            if entries is None:
+                entries = by_channel[channel] = []
+                first[channel] = seq
+            entries.append(b"[%d,%s,%s]" % (seq, repr(at_ms).encode(), envelope))
+            last[channel] = seq
+        conn.executemany(
+            "INSERT INTO log (channel, first_seq, last_seq, entries) VALUES (?, ?, ?, ?)",
+            [
+                (channel, first[channel], last[channel], b"[" + b",".join(entries) + b"]")
+                for channel, entries in by_channel.items()
+            ],
+        )
         self._committed_seq = max(self._committed_seq, rows[-1][0])
 
     def _committed_batch(self, callbacks: list[Callable[[], None]], last: int) -> None:
@@ -376,7 +400,7 @@ class SqliteStore(Store):
             if previous is not None:
                 # Keep the log since the previous snapshot: it serves reconnects.
                 conn.execute(
-                    "DELETE FROM envelopes WHERE channel = ? AND seq <= ?", (uri, previous[0])
+                    "DELETE FROM log WHERE channel = ? AND last_seq <= ?", (uri, previous[0])
                 )
                 conn.execute(
                     "UPDATE channels SET log_floor = max(log_floor, ?) WHERE uri = ?",
@@ -416,7 +440,7 @@ class SqliteStore(Store):
             for table, column in (
                 ("channels", "uri"),
                 ("snapshots", "channel"),
-                ("envelopes", "channel"),
+                ("log", "channel"),
                 ("turns", "chat"),
             ):
                 conn.execute(f"DELETE FROM {table} WHERE {column} = ?", (uri,))  # noqa: S608
@@ -459,10 +483,16 @@ class SqliteStore(Store):
                 "SELECT seq, turn_count, state FROM snapshots WHERE channel = ?", (uri,)
             ).fetchone()
             seq, turn_count, state = snap if snap else (0, 0, None)
-            envelopes = conn.execute(
-                "SELECT seq, at_ms, envelope FROM envelopes WHERE channel = ? ORDER BY seq",
-                (uri,),
-            ).fetchall()
+            log_floor = row[0]
+            envelopes = [
+                (seq, at_ms, bytes(envelope))
+                for (entries,) in conn.execute(
+                    "SELECT entries FROM log WHERE channel = ? ORDER BY first_seq", (uri,)
+                )
+                for seq, at_ms, envelope in _SEGMENT.decode(entries)
+                # a segment may straddle the floor: only what is after it counts
+                if seq > log_floor
+            ]
             first = max(0, turn_count - retained_turns)
             turns = conn.execute(
                 "SELECT turn FROM turns WHERE chat = ? AND position >= ? AND position < ? "
@@ -473,8 +503,8 @@ class SqliteStore(Store):
                 snapshot=state,
                 snapshot_seq=seq,
                 turn_count=turn_count,
-                envelopes=[(s, a, bytes(e)) for s, a, e in envelopes],
-                log_floor=row[0],
+                envelopes=envelopes,
+                log_floor=log_floor,
                 turns=[bytes(t[0]) for t in turns],
                 first_turn_position=first,
             )

@@ -182,7 +182,7 @@ async def test_dispose_deletes_stored_data(daemon: Daemon) -> None:
     import sqlite3
 
     conn = sqlite3.connect(daemon.data_dir / "ahp-server.db")
-    for table, column in (("channels", "uri"), ("envelopes", "channel"), ("turns", "chat")):
+    for table, column in (("channels", "uri"), ("log", "channel"), ("turns", "chat")):
         rows = conn.execute(
             f"SELECT count(*) FROM {table} WHERE {column} IN (?, ?)",
             (session, chat),

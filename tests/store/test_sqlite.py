@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from ahp_server.store.base import StoreError
-from ahp_server.store.sqlite import SCHEMA_VERSION, SqliteStore
+from ahp_server.store.sqlite import MIGRATIONS, SCHEMA_VERSION, SqliteStore
 
 TIMEOUT = 10.0
 
@@ -34,7 +34,10 @@ async def test_envelopes_commit_in_order_before_their_callbacks(tmp_path: Path) 
 
     def on_commit(seq: int) -> None:
         committed.append(seq)
-        row = reader.execute("SELECT 1 FROM envelopes WHERE seq = ?", (seq,)).fetchone()
+        row = reader.execute(
+            "SELECT 1 FROM log WHERE channel = 'ahp-chat:/c' AND first_seq <= ? AND last_seq >= ?",
+            (seq, seq),
+        ).fetchone()
         visible_at_callback.append(row is not None)
 
     for seq in range(1, 501):
@@ -113,3 +116,64 @@ async def test_snapshots_prune_the_log_and_channels_are_deleted(tmp_path: Path) 
 def test_bad_synchronous_setting_is_refused(tmp_path: Path) -> None:
     with pytest.raises(StoreError):
         SqliteStore(tmp_path / "x.db", synchronous="sometimes")
+
+
+async def test_a_segment_keeps_each_envelope_its_number_and_clock(tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path / "ahp.db")
+    store.open()
+    store.put_channel("ahp-chat:/a", "chat", "ahp-session:/s", "2026-01-01T00:00:00.000Z", None)
+    store.put_channel("ahp-chat:/b", "chat", "ahp-session:/s", "2026-01-01T00:00:00.000Z", None)
+    # Two channels interleaved in one commit, with a non-envelope write in between.
+    for seq in range(1, 301):
+        channel = "ahp-chat:/a" if seq % 3 else "ahp-chat:/b"
+        envelope = b'{"n":%d,"text":"caf\xc3\xa9 \\"q\\""}' % seq
+        store.append_envelope(seq, channel, 1733150000000.25 + seq, envelope, lambda: None)
+        if seq == 150:
+            store.put_turn("ahp-chat:/a", 0, "t0", b"{}")
+    async with asyncio.timeout(TIMEOUT):
+        await store.flush()
+    a = await store.load("ahp-chat:/a", retained_turns=10)
+    b = await store.load("ahp-chat:/b", retained_turns=10)
+    assert a is not None
+    assert b is not None
+    for loaded, keep in ((a, lambda n: n % 3 != 0), (b, lambda n: n % 3 == 0)):
+        expected = [n for n in range(1, 301) if keep(n)]
+        assert [seq for seq, _, _ in loaded.envelopes] == expected
+        assert [at for _, at, _ in loaded.envelopes] == [1733150000000.25 + n for n in expected]
+        assert [env for _, _, env in loaded.envelopes] == [
+            b'{"n":%d,"text":"caf\xc3\xa9 \\"q\\""}' % n for n in expected
+        ]
+    await store.close()
+
+
+async def test_a_schema_1_log_is_migrated_to_segments(tmp_path: Path) -> None:
+    path = tmp_path / "ahp.db"
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.executescript("BEGIN;" + MIGRATIONS[0] + "COMMIT;")
+    conn.execute("INSERT INTO meta VALUES ('schema_version', 1)")
+    conn.execute("INSERT INTO meta VALUES ('server_seq', 7)")
+    conn.execute(
+        "INSERT INTO channels (uri, kind, session, created_at) "
+        "VALUES ('ahp-chat:/c', 'chat', 'ahp-session:/s', '2026-01-01T00:00:00.000Z')"
+    )
+    for seq in (5, 6, 7):
+        conn.execute(
+            "INSERT INTO envelopes VALUES (?, 'ahp-chat:/c', ?, ?)",
+            (seq, 1733150000000.5 + seq, b'{"serverSeq":%d}' % seq),
+        )
+    conn.close()
+    store = SqliteStore(path)
+    assert store.open() == 7
+    loaded = await store.load("ahp-chat:/c", retained_turns=10)
+    assert loaded is not None
+    assert loaded.envelopes == [
+        (seq, 1733150000000.5 + seq, b'{"serverSeq":%d}' % seq) for seq in (5, 6, 7)
+    ]
+    await store.close()
+    check = sqlite3.connect(path)
+    assert (
+        int(check.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0]) == 2
+    )
+    assert (
+        check.execute("SELECT name FROM sqlite_master WHERE name = 'envelopes'").fetchone() is None
+    )
