@@ -52,9 +52,12 @@ _SLOW = re.compile(r"^/slow\s+(\d+)\s*(.*)$", re.S)
 
 
 def _chunks(text: str, words: int = _CHUNK_WORDS) -> list[str]:
-    """Split ``text`` into chunks of a few words, keeping every character."""
-    pieces = re.findall(r"\S+\s*|\s+", text)
-    return ["".join(pieces[i : i + words]) for i in range(0, len(pieces), words)] or [""]
+    """Split ``text`` into chunks of a few words, keeping every character.
+
+    A piece is a word and the whitespace after it (or leading whitespace); a
+    chunk is up to ``words`` consecutive pieces — one regex pass, no joining.
+    """
+    return re.findall(rf"(?:\S+\s*|\s+){{1,{words}}}", text) or [""]
 
 
 class EchoAgent:

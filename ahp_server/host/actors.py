@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -256,14 +257,22 @@ class ChannelActor(Generic[S]):
         at = self.host.now()  # one clock reading: the reducer's and the log's (replays match)
         after = self.reduce(before, action, lambda: at)
         self.state = after
-        seq = self._publish(action, origin, done, at, lambda: self._show(after))
+        seq = self._publish(action, origin, done, at, after)
         self.after_apply(action, before)
         self._maybe_snapshot()
         return seq
 
-    def _show(self, state: S) -> None:
-        """Make ``state`` the visible one (its envelope was just delivered)."""
-        self.visible = state
+    def _show(self, token: Any) -> None:
+        """Make the state ``token`` stands for the visible one (its envelope was delivered)."""
+        self.visible = token
+
+    def delivered(self, seq: int, token: object, done: asyncio.Future[int] | None) -> None:
+        """The hub delivered one of this channel's actions (``DeliveryListener``)."""
+        self._show(token)
+        self._in_flight -= 1
+        self._committed.set()
+        if done is not None and not done.done():
+            done.set_result(seq)
 
     def _publish(
         self,
@@ -271,18 +280,12 @@ class ChannelActor(Generic[S]):
         origin: ActionOrigin | None,
         done: asyncio.Future[int] | None,
         at: float,
-        show: Callable[[], None],
+        token: object,
     ) -> int:
-        def delivered(seq: int) -> None:
-            show()
-            self._in_flight -= 1
-            self._committed.set()
-            if done is not None and not done.done():
-                done.set_result(seq)
-
+        """Publish ``action``; once delivered, ``token`` is shown (see :meth:`_show`)."""
         self._in_flight += 1
         hub = self.host.hub
-        seq = hub.publish(self.uri, action, origin, delivered, at_ms=at)
+        seq = hub.publish(self.uri, action, origin, self, token, done, at_ms=at)
         self.last_seq = seq
         self._since_snapshot += 1
         self._log_bytes += hub.last_envelope_size
@@ -572,6 +575,7 @@ class ChatActor(ChannelActor[ChatState]):
 
     _base: ChatState
     _chunks: dict[int, list[str]]
+    _appended: list[int]
     _part_index: dict[object, int] | None
     _visible: ChatState
     _visible_token: _TextToken | None
@@ -655,21 +659,28 @@ class ChatActor(ChannelActor[ChatState]):
     def state(self) -> ChatState:
         if self._chunks:
             self._base = _with_texts(self._base, {i: "".join(c) for i, c in self._chunks.items()})
-            self._chunks = {}
+            self._chunks, self._appended = {}, []
         return self._base
 
     @state.setter
     def state(self, value: ChatState) -> None:
         self._base = value
-        self._chunks = {}
+        self._chunks, self._appended = {}, []
         self._part_index = None
 
     @property
     def visible(self) -> ChatState:
         token = self._visible_token
         if token is not None:
-            base, texts = token
-            self._visible = _with_texts(base, {i: "".join(c[:n]) for i, (c, n) in texts.items()})
+            # The first `count` appends were delivered: each part holds its
+            # original text plus its share of them.
+            base, chunks, appended, count = token
+            taken = dict.fromkeys(chunks, 1)
+            for index in appended[:count]:
+                taken[index] += 1
+            self._visible = _with_texts(
+                base, {i: "".join(c[: taken[i]]) for i, c in chunks.items()}
+            )
             self._visible_token = None
         return self._visible
 
@@ -699,22 +710,20 @@ class ChatActor(ChannelActor[ChatState]):
                     assert isinstance(part, (MarkdownResponsePart, ReasoningResponsePart))
                     chunks = self._chunks[index] = [part.content]
                 chunks.append(action.content)
-                token: _TextToken = (
-                    self._base,
-                    {i: (c, len(c)) for i, c in self._chunks.items()},
-                )
-                seq = self._publish(
-                    action, origin, done, self.host.now(), lambda: self._show_token(token)
-                )
+                appended = self._appended
+                appended.append(index)
+                # O(1): the visible state is folded from this only when read.
+                token: _TextToken = (self._base, self._chunks, appended, len(appended))
+                seq = self._publish(action, origin, done, self.host.now(), token)
                 self._maybe_snapshot()
                 return seq
         return super().apply(action, origin, done)
 
-    def _show(self, state: ChatState) -> None:
-        self.visible = state
-
-    def _show_token(self, token: _TextToken) -> None:
-        self._visible_token = token
+    def _show(self, token: Any) -> None:
+        if type(token) is tuple:
+            self._visible_token = token
+        else:
+            self.visible = token
 
     def _text_target(self, turn_id: str, part_id: str, kind: type) -> int | None:
         """Where the pure reducer would append: the **first** part with that id,
@@ -1002,9 +1011,11 @@ class ChatActor(ChannelActor[ChatState]):
         return replace(state, turns=kept, turns_next_cursor=cursor)
 
 
-#: A visible state still to fold: the base state and, per part index, the chunk
-#: list and how many of its chunks had been delivered.
-_TextToken = tuple[ChatState, dict[int, tuple[list[str], int]]]
+#: A visible state still to fold: the base state, the chunk lists by part index
+#: (each starts with the part's text as of the base), the part index of every
+#: append in order, and how many of those appends had been delivered. Folding
+#: replaces these three containers (never mutates them back), so a token stays valid.
+_TextToken = tuple[ChatState, dict[int, list[str]], list[int], int]
 
 
 def _with_texts(state: ChatState, texts: dict[int, str]) -> ChatState:
@@ -1028,8 +1039,19 @@ def _elapsed_ms(started_at: str, now_ms: float) -> int:
 
 
 def _title_from(text: str, limit: int = 60) -> str:
-    line = " ".join(text.split())
+    """The first words of ``text`` (whitespace collapsed), cut to ``limit`` characters."""
+    words: list[str] = []
+    length = -1
+    for match in _WORD.finditer(text):  # only as far as the title goes: messages can be long
+        words.append(match.group())
+        length += len(words[-1]) + 1
+        if length > limit:
+            break
+    line = " ".join(words)
     return line if len(line) <= limit else line[: limit - 1].rstrip() + "…"
+
+
+_WORD = re.compile(r"\S+")
 
 
 def turns_cursor(before_turn: str | None) -> str:

@@ -17,10 +17,11 @@ chat can only evict its own history, never a quiet chat's.
 
 from __future__ import annotations
 
+import asyncio
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any, Protocol, cast
 
 from msgspec import UNSET
 
@@ -30,7 +31,14 @@ from ahp_server.protocol._base import UnknownVariant
 from ahp_server.protocol.types import ActionEnvelope, ActionOrigin
 from ahp_server.store.base import Store
 
-__all__ = ["Hub", "ReplayBuffer", "action_frame", "notification_frame", "response_frame"]
+__all__ = [
+    "DeliveryListener",
+    "Hub",
+    "ReplayBuffer",
+    "action_frame",
+    "notification_frame",
+    "response_frame",
+]
 
 _ACTION_PREFIX = b'{"jsonrpc":"2.0","method":"action","params":'
 
@@ -97,6 +105,14 @@ class ReplayBuffer:
         return [entry for entry in self.entries if entry[0] > last_seen]
 
 
+class DeliveryListener(Protocol):
+    """Who publishes an action hears when it is delivered (a channel's actor)."""
+
+    def delivered(self, seq: int, token: object, done: asyncio.Future[int] | None) -> None:
+        """``seq`` is durable and sent; ``token`` and ``done`` are what was published with it."""
+        ...
+
+
 class Hub:
     """Sequence numbers, durable delivery, replay and subscriptions for one host."""
 
@@ -151,15 +167,17 @@ class Hub:
         channel: str,
         action: object,
         origin: ActionOrigin | None = None,
-        on_delivered: Callable[[int], None] | None = None,
+        listener: DeliveryListener | None = None,
+        token: object = None,
+        done: asyncio.Future[int] | None = None,
         *,
         at_ms: float | None = None,
     ) -> int:
         """Assign the next ``serverSeq`` to ``action``; deliver it once it is durable.
 
         Numbering and queueing the commit happen in one step, and the store
-        commits in queue order, so deliveries (and ``on_delivered``) run in
-        ``serverSeq`` order. Returns the number.
+        commits in queue order, so deliveries (and ``listener.delivered(seq,
+        token, done)``) run in ``serverSeq`` order. Returns the number.
         """
         seq = self.server_seq + 1
         self.server_seq = seq
@@ -173,24 +191,46 @@ class Hub:
         )
         kind = action_type(action)
         self.last_envelope_size = len(envelope)
-
-        def deliver() -> None:
-            self.delivered_seq = seq
-            self._record(channel, seq, envelope)
-            if on_delivered is not None:
-                on_delivered(seq)
-            subscribers = self._subscribers.get(channel)
-            if subscribers:
-                frame = action_frame(envelope)
-                for connection in tuple(subscribers):
-                    if kind not in connection.blocked_actions:
-                        connection.send(frame)
-
         counts = self.published_by_type
         counts[kind] = counts.get(kind, 0) + 1
         at = self._clock() if at_ms is None else at_ms
-        self.store.append_envelope(seq, channel, at, envelope, deliver)
+        self.store.append_envelope(
+            seq,
+            channel,
+            at,
+            envelope,
+            self._deliver,
+            seq,
+            channel,
+            envelope,
+            kind,
+            listener,
+            token,
+            done,
+        )
         return seq
+
+    def _deliver(
+        self,
+        seq: int,
+        channel: str,
+        envelope: bytes,
+        kind: str,
+        listener: DeliveryListener | None,
+        token: object,
+        done: asyncio.Future[int] | None,
+    ) -> None:
+        """The envelope is durable: record it for replay, tell its publisher, fan it out."""
+        self.delivered_seq = seq
+        self._record(channel, seq, envelope)
+        if listener is not None:
+            listener.delivered(seq, token, done)
+        subscribers = self._subscribers.get(channel)
+        if subscribers:
+            frame = action_frame(envelope)
+            for connection in tuple(subscribers):
+                if kind not in connection.blocked_actions:
+                    connection.send(frame)
 
     def _record(self, channel: str, seq: int, envelope: bytes) -> None:
         buffer = self._replay.get(channel)

@@ -7,7 +7,8 @@ Contract (docs/durability.md):
 
 * Writes are *queued* from the event loop and never block it. They are
   committed in the order they were queued.
-* :meth:`Store.append_envelope` takes an ``on_commit`` callback. The store
+* :meth:`Store.append_envelope` takes an ``on_commit`` callback (and its
+  arguments, like ``loop.call_soon``: no closure per envelope). The store
   calls it on the event loop, after the envelope is durable, in ``serverSeq``
   order. The host delivers the envelope to clients only from that callback, so
   no client ever sees an envelope that a crash could lose.
@@ -98,9 +99,16 @@ class Store:
         """Wait until everything queued so far is committed."""
 
     def append_envelope(
-        self, seq: int, channel: str, at_ms: float, envelope: bytes, on_commit: Callable[[], None]
+        self,
+        seq: int,
+        channel: str,
+        at_ms: float,
+        envelope: bytes,
+        on_commit: Callable[..., None],
+        *args: object,
     ) -> None:
-        on_commit()
+        """Queue one envelope; ``on_commit(*args)`` runs once it is durable (in order)."""
+        on_commit(*args)
 
     def put_channel(
         self, uri: str, kind: str, session: str | None, created_at: str, summary: bytes | None

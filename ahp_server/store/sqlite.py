@@ -113,13 +113,14 @@ _LOW_WATER = 10_000
 
 #: An envelope row: (serverSeq, channel, clock ms, envelope JSON).
 _Row = tuple[int, str, float, bytes]
+#: A callback to run on the loop once committed, and its arguments.
+_Callback = tuple[Callable[..., None], tuple[object, ...]]
 # A queued write: either an envelope row (``write`` is None) or a function of
-# the writer's connection; an optional callback to run on the loop once
-# committed; and its position in the queue.
+# the writer's connection; an optional callback; and its position in the queue.
 _Write = tuple[
     Callable[[sqlite3.Connection], object] | None,
     _Row | None,
-    Callable[[], None] | None,
+    _Callback | None,
     int,
 ]
 
@@ -234,7 +235,7 @@ class SqliteStore(Store):
         self,
         write: Callable[[sqlite3.Connection], object] | None,
         row: _Row | None = None,
-        on_commit: Callable[[], None] | None = None,
+        on_commit: _Callback | None = None,
     ) -> None:
         if self._failure is not None:
             raise StoreError(f"{self._path}: the store failed: {self._failure}")
@@ -323,10 +324,10 @@ class SqliteStore(Store):
         )
         self._committed_seq = max(self._committed_seq, rows[-1][0])
 
-    def _committed_batch(self, callbacks: list[Callable[[], None]], last: int) -> None:
+    def _committed_batch(self, callbacks: list[_Callback], last: int) -> None:
         """On the loop: deliver what was committed, in order."""
-        for callback in callbacks:
-            callback()
+        for callback, args in callbacks:
+            callback(*args)
         self._committed = last
         if self._queued - self._committed < _LOW_WATER:
             self._room.set()
@@ -363,10 +364,16 @@ class SqliteStore(Store):
     # -- queued writes ------------------------------------------------------------------------
 
     def append_envelope(
-        self, seq: int, channel: str, at_ms: float, envelope: bytes, on_commit: Callable[[], None]
+        self,
+        seq: int,
+        channel: str,
+        at_ms: float,
+        envelope: bytes,
+        on_commit: Callable[..., None],
+        *args: object,
     ) -> None:
         # The hot path (one call per action): a row, not a closure; see _write_loop.
-        self._enqueue(None, (seq, channel, at_ms, envelope), on_commit)
+        self._enqueue(None, (seq, channel, at_ms, envelope), (on_commit, args))
 
     def put_channel(
         self, uri: str, kind: str, session: str | None, created_at: str, summary: bytes | None

@@ -46,17 +46,23 @@ class LaggingStore(Store):
     """Commits only when told to, so visible state can fall behind."""
 
     def __init__(self) -> None:
-        self.waiting: list[Callable[[], None]] = []
+        self.waiting: list[tuple[Callable[..., None], tuple[object, ...]]] = []
 
     def append_envelope(
-        self, seq: int, channel: str, at_ms: float, envelope: bytes, on_commit: Callable[[], None]
+        self,
+        seq: int,
+        channel: str,
+        at_ms: float,
+        envelope: bytes,
+        on_commit: Callable[..., None],
+        *args: object,
     ) -> None:
-        self.waiting.append(on_commit)
+        self.waiting.append((on_commit, args))
 
     def commit(self, count: int) -> None:
         ready, self.waiting = self.waiting[:count], self.waiting[count:]
-        for callback in ready:
-            callback()
+        for callback, args in ready:
+            callback(*args)
 
 
 def make_chat(state: ChatState, store: Store) -> ChatActor:
