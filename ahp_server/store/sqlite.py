@@ -11,8 +11,8 @@ writer.
 
 Schema (versioned, forward-migrated; a newer schema is refused):
 
-* ``meta(key, value)`` — ``schema_version`` and ``server_seq`` (the high-water
-  mark, updated in every transaction that appends envelopes);
+* ``meta(key, value)`` — ``schema_version`` and ``server_seq``: with the log
+  and the snapshots, the high-water mark (see ``SqliteStore._high_water``);
 * ``channels`` — one row per session and chat: kind, owning session, creation
   time, a session's summary (for ``listSessions`` without loading anything),
   a chat's running turn (for crash recovery), and the log floor;
@@ -126,6 +126,30 @@ _Write = tuple[
 
 #: A stored segment: its entries as (serverSeq, clock ms, envelope JSON).
 _SEGMENT = msgspec.json.Decoder(list[tuple[int, float, msgspec.Raw]])
+_INSERT_SEGMENT = "INSERT INTO log (channel, first_seq, last_seq, entries) VALUES (?, ?, ?, ?)"
+
+
+def _segments(rows: list[_Row]) -> list[tuple[str, int, int, bytes]]:
+    """Envelope rows (in ``serverSeq`` order) as one log segment per channel.
+
+    One row per channel per commit instead of one per envelope: far less
+    SQLite work, and fewer trips through the sqlite3 module, each of which
+    releases the GIL that the event loop then holds on to.
+    """
+    by_channel: dict[str, list[bytes]] = {}
+    first: dict[str, int] = {}
+    last: dict[str, int] = {}
+    for seq, channel, at_ms, envelope in rows:
+        entries = by_channel.get(channel)
+        if entries is None:
+            entries = by_channel[channel] = []
+            first[channel] = seq
+        entries.append(b"[%d,%s,%s]" % (seq, repr(at_ms).encode(), envelope))
+        last[channel] = seq
+    return [
+        (channel, first[channel], last[channel], b"[" + b",".join(entries) + b"]")
+        for channel, entries in by_channel.items()
+    ]
 
 
 class SqliteStore(Store):
@@ -185,8 +209,7 @@ class SqliteStore(Store):
                 conn.execute(
                     "INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", (step + 1,)
                 )
-            row = conn.execute("SELECT value FROM meta WHERE key = 'server_seq'").fetchone()
-            server_seq = int(row[0]) if row else 0
+            server_seq = self._high_water(conn)
         except sqlite3.DatabaseError as error:
             raise StoreError(
                 f"{self._path}: not a readable ahp-server database ({error}); "
@@ -202,6 +225,23 @@ class SqliteStore(Store):
         self._thread.start()
         log.info("store opened", path=str(self._path), server_seq=server_seq)
         return server_seq
+
+    @staticmethod
+    def _high_water(conn: sqlite3.Connection) -> int:
+        """The highest ``serverSeq`` ever committed.
+
+        A commit of envelopes alone does not touch ``meta`` (see
+        :meth:`_commit`), so the mark is the largest of ``meta.server_seq``,
+        the log and the snapshots. Rows are only deleted in transactions that
+        also write ``meta``, so the mark never goes back.
+        """
+        row = conn.execute(
+            "SELECT max("
+            " coalesce((SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'server_seq'), 0),"
+            " coalesce((SELECT max(last_seq) FROM log), 0),"
+            " coalesce((SELECT max(seq) FROM snapshots), 0))"
+        ).fetchone()
+        return int(row[0])
 
     @staticmethod
     def _schema_version(conn: sqlite3.Connection) -> int:
@@ -264,23 +304,7 @@ class SqliteStore(Store):
                 batch.append(self._queue.popleft())
             started = time.perf_counter()
             try:
-                conn.execute("BEGIN IMMEDIATE")
-                rows: list[_Row] = []
-                for write, row, _, _ in batch:
-                    if write is None:
-                        assert row is not None
-                        rows.append(row)
-                        continue
-                    if rows:  # consecutive envelopes go in together, in queue order
-                        self._append_segments(conn, rows)
-                        rows = []
-                    write(conn)
-                if rows:
-                    self._append_segments(conn, rows)
-                conn.execute(
-                    "INSERT OR REPLACE INTO meta VALUES ('server_seq', ?)", (self._committed_seq,)
-                )
-                conn.execute("COMMIT")
+                self._commit(conn, batch)
             except Exception as error:  # thread boundary: a failed commit stops the store
                 log.critical(
                     "commit failed: stopping the store", path=str(self._path), exc_info=True
@@ -298,30 +322,39 @@ class SqliteStore(Store):
             assert self._loop is not None
             self._loop.call_soon_threadsafe(self._committed_batch, callbacks, last)
 
-    def _append_segments(self, conn: sqlite3.Connection, rows: list[_Row]) -> None:
-        """Store envelope rows (in ``serverSeq`` order): one segment per channel.
+    def _commit(self, conn: sqlite3.Connection, batch: list[_Write]) -> None:
+        """Write one batch in one transaction.
 
-        One row per channel per commit instead of one per envelope: far less
-        SQLite work, and fewer trips through the sqlite3 module, each of which
-        releases the GIL that the event loop then holds on to.
+        The common case — envelopes of one channel (a streaming chat, a
+        dispatched action) — is a single INSERT in autocommit mode: one
+        statement, so the writer gives up and wins back the GIL once, not four
+        times, while the event loop keeps it busy. Everything else runs between
+        BEGIN and COMMIT, in queue order, and records the high-water mark.
         """
-        by_channel: dict[str, list[bytes]] = {}
-        first: dict[str, int] = {}
-        last: dict[str, int] = {}
-        for seq, channel, at_ms, envelope in rows:
-            entries = by_channel.get(channel)
-            if entries is None:
-                entries = by_channel[channel] = []
-                first[channel] = seq
-            entries.append(b"[%d,%s,%s]" % (seq, repr(at_ms).encode(), envelope))
-            last[channel] = seq
-        conn.executemany(
-            "INSERT INTO log (channel, first_seq, last_seq, entries) VALUES (?, ?, ?, ?)",
-            [
-                (channel, first[channel], last[channel], b"[" + b",".join(entries) + b"]")
-                for channel, entries in by_channel.items()
-            ],
-        )
+        if all(write is None for write, _, _, _ in batch):
+            segments = _segments([row for _, row, _, _ in batch if row is not None])
+            if len(segments) == 1:
+                conn.execute(_INSERT_SEGMENT, segments[0])
+                self._committed_seq = max(self._committed_seq, segments[0][2])
+                return
+        conn.execute("BEGIN IMMEDIATE")
+        rows: list[_Row] = []
+        for write, row, _, _ in batch:
+            if write is None:
+                assert row is not None
+                rows.append(row)
+                continue
+            if rows:  # consecutive envelopes go in together, in queue order
+                self._append_segments(conn, rows)
+                rows = []
+            write(conn)
+        if rows:
+            self._append_segments(conn, rows)
+        conn.execute("INSERT OR REPLACE INTO meta VALUES ('server_seq', ?)", (self._committed_seq,))
+        conn.execute("COMMIT")
+
+    def _append_segments(self, conn: sqlite3.Connection, rows: list[_Row]) -> None:
+        conn.executemany(_INSERT_SEGMENT, _segments(rows))
         self._committed_seq = max(self._committed_seq, rows[-1][0])
 
     def _committed_batch(self, callbacks: list[_Callback], last: int) -> None:

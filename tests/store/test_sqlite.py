@@ -177,3 +177,25 @@ async def test_a_schema_1_log_is_migrated_to_segments(tmp_path: Path) -> None:
     assert (
         check.execute("SELECT name FROM sqlite_master WHERE name = 'envelopes'").fetchone() is None
     )
+
+
+async def test_the_high_water_mark_survives_deleting_the_newest_envelopes(tmp_path: Path) -> None:
+    path = tmp_path / "ahp.db"
+    store = SqliteStore(path)
+    store.open()
+    store.put_channel("ahp-chat:/old", "chat", "ahp-session:/s", "2026-01-01T00:00:00.000Z", None)
+    store.put_channel("ahp-chat:/new", "chat", "ahp-session:/s", "2026-01-01T00:00:00.000Z", None)
+    for seq in range(1, 6):
+        store.append_envelope(seq, "ahp-chat:/old", 1.0, b"{}", lambda: None)
+    async with asyncio.timeout(TIMEOUT):
+        await store.flush()
+    for seq in range(6, 11):  # envelopes alone: committed without touching meta
+        store.append_envelope(seq, "ahp-chat:/new", 1.0, b"{}", lambda: None)
+    async with asyncio.timeout(TIMEOUT):
+        await store.flush()
+    await store.close()
+    store = SqliteStore(path)
+    assert store.open() == 10  # derived from the log
+    store.delete_channel("ahp-chat:/new")  # the newest envelopes go away
+    await store.close()
+    assert SqliteStore(path).open() == 10  # numbering still resumes above them
