@@ -1,13 +1,20 @@
-"""The embedded default store: SQLite in WAL mode, one writer thread, group commit.
+"""The embedded default store: SQLite in WAL mode with group commit.
 
 Layer: store (stdlib ``sqlite3`` + ``threading``; called from the event loop).
 
-Writes are queued from the loop and applied by a single writer thread, which
-takes **everything queued** and commits it in one transaction (group commit),
-then hands the envelopes' ``on_commit`` callbacks back to the loop in order.
-The loop never waits on disk: reads run in a worker thread
-(``asyncio.to_thread``) on their own connection, which WAL lets run beside the
-writer.
+Writes are queued from the loop and committed in groups: **everything queued**
+goes into one transaction, then the envelopes' ``on_commit`` callbacks run on
+the loop, in order. Who commits depends on ``synchronous``:
+
+* ``NORMAL`` (the default): the loop itself, once per loop iteration
+  (:meth:`SqliteStore._commit_on_loop`). A WAL commit without fsync is a
+  write into the OS page cache; the fsyncs happen at checkpoints, which a
+  checkpointer thread runs on its own connection while the loop holds its
+  commits (so each checkpoint completes and the WAL starts over).
+* ``FULL``: a writer thread, since every commit waits for an fsync.
+
+Reads run in a worker thread (``asyncio.to_thread``) on their own connection,
+which WAL lets run beside the writer.
 
 Schema (versioned, forward-migrated; a newer schema is refused):
 
@@ -109,6 +116,9 @@ MIGRATIONS: dict[int, str] = {
 }
 
 _HIGH_WATER = 50_000
+#: synchronous=NORMAL: ask the checkpointer to run after this much log (about
+#: SQLite's own default of 1,000 pages).
+_CHECKPOINT_BYTES = 4 * 1024 * 1024
 _LOW_WATER = 10_000
 
 #: An envelope row: (serverSeq, channel, clock ms, envelope JSON).
@@ -153,7 +163,7 @@ def _segments(rows: list[_Row]) -> list[tuple[str, int, int, bytes]]:
 
 
 class SqliteStore(Store):
-    """One SQLite file, written by one thread with group commit."""
+    """One SQLite file with group commit: on the event loop (NORMAL) or a writer thread (FULL)."""
 
     durable = True
 
@@ -163,10 +173,19 @@ class SqliteStore(Store):
             raise StoreError(f"synchronous must be NORMAL or FULL, not {synchronous!r}")
         self._synchronous = synchronous.upper()
         self._queue: deque[_Write] = deque()
+        #: synchronous=NORMAL commits on the event loop (see _kick); FULL, whose
+        #: commits wait for fsync, in the writer thread.
+        self._on_loop = self._synchronous == "NORMAL"
+        self._scheduled = False
         self._ready = threading.Condition()
         self._idle = False
         self._stopping = False
         self._thread: threading.Thread | None = None
+        self._checkpoint_due = False
+        #: A checkpoint is running: the loop holds its commits until it ends.
+        self._checkpointing = False
+        #: Roughly what the loop's commits added to the WAL since the last checkpoint.
+        self._wal_bytes = 0
         self._loop: asyncio.AbstractEventLoop | None = None
         self._queued = 0
         self._committed = 0
@@ -219,9 +238,14 @@ class SqliteStore(Store):
         self._reader = self._connect()
         self._loop = asyncio.get_running_loop()
         self._committed_seq = server_seq
-        self._thread = threading.Thread(
-            target=self._write_loop, name="ahp-store-writer", daemon=True
-        )
+        if self._on_loop:
+            # The loop's commits never checkpoint (that fsyncs); a thread of its own does.
+            conn.execute("PRAGMA wal_autocheckpoint=0")
+            self._checkpointer = self._connect()
+            target = self._checkpoint_loop
+        else:
+            target = self._write_loop
+        self._thread = threading.Thread(target=target, name="ahp-store-writer", daemon=True)
         self._thread.start()
         log.info("store opened", path=str(self._path), server_seq=server_seq)
         return server_seq
@@ -264,6 +288,8 @@ class SqliteStore(Store):
             self._ready.notify()
         await asyncio.to_thread(self._thread.join)
         self._thread = None
+        if self._on_loop:
+            self._checkpointer.close()
         self._writer_conn.close()
         if self._reader is not None:
             self._reader.close()
@@ -276,16 +302,95 @@ class SqliteStore(Store):
         write: Callable[[sqlite3.Connection], object] | None,
         row: _Row | None = None,
         on_commit: _Callback | None = None,
+        size: int = 0,
     ) -> None:
+        """Queue a write; ``size`` is about how many bytes it stores (for checkpoints)."""
         if self._failure is not None:
             raise StoreError(f"{self._path}: the store failed: {self._failure}")
+        self._wal_bytes += size
         self._queued += 1
         self._queue.append((write, row, on_commit, self._queued))  # deque.append is thread-safe
-        if self._idle:  # wake the writer only when it sleeps (see _write_loop)
+        if self._on_loop:
+            if not self._scheduled:
+                self._scheduled = True
+                assert self._loop is not None
+                self._loop.call_soon(self._commit_on_loop)
+        elif self._idle:  # wake the writer only when it sleeps (see _write_loop)
             with self._ready:
                 self._ready.notify()
         if self._queued - self._committed > _HIGH_WATER:
             self._room.clear()
+
+    def _commit_on_loop(self) -> None:
+        """Group commit on the event loop: everything queued since the last one.
+
+        Scheduled by the first write after a commit, so it runs once the tasks
+        ready now have run: one transaction for all they produced. With
+        ``synchronous=NORMAL`` a WAL commit is a write into the OS page cache,
+        no fsync (a crash of the process loses nothing; a power cut may lose
+        the last commits — the same as SQLite's own guarantee for NORMAL). Doing
+        it here costs a few microseconds per envelope and saves two thread
+        handoffs per commit and the contention for the GIL between the loop
+        and a writer thread. Checkpoints, which fsync, run in a thread.
+        """
+        self._scheduled = False
+        if self._failure is not None or not self._queue or self._checkpointing:
+            return  # (after a checkpoint, _checkpoint_done commits what waited)
+        batch = list(self._queue)
+        self._queue.clear()
+        conn = self._writer_conn
+        started = time.perf_counter()
+        try:
+            self._commit(conn, batch)
+        except sqlite3.Error as error:
+            log.critical("commit failed: stopping the store", path=str(self._path), exc_info=True)
+            with contextlib.suppress(sqlite3.Error):
+                conn.execute("ROLLBACK")
+            self._failure = error
+            self._failed(error)
+            return
+        self.commits += 1
+        self.commit_seconds += time.perf_counter() - started
+        self._committed_batch([cb for _, _, cb, _ in batch if cb is not None], batch[-1][3])
+        self._wal_bytes += 8192  # each commit writes a page or two besides its data
+        if self._wal_bytes >= _CHECKPOINT_BYTES:
+            # A checkpoint that always races new commits never completes, and
+            # then the WAL is never reset and grows without bound. So commits
+            # wait (envelopes queue, actors run up to their in-flight limit)
+            # while the checkpointer copies the WAL into the database and
+            # fsyncs it; the next commit then starts the WAL over. A writer
+            # thread checkpointing in line would make commits wait as long.
+            self._wal_bytes = 0
+            self._checkpointing = True
+            with self._ready:
+                self._checkpoint_due = True
+                self._ready.notify()
+
+    def _checkpoint_done(self) -> None:
+        self._checkpointing = False
+        if self._queue and not self._scheduled:
+            self._scheduled = True
+            assert self._loop is not None
+            self._loop.call_soon(self._commit_on_loop)
+
+    def _checkpoint_loop(self) -> None:
+        """The checkpointer thread (synchronous=NORMAL): copies the WAL into the database."""
+        while True:
+            with self._ready:
+                while not self._checkpoint_due and not self._stopping:
+                    self._ready.wait()
+                if self._stopping:
+                    return
+                self._checkpoint_due = False
+            try:
+                # PASSIVE never waits for the loop's connection; it holds its
+                # commits meanwhile, so the checkpoint completes.
+                self._checkpointer.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+            except sqlite3.Error:  # thread boundary: the next checkpoint tries again
+                log.warning("checkpoint failed", path=str(self._path), exc_info=True)
+            finally:
+                assert self._loop is not None
+                self._loop.call_soon_threadsafe(self._checkpoint_done)
 
     def _write_loop(self) -> None:
         conn = self._writer_conn
@@ -406,7 +511,7 @@ class SqliteStore(Store):
         *args: object,
     ) -> None:
         # The hot path (one call per action): a row, not a closure; see _write_loop.
-        self._enqueue(None, (seq, channel, at_ms, envelope), (on_commit, args))
+        self._enqueue(None, (seq, channel, at_ms, envelope), (on_commit, args), len(envelope))
 
     def put_channel(
         self, uri: str, kind: str, session: str | None, created_at: str, summary: bytes | None
@@ -447,14 +552,15 @@ class SqliteStore(Store):
                     (previous[0], uri),
                 )
 
-        self._enqueue(write)
+        self._enqueue(write, size=len(state))
 
     def put_turn(self, chat: str, position: int, turn_id: str, turn: bytes) -> None:
         self._enqueue(
             lambda conn: conn.execute(
                 "INSERT OR REPLACE INTO turns (chat, position, turn_id, turn) VALUES (?, ?, ?, ?)",
                 (chat, position, turn_id, turn),
-            )
+            ),
+            size=len(turn),
         )
 
     def truncate_turns(self, chat: str, keep: int) -> None:

@@ -24,9 +24,12 @@ async def test_a_new_store_is_created_and_migrated(tmp_path: Path) -> None:
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
 
-async def test_envelopes_commit_in_order_before_their_callbacks(tmp_path: Path) -> None:
+@pytest.mark.parametrize("synchronous", ["NORMAL", "FULL"])  # on the loop / in a thread
+async def test_envelopes_commit_in_order_before_their_callbacks(
+    tmp_path: Path, synchronous: str
+) -> None:
     path = tmp_path / "ahp.db"
-    store = SqliteStore(path)
+    store = SqliteStore(path, synchronous=synchronous)
     store.open()
     committed: list[int] = []
     visible_at_callback: list[bool] = []
@@ -199,3 +202,53 @@ async def test_the_high_water_mark_survives_deleting_the_newest_envelopes(tmp_pa
     store.delete_channel("ahp-chat:/new")  # the newest envelopes go away
     await store.close()
     assert SqliteStore(path).open() == 10  # numbering still resumes above them
+
+
+@pytest.mark.parametrize("synchronous", ["NORMAL", "FULL"])
+async def test_a_failed_commit_stops_the_store_and_delivers_nothing_of_it(
+    tmp_path: Path, synchronous: str
+) -> None:
+    store = SqliteStore(tmp_path / "ahp.db", synchronous=synchronous)
+    store.open()
+    delivered: list[int] = []
+    store.append_envelope(1, "ahp-chat:/c", 1.0, b"{}", delivered.append, 1)
+    async with asyncio.timeout(TIMEOUT):
+        await store.flush()
+    # The same (channel, serverSeq) again: the log refuses it, the commit fails.
+    store.append_envelope(1, "ahp-chat:/c", 1.0, b"{}", delivered.append, 99)
+    with pytest.raises(StoreError, match="commit failed"):
+        async with asyncio.timeout(TIMEOUT):
+            await store.flush()
+    assert delivered == [1]  # what failed was never delivered
+    with pytest.raises(StoreError, match="failed"):
+        store.append_envelope(2, "ahp-chat:/c", 1.0, b"{}", delivered.append, 2)
+
+
+def _size(path: Path) -> int:
+    return path.stat().st_size if path.exists() else 0
+
+
+async def test_checkpoints_keep_the_wal_bounded_while_a_chat_streams(tmp_path: Path) -> None:
+    path = tmp_path / "ahp.db"
+    store = SqliteStore(path)  # NORMAL: commits on the loop, checkpoints in a thread
+    store.open()
+    store.put_channel("ahp-chat:/c", "chat", "ahp-session:/s", "2026-01-01T00:00:00.000Z", None)
+    envelope = b'{"delta":"' + b"x" * 1000 + b'"}'
+    delivered: list[int] = []
+    largest_wal = 0
+    seq = 0
+    async with asyncio.timeout(60):
+        for _ in range(200):  # ~20 MB of log in commits of 100 envelopes
+            for _ in range(100):
+                seq += 1
+                store.append_envelope(seq, "ahp-chat:/c", 1.0, envelope, delivered.append, seq)
+            await store.flush()
+            largest_wal = max(largest_wal, _size(Path(f"{path}-wal")))
+        loaded = await store.load("ahp-chat:/c", retained_turns=1)
+        await store.close()
+    assert delivered == list(range(1, seq + 1))
+    # Checkpoints run every ~4 MB and complete, so the WAL starts over; without
+    # them it would hold all ~20 MB.
+    assert 0 < largest_wal < 12 * 1024 * 1024
+    assert loaded is not None
+    assert [s for s, _, _ in loaded.envelopes] == list(range(1, seq + 1))
