@@ -342,7 +342,7 @@ class SqliteStore(Store):
         started = time.perf_counter()
         try:
             self._commit(conn, batch)
-        except sqlite3.Error as error:
+        except Exception as error:  # callback boundary, as in the writer thread: the store stops
             log.critical("commit failed: stopping the store", path=str(self._path), exc_info=True)
             with contextlib.suppress(sqlite3.Error):
                 conn.execute("ROLLBACK")
