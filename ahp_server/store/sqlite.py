@@ -18,8 +18,9 @@ which WAL lets run beside the writer.
 
 Schema (versioned, forward-migrated; a newer schema is refused):
 
-* ``meta(key, value)`` — ``schema_version`` and ``server_seq``: with the log
-  and the snapshots, the high-water mark (see ``SqliteStore._high_water``);
+* ``meta(key, value)`` — ``schema_version`` and ``server_seq``, the high-water
+  mark: a trigger raises it with every log row, in the same statement, so it
+  never lags the log and never goes back when rows are deleted;
 * ``channels`` — one row per session and chat: kind, owning session, creation
   time, a session's summary (for ``listSessions`` without loading anything),
   a chat's running turn (for crash recovery), and the log floor;
@@ -112,6 +113,11 @@ MIGRATIONS: dict[int, str] = {
                '[[' || seq || ',' || at_ms || ',' || CAST(envelope AS TEXT) || ']]'
         FROM envelopes;
     DROP TABLE envelopes;
+    INSERT OR IGNORE INTO meta VALUES ('server_seq', 0);
+    CREATE TRIGGER log_high_water AFTER INSERT ON log BEGIN
+        UPDATE meta SET value = max(CAST(value AS INTEGER), NEW.last_seq)
+        WHERE key = 'server_seq';
+    END;
     """,
 }
 
@@ -228,7 +234,8 @@ class SqliteStore(Store):
                 conn.execute(
                     "INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", (step + 1,)
                 )
-            server_seq = self._high_water(conn)
+            row = conn.execute("SELECT value FROM meta WHERE key = 'server_seq'").fetchone()
+            server_seq = int(row[0]) if row else 0
         except sqlite3.DatabaseError as error:
             raise StoreError(
                 f"{self._path}: not a readable ahp-server database ({error}); "
@@ -237,7 +244,6 @@ class SqliteStore(Store):
         self._writer_conn = conn
         self._reader = self._connect()
         self._loop = asyncio.get_running_loop()
-        self._committed_seq = server_seq
         if self._on_loop:
             # The loop's commits never checkpoint (that fsyncs); a thread of its own does.
             conn.execute("PRAGMA wal_autocheckpoint=0")
@@ -249,23 +255,6 @@ class SqliteStore(Store):
         self._thread.start()
         log.info("store opened", path=str(self._path), server_seq=server_seq)
         return server_seq
-
-    @staticmethod
-    def _high_water(conn: sqlite3.Connection) -> int:
-        """The highest ``serverSeq`` ever committed.
-
-        A commit of envelopes alone does not touch ``meta`` (see
-        :meth:`_commit`), so the mark is the largest of ``meta.server_seq``,
-        the log and the snapshots. Rows are only deleted in transactions that
-        also write ``meta``, so the mark never goes back.
-        """
-        row = conn.execute(
-            "SELECT max("
-            " coalesce((SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'server_seq'), 0),"
-            " coalesce((SELECT max(last_seq) FROM log), 0),"
-            " coalesce((SELECT max(seq) FROM snapshots), 0))"
-        ).fetchone()
-        return int(row[0])
 
     @staticmethod
     def _schema_version(conn: sqlite3.Connection) -> int:
@@ -428,19 +417,18 @@ class SqliteStore(Store):
             self._loop.call_soon_threadsafe(self._committed_batch, callbacks, last)
 
     def _commit(self, conn: sqlite3.Connection, batch: list[_Write]) -> None:
-        """Write one batch in one transaction.
+        """Write one batch in one transaction (the trigger keeps the high-water mark).
 
         The common case — envelopes of one channel (a streaming chat, a
-        dispatched action) — is a single INSERT in autocommit mode: one
-        statement, so the writer gives up and wins back the GIL once, not four
-        times, while the event loop keeps it busy. Everything else runs between
-        BEGIN and COMMIT, in queue order, and records the high-water mark.
+        dispatched action) — is a single INSERT in autocommit mode: one call
+        into SQLite instead of four (in the writer thread, one GIL handoff
+        instead of four). Everything else runs between BEGIN and COMMIT, in
+        queue order.
         """
         if all(write is None for write, _, _, _ in batch):
             segments = _segments([row for _, row, _, _ in batch if row is not None])
             if len(segments) == 1:
                 conn.execute(_INSERT_SEGMENT, segments[0])
-                self._committed_seq = max(self._committed_seq, segments[0][2])
                 return
         conn.execute("BEGIN IMMEDIATE")
         rows: list[_Row] = []
@@ -450,17 +438,12 @@ class SqliteStore(Store):
                 rows.append(row)
                 continue
             if rows:  # consecutive envelopes go in together, in queue order
-                self._append_segments(conn, rows)
+                conn.executemany(_INSERT_SEGMENT, _segments(rows))
                 rows = []
             write(conn)
         if rows:
-            self._append_segments(conn, rows)
-        conn.execute("INSERT OR REPLACE INTO meta VALUES ('server_seq', ?)", (self._committed_seq,))
+            conn.executemany(_INSERT_SEGMENT, _segments(rows))
         conn.execute("COMMIT")
-
-    def _append_segments(self, conn: sqlite3.Connection, rows: list[_Row]) -> None:
-        conn.executemany(_INSERT_SEGMENT, _segments(rows))
-        self._committed_seq = max(self._committed_seq, rows[-1][0])
 
     def _committed_batch(self, callbacks: list[_Callback], last: int) -> None:
         """On the loop: deliver what was committed, in order."""
