@@ -379,7 +379,8 @@ class SqliteStore(Store):
                 log.warning("checkpoint failed", path=str(self._path), exc_info=True)
             finally:
                 assert self._loop is not None
-                self._loop.call_soon_threadsafe(self._checkpoint_done)
+                with contextlib.suppress(RuntimeError):  # the loop is gone: nothing waits
+                    self._loop.call_soon_threadsafe(self._checkpoint_done)
 
     def _write_loop(self) -> None:
         conn = self._writer_conn
