@@ -26,8 +26,10 @@ ROOT = "ahp-root://"
 
 
 @pytest.fixture
-async def daemon(tmp_path: Path) -> AsyncIterator[Daemon]:
-    process = Daemon(tmp_path / "data")
+async def daemon(tmp_path: Path, request: pytest.FixtureRequest) -> AsyncIterator[Daemon]:
+    """A daemon on a data dir; parametrize indirectly with a ``--durability`` value."""
+    durability = getattr(request, "param", "normal")
+    process = Daemon(tmp_path / "data", "--durability", durability)
     try:
         yield process
     finally:
@@ -43,6 +45,8 @@ def streamed_so_far(client: AhpClient, chat: str) -> str:
     return markdown(turn) if isinstance(turn, ActiveTurn) else ""
 
 
+# normal commits on the event loop, full in a writer thread: both keep the guarantee.
+@pytest.mark.parametrize("daemon", ["normal", "full"], indirect=True)
 async def test_kill_9_mid_stream_loses_nothing_any_client_saw(daemon: Daemon) -> None:
     url = await daemon.start()
     words = " ".join(f"word{i}" for i in range(400))
@@ -97,6 +101,7 @@ async def exact_states(url: str, channels: list[str]) -> dict[str, Any]:
         }
 
 
+@pytest.mark.parametrize("daemon", ["normal", "full"], indirect=True)
 async def test_sigterm_restart_keeps_every_state_identical(daemon: Daemon) -> None:
     url = await daemon.start()
     async with AhpClient.connect(url) as client:
