@@ -534,10 +534,10 @@ class SessionActor(ChannelActor[SessionState]):
 
 # -- chat ------------------------------------------------------------------------------------
 
-#: Actions after which a chat's catalogue entry or blocking requests may differ.
 #: Actions a running turn streams (never mirrored into the session).
 _STREAMED = frozenset({ChatDeltaAction, ChatReasoningAction})
 
+#: Actions after which a chat's catalogue entry or blocking requests may differ.
 _MIRRORED = frozenset(
     {
         "chat/turnStarted",

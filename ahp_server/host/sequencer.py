@@ -140,10 +140,6 @@ class Hub:
         self.published_by_type: dict[str, int] = {}
         self.last_envelope_size = 0
 
-    @property
-    def published(self) -> int:
-        return sum(self.published_by_type.values())
-
     def published_by_kind(self) -> dict[str, int]:
         """Published actions by channel type (``root``/``session``/``chat``/…)."""
         families: dict[str, int] = {}

@@ -179,7 +179,7 @@ class SqliteStore(Store):
             raise StoreError(f"synchronous must be NORMAL or FULL, not {synchronous!r}")
         self._synchronous = synchronous.upper()
         self._queue: deque[_Write] = deque()
-        #: synchronous=NORMAL commits on the event loop (see _kick); FULL, whose
+        #: synchronous=NORMAL commits on the event loop (_commit_on_loop); FULL, whose
         #: commits wait for fsync, in the writer thread.
         self._on_loop = self._synchronous == "NORMAL"
         self._scheduled = False
@@ -248,10 +248,10 @@ class SqliteStore(Store):
             # The loop's commits never checkpoint (that fsyncs); a thread of its own does.
             conn.execute("PRAGMA wal_autocheckpoint=0")
             self._checkpointer = self._connect()
-            target = self._checkpoint_loop
+            target, name = self._checkpoint_loop, "ahp-store-checkpointer"
         else:
-            target = self._write_loop
-        self._thread = threading.Thread(target=target, name="ahp-store-writer", daemon=True)
+            target, name = self._write_loop, "ahp-store-writer"
+        self._thread = threading.Thread(target=target, name=name, daemon=True)
         self._thread.start()
         log.info("store opened", path=str(self._path), server_seq=server_seq)
         return server_seq
@@ -430,7 +430,11 @@ class SqliteStore(Store):
             segments = _segments([row for _, row, _, _ in batch if row is not None])
             if len(segments) == 1:
                 conn.execute(_INSERT_SEGMENT, segments[0])
-                return
+            else:  # several channels (many chats streaming at once)
+                conn.execute("BEGIN IMMEDIATE")
+                conn.executemany(_INSERT_SEGMENT, segments)
+                conn.execute("COMMIT")
+            return
         conn.execute("BEGIN IMMEDIATE")
         rows: list[_Row] = []
         for write, row, _, _ in batch:

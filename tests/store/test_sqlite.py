@@ -121,17 +121,22 @@ def test_bad_synchronous_setting_is_refused(tmp_path: Path) -> None:
         SqliteStore(tmp_path / "x.db", synchronous="sometimes")
 
 
-async def test_a_segment_keeps_each_envelope_its_number_and_clock(tmp_path: Path) -> None:
+@pytest.mark.parametrize("other_write", [True, False])  # a transaction of mixed writes, or not
+async def test_a_segment_keeps_each_envelope_its_number_and_clock(
+    tmp_path: Path, other_write: bool
+) -> None:
     store = SqliteStore(tmp_path / "ahp.db")
     store.open()
     store.put_channel("ahp-chat:/a", "chat", "ahp-session:/s", "2026-01-01T00:00:00.000Z", None)
     store.put_channel("ahp-chat:/b", "chat", "ahp-session:/s", "2026-01-01T00:00:00.000Z", None)
-    # Two channels interleaved in one commit, with a non-envelope write in between.
+    async with asyncio.timeout(TIMEOUT):
+        await store.flush()
+    # Two channels interleaved in one commit, maybe with another write in between.
     for seq in range(1, 301):
         channel = "ahp-chat:/a" if seq % 3 else "ahp-chat:/b"
         envelope = b'{"n":%d,"text":"caf\xc3\xa9 \\"q\\""}' % seq
         store.append_envelope(seq, channel, 1733150000000.25 + seq, envelope, lambda: None)
-        if seq == 150:
+        if seq == 150 and other_write:
             store.put_turn("ahp-chat:/a", 0, "t0", b"{}")
     async with asyncio.timeout(TIMEOUT):
         await store.flush()
