@@ -122,9 +122,11 @@ MIGRATIONS: dict[int, str] = {
 }
 
 _HIGH_WATER = 50_000
-#: synchronous=NORMAL: ask the checkpointer to run after this much log (about
-#: SQLite's own default of 1,000 pages).
-_CHECKPOINT_BYTES = 4 * 1024 * 1024
+#: synchronous=NORMAL: ask the checkpointer to run after about this much WAL
+#: (SQLite's own default is 1,000 pages, ~4 MB) ...
+CHECKPOINT_BYTES = 4 * 1024 * 1024
+#: ... and make the commits wait for it once the WAL has this many pages (~16 MB).
+HOLD_FRAMES = 4096
 _LOW_WATER = 10_000
 
 #: An envelope row: (serverSeq, channel, clock ms, envelope JSON).
@@ -173,7 +175,14 @@ class SqliteStore(Store):
 
     durable = True
 
-    def __init__(self, path: str | Path, *, synchronous: str = "NORMAL") -> None:
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        synchronous: str = "NORMAL",
+        checkpoint_bytes: int = CHECKPOINT_BYTES,
+        hold_frames: int = HOLD_FRAMES,
+    ) -> None:
         self._path = Path(path)
         if synchronous.upper() not in ("NORMAL", "FULL"):
             raise StoreError(f"synchronous must be NORMAL or FULL, not {synchronous!r}")
@@ -188,10 +197,16 @@ class SqliteStore(Store):
         self._stopping = False
         self._thread: threading.Thread | None = None
         self._checkpoint_due = False
-        #: A checkpoint is running: the loop holds its commits until it ends.
-        self._checkpointing = False
+        self._checkpoint_bytes = checkpoint_bytes
+        self._hold_frames = hold_frames
+        #: A checkpoint is running (in the checkpointer thread).
+        self._checkpoint_running = False
+        #: ... and the loop holds its commits until it ends.
+        self._holding = False
         #: Roughly what the loop's commits added to the WAL since the last checkpoint.
         self._wal_bytes = 0
+        #: Pages in the WAL when the last checkpoint ran (0: it starts over).
+        self._wal_frames = 0
         self._loop: asyncio.AbstractEventLoop | None = None
         self._queued = 0
         self._committed = 0
@@ -215,6 +230,8 @@ class SqliteStore(Store):
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute(f"PRAGMA synchronous={self._synchronous}")
         conn.execute("PRAGMA foreign_keys=OFF")
+        # When the WAL starts over after a burst, give the disk space back.
+        conn.execute("PRAGMA journal_size_limit=67108864")
         return conn
 
     def open(self) -> int:
@@ -323,7 +340,7 @@ class SqliteStore(Store):
         and a writer thread. Checkpoints, which fsync, run in a thread.
         """
         self._scheduled = False
-        if self._failure is not None or not self._queue or self._checkpointing:
+        if self._failure is not None or not self._queue or self._holding:
             return  # (after a checkpoint, _checkpoint_done commits what waited)
         batch = list(self._queue)
         self._queue.clear()
@@ -342,21 +359,30 @@ class SqliteStore(Store):
         self.commit_seconds += time.perf_counter() - started
         self._committed_batch([cb for _, _, cb, _ in batch if cb is not None], batch[-1][3])
         self._wal_bytes += 8192  # each commit writes a page or two besides its data
-        if self._wal_bytes >= _CHECKPOINT_BYTES:
-            # A checkpoint that always races new commits never completes, and
-            # then the WAL is never reset and grows without bound. So commits
-            # wait (envelopes queue, actors run up to their in-flight limit)
-            # while the checkpointer copies the WAL into the database and
-            # fsyncs it; the next commit then starts the WAL over. A writer
-            # thread checkpointing in line would make commits wait as long.
+        if self._wal_bytes >= self._checkpoint_bytes and not self._checkpoint_running:
+            # Checkpoints copy the WAL into the database and fsync it, in the
+            # checkpointer thread while commits go on. But a checkpoint that
+            # races new commits never completes, and then the WAL never starts
+            # over and grows without bound. So once it has grown past
+            # `hold_frames`, a checkpoint makes the commits wait (envelopes
+            # queue; actors run up to their in-flight limit): it copies the
+            # little the racing ones left, and the next commit starts the WAL
+            # over. (A writer thread checkpointing in line would hold commits
+            # for every checkpoint.)
             self._wal_bytes = 0
-            self._checkpointing = True
+            self._checkpoint_running = True
+            self._holding = self._wal_frames >= self._hold_frames
             with self._ready:
                 self._checkpoint_due = True
                 self._ready.notify()
 
-    def _checkpoint_done(self) -> None:
-        self._checkpointing = False
+    def _checkpoint_done(self, frames: int, copied: int) -> None:
+        """On the loop: the checkpoint found ``frames`` pages in the WAL and copied ``copied``."""
+        if frames >= 0:  # (-1: the checkpoint failed; the next one tries again)
+            # After a complete checkpoint that held the commits, the next
+            # commit starts the WAL over. A racing one cannot know that.
+            self._wal_frames = 0 if self._holding and copied == frames else frames
+        self._checkpoint_running = self._holding = False
         if self._queue and not self._scheduled:
             self._scheduled = True
             assert self._loop is not None
@@ -371,16 +397,18 @@ class SqliteStore(Store):
                 if self._stopping:
                     return
                 self._checkpoint_due = False
+            frames = copied = -1
             try:
-                # PASSIVE never waits for the loop's connection; it holds its
-                # commits meanwhile, so the checkpoint completes.
-                self._checkpointer.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+                # PASSIVE never waits for the loop's connection (see _commit_on_loop).
+                _, frames, copied = self._checkpointer.execute(
+                    "PRAGMA wal_checkpoint(PASSIVE)"
+                ).fetchone()
             except sqlite3.Error:  # thread boundary: the next checkpoint tries again
                 log.warning("checkpoint failed", path=str(self._path), exc_info=True)
             finally:
                 assert self._loop is not None
                 with contextlib.suppress(RuntimeError):  # the loop is gone: nothing waits
-                    self._loop.call_soon_threadsafe(self._checkpoint_done)
+                    self._loop.call_soon_threadsafe(self._checkpoint_done, frames, copied)
 
     def _write_loop(self) -> None:
         conn = self._writer_conn

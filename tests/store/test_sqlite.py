@@ -235,7 +235,9 @@ def _size(path: Path) -> int:
 
 async def test_checkpoints_keep_the_wal_bounded_while_a_chat_streams(tmp_path: Path) -> None:
     path = tmp_path / "ahp.db"
-    store = SqliteStore(path)  # NORMAL: commits on the loop, checkpoints in a thread
+    # NORMAL: commits on the loop, checkpoints in a thread; small thresholds
+    # (a checkpoint every ~256 KB, holding the commits past 256 pages ~ 1 MB).
+    store = SqliteStore(path, checkpoint_bytes=256 * 1024, hold_frames=256)
     store.open()
     store.put_channel("ahp-chat:/c", "chat", "ahp-session:/s", "2026-01-01T00:00:00.000Z", None)
     envelope = b'{"delta":"' + b"x" * 1000 + b'"}'
@@ -252,8 +254,8 @@ async def test_checkpoints_keep_the_wal_bounded_while_a_chat_streams(tmp_path: P
         loaded = await store.load("ahp-chat:/c", retained_turns=1)
         await store.close()
     assert delivered == list(range(1, seq + 1))
-    # Checkpoints run every ~4 MB and complete, so the WAL starts over; without
-    # them it would hold all ~20 MB.
+    # Racing checkpoints cannot let the WAL start over while commits keep
+    # coming; the holding ones do. Without them it would hold all ~20 MB.
     assert 0 < largest_wal < 12 * 1024 * 1024
     assert loaded is not None
     assert [s for s, _, _ in loaded.envelopes] == list(range(1, seq + 1))
