@@ -98,6 +98,7 @@ SUITE_TINY = SuiteSizes(
     many_connections=5,
     many_words=60,
     rtt_round_trips=20,
+    rtt_repeats=2,
     replay_words=300,
     snapshot_turns=(5, 10),
     idle_connections=20,
@@ -136,6 +137,9 @@ def test_suite_produces_every_figure(tmp_path: Path) -> None:
         for side in ("host", "floor"):
             assert positive(data[side]["p50_us"])
             assert positive(data[side]["p99_us"])
+            runs = data[side]["runs"]
+            assert len(runs) == 2
+            assert data[side]["p50_us"] == min(run["p50_us"] for run in runs)
     many = scenarios["many-chats/off"]
     for side in ("host", "floor"):
         assert positive(many[side]["deliveries_per_s"])
