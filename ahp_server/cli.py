@@ -22,12 +22,14 @@ from pathlib import Path
 import structlog
 
 from ahp_server import __version__
+from ahp_server.app import App
+from ahp_server.client import AhpClient
 from ahp_server.config import ConfigError, Settings, load_settings
-from ahp_server.host.host import DB_FILE, Host
+from ahp_server.host.host import DB_FILE
 from ahp_server.logging import configure_logging
 from ahp_server.protocol import PROTOCOL_VERSION
+from ahp_server.protocol.types import ChatDeltaAction, ChatResponsePartAction, MarkdownResponsePart
 from ahp_server.store.base import StoreError
-from ahp_server.transport.websocket import start_server
 
 log = structlog.get_logger(__name__)
 
@@ -114,17 +116,11 @@ def tune_gc() -> None:
 
 async def serve(settings: Settings) -> None:
     """Run the host until SIGTERM/SIGINT, then shut down gracefully (1001 to clients)."""
-    host = Host(settings)
-    await host.start()
-    try:
-        server = await start_server(host)
-    except (OSError, ConfigError):
-        await host.stop()
-        raise
+    app = App(settings)
+    await app.start()
     tune_gc()
-    for sock in server.sockets:
-        address = sock.getsockname()
-        log.info("listening", url=f"ws://{address[0]}:{address[1]}", version=PROTOCOL_VERSION)
+    for url in app.urls:
+        log.info("listening", url=url, version=PROTOCOL_VERSION)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
@@ -132,9 +128,7 @@ async def serve(settings: Settings) -> None:
             loop.add_signal_handler(signum, stop.set)
     await stop.wait()
     log.info("shutting down")
-    server.close(close_connections=False)  # stop accepting; the host closes with 1001
-    await host.stop()
-    await server.wait_closed()
+    await app.stop()
     log.info("stopped")
 
 
@@ -154,13 +148,6 @@ def backup_database(data_dir: Path, destination: Path) -> None:
 
 async def chat(url: str, message: str, token: str | None, provider: str | None) -> None:
     """Open a chat on a running host, send ``message`` and stream the reply to stdout."""
-    from ahp_server.client import AhpClient  # the client is only needed here
-    from ahp_server.protocol.types import (
-        ChatDeltaAction,
-        ChatResponsePartAction,
-        MarkdownResponsePart,
-    )
-
     async with AhpClient.connect(url, token=token) as client:
         chat_uri = await client.open_chat(provider)
 

@@ -98,6 +98,11 @@ class Settings:
     default_provider: str = "echo"
     #: Seconds a client-provided tool may take before the host fails it.
     client_tool_timeout: float = 300.0
+    #: Seconds a provider may take to open a session (or restore it after a
+    #: restart) before the session fails (or the turn does): agents/base.py.
+    session_open_timeout: float = 60.0
+    #: Seconds a provider may take to close a session (dispose, host stop).
+    session_close_timeout: float = 10.0
 
     #: Logging: "console", "json", or None (console on a terminal, else JSON).
     log_format: str | None = None
@@ -133,6 +138,8 @@ _KEYS: dict[str, tuple[str, str]] = {
     "limits.known_clients": ("known_clients", "posint"),
     "agents.default_provider": ("default_provider", "str"),
     "agents.client_tool_timeout": ("client_tool_timeout", "posfloat"),
+    "agents.session_open_timeout": ("session_open_timeout", "posfloat"),
+    "agents.session_close_timeout": ("session_close_timeout", "posfloat"),
     "logging.format": ("log_format", "logformat"),
     "logging.level": ("log_level", "loglevel"),
 }

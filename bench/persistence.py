@@ -46,10 +46,12 @@ from pathlib import Path
 from typing import Any
 
 from ahp_server import __version__
-from ahp_server.agents.base import TurnIO, TurnRequest
+from ahp_server.agents.base import StatelessProvider, TurnIO, TurnRequest
+from ahp_server.app import App
 from ahp_server.client import AhpClient
 from ahp_server.config import Settings
 from ahp_server.host.actors import ChatActor
+from ahp_server.host.commands import Commands
 from ahp_server.host.fanout import Connection
 from ahp_server.host.host import DB_FILE, Host, wall_clock_ms
 from ahp_server.host.sequencer import Hub
@@ -73,7 +75,6 @@ from ahp_server.protocol.types import (
     MultipleChatsCapability,
 )
 from ahp_server.store.sqlite import SqliteStore
-from ahp_server.transport.websocket import start_server
 
 __all__ = ["FULL", "QUICK", "FirehoseAgent", "Sizes", "main", "run"]
 
@@ -253,7 +254,7 @@ async def _new_session(host: Host, connection: Connection, provider: str) -> tup
     """``createSession`` through the host's command handler; (session, default chat) once ready."""
     uri = f"ahp-session:/{uuid.uuid4()}"
     params = CreateSessionParams(channel=uri, provider=provider)
-    await host.gateway.commands.create_session(connection, params)
+    await Commands(host).create_session(connection, params)
     session = host.sessions[uri]
     await until(
         lambda: (
@@ -265,14 +266,14 @@ async def _new_session(host: Host, connection: Connection, provider: str) -> tup
 
 async def _new_chat(host: Host, connection: Connection, session: str) -> str:
     uri = f"ahp-chat:/{uuid.uuid4()}"
-    await host.gateway.commands.create_chat(connection, CreateChatParams(channel=session, chat=uri))
+    await Commands(host).create_chat(connection, CreateChatParams(channel=session, chat=uri))
     return uri
 
 
 # -- 1. streaming through one chat -------------------------------------------------------------
 
 
-class FirehoseAgent:
+class FirehoseAgent(StatelessProvider):
     """Streams ``N`` deltas of ``B`` characters (the message is ``"N B"``), never pausing."""
 
     provider = "bench-firehose"
@@ -311,12 +312,10 @@ async def stream_turn(mode: str, deltas: int, size: int) -> dict[str, Any]:
             data_dir=None if synchronous is None else tmp,
             synchronous=synchronous or "normal",
         )
-        host = Host(settings, providers=[FirehoseAgent()])
-        await host.start()
-        server = await start_server(host)
-        port = server.sockets[0].getsockname()[1]
+        app = App(settings, providers=[FirehoseAgent()])
+        await app.start()
         try:
-            async with AhpClient.connect(f"ws://127.0.0.1:{port}") as client:
+            async with AhpClient.connect(app.urls[0]) as client:
                 chat = await client.open_chat(FirehoseAgent.provider)
                 received = 0
 
@@ -329,7 +328,7 @@ async def stream_turn(mode: str, deltas: int, size: int) -> dict[str, Any]:
                         received += 1
 
                 client.on_envelope(count)
-                store = host.store
+                store = app.host.store
                 commits = getattr(store, "commits", 0)
                 commit_seconds = getattr(store, "commit_seconds", 0.0)
                 with PeakRss() as rss:
@@ -339,9 +338,7 @@ async def stream_turn(mode: str, deltas: int, size: int) -> dict[str, Any]:
                 commits = getattr(store, "commits", 0) - commits
                 commit_seconds = getattr(store, "commit_seconds", 0.0) - commit_seconds
         finally:
-            server.close(close_connections=False)
-            await host.stop(close_timeout=1.0)
-            await server.wait_closed()
+            await app.stop(close_timeout=1.0)
     if len(answer) != deltas * size or received != deltas:
         raise RuntimeError(
             f"{mode}: expected {deltas} deltas ({deltas * size} chars), "
@@ -398,7 +395,7 @@ async def store_path_cost(length: int, deltas: int, size: int) -> float:
         now = iso_timestamp(wall_clock_ms())
         store.put_channel(chat, "chat", "ahp-session:/bench", now, None)
         store.put_snapshot(chat, seq, codec.encode(chat_with_part(chat, length)), 0)
-        store.set_active_turn(chat, TURN)
+        store.set_unfinished(chat, TURN)
         await store.flush()
         action = ChatDeltaAction(turn_id=TURN, part_id=PART, content=delta_text(size))
         started = time.perf_counter()
@@ -425,7 +422,7 @@ def reducer_cost(length: int, deltas: int, size: int) -> float:
     return (time.perf_counter() - started) / deltas * 1e6
 
 
-class PreloadedAgent:
+class PreloadedAgent(StatelessProvider):
     """Writes ``L`` characters, waits for the benchmark's go, then streams ``K`` deltas of ``B``.
 
     The message is ``"L K B"``. Between the two phases the benchmark waits until

@@ -7,36 +7,34 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 import pytest
-from websockets.asyncio.server import Server
 
+from ahp_server.app import App
 from ahp_server.config import Settings
 from ahp_server.host.host import Host
 from ahp_server.logging import configure_logging
-from ahp_server.transport.websocket import start_server
 
 configure_logging("warning", "console")
 
 
 @dataclass
 class RunningHost:
-    host: Host
-    server: Server
+    app: App
     url: str
 
+    @property
+    def host(self) -> Host:
+        return self.app.host
+
     async def stop(self) -> None:
-        self.server.close(close_connections=False)
-        await self.host.stop(close_timeout=1.0)
-        await self.server.wait_closed()
+        await self.app.stop(close_timeout=1.0)
 
 
 async def start_host(settings: Settings | None = None, **kwargs: object) -> RunningHost:
     """Start a host on 127.0.0.1 and a free port."""
     loopback = dataclasses.replace(settings or Settings(), host="127.0.0.1", port=0)
-    host = Host(loopback, **kwargs)  # type: ignore[arg-type]
-    await host.start()
-    server = await start_server(host)
-    port = server.sockets[0].getsockname()[1]
-    return RunningHost(host, server, f"ws://127.0.0.1:{port}")
+    app = App(loopback, **kwargs)  # type: ignore[arg-type]
+    await app.start()
+    return RunningHost(app, app.urls[0])
 
 
 @pytest.fixture

@@ -20,10 +20,34 @@ Lifecycle of a turn, as the host runs it:
 
 Steering messages the user sends during a turn are offered through
 :meth:`TurnIO.take_steering`; one the provider never takes starts the next turn.
+
+Sessions (the seam for providers that keep state or a process per session).
+The host calls, each with a timeout (``agents.session_open_timeout`` /
+``agents.session_close_timeout``):
+
+* :meth:`Provider.open_session` once, when a client creates the session and
+  before it is ready. Raising (or timing out) fails the session:
+  ``session/creationFailed`` with the error. A session a crash left in
+  ``creating`` is opened again when the host restarts (docs/agents.md).
+* :meth:`Provider.restore_session` once per host process, before the first
+  turn of a session that an earlier process opened (sessions are loaded
+  lazily, so a host with thousands of stored sessions restores only those in
+  use). Raising (or timing out) fails that turn with ``chat/error``; the next
+  turn tries again.
+* :meth:`Provider.close_session` once, when the session is disposed
+  (``disposed=True``; also for a session not restored in this process, so a
+  provider can drop what it keeps elsewhere) or when the host stops
+  (``disposed=False``; only sessions opened or restored in this process).
+  Failures are logged: the session goes away regardless.
+
+A timed-out hook is cancelled: ``asyncio.CancelledError`` is raised at its
+next ``await`` and it must clean up what it started (a process, say).
+Providers that keep nothing per session subclass :class:`StatelessProvider`.
 """
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -45,6 +69,8 @@ __all__ = [
     "AgentError",
     "InputAnswer",
     "Provider",
+    "SessionContext",
+    "StatelessProvider",
     "ToolCall",
     "ToolDecision",
     "TurnIO",
@@ -59,6 +85,18 @@ class AgentError(Exception):
         super().__init__(message)
         self.message = message
         self.error_type = error_type
+
+
+@dataclass(frozen=True, slots=True)
+class SessionContext:
+    """What a provider learns of a session when the host opens, restores or closes it."""
+
+    #: The session's URI (``ahp-session:/<id>``).
+    session: str
+    #: The session's working directories (possibly none) and its primary one:
+    #: the default chat's, the first directory when the client named none.
+    working_directories: tuple[str, ...] = ()
+    primary_working_directory: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,3 +224,35 @@ class Provider(Protocol):
     async def run_turn(self, request: TurnRequest, io: TurnIO) -> None:
         """Run one turn to completion (see the module docstring for the outcomes)."""
         ...
+
+    async def open_session(self, session: SessionContext) -> None:
+        """Prepare a new session (start its process, say); raise to fail its creation."""
+        ...
+
+    async def restore_session(self, session: SessionContext) -> None:
+        """Take back a session an earlier host process opened, before its first turn here."""
+        ...
+
+    async def close_session(self, session: SessionContext, *, disposed: bool) -> None:
+        """Release a session: disposed (forever) or the host is stopping (restored later)."""
+        ...
+
+
+class StatelessProvider(ABC):
+    """A provider that keeps nothing per session: the session hooks do nothing."""
+
+    @property
+    @abstractmethod
+    def info(self) -> AgentInfo: ...
+
+    @abstractmethod
+    async def run_turn(self, request: TurnRequest, io: TurnIO) -> None: ...
+
+    async def open_session(self, session: SessionContext) -> None:
+        return None
+
+    async def restore_session(self, session: SessionContext) -> None:
+        return None
+
+    async def close_session(self, session: SessionContext, *, disposed: bool) -> None:
+        return None

@@ -25,7 +25,7 @@ from __future__ import annotations
 import asyncio
 import re
 
-from ahp_server.agents.base import AgentError, TurnIO, TurnRequest
+from ahp_server.agents.base import AgentError, SessionContext, TurnIO, TurnRequest
 from ahp_server.protocol.types import (
     AgentCapabilities,
     AgentInfo,
@@ -81,6 +81,18 @@ class EchoAgent:
                 ),
             ),
         )
+
+    # The session hooks: the echo agent keeps nothing per session, so there is
+    # nothing to start, take back or release.
+
+    async def open_session(self, session: SessionContext) -> None:
+        return None
+
+    async def restore_session(self, session: SessionContext) -> None:
+        return None
+
+    async def close_session(self, session: SessionContext, *, disposed: bool) -> None:
+        return None
 
     async def run_turn(self, request: TurnRequest, io: TurnIO) -> None:
         text = request.message.text

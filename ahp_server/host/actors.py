@@ -8,6 +8,10 @@ the pure reducer, take the next global ``serverSeq`` and publish the envelope �
 one synchronous step, so ordering holds across actors (see ``sequencer.py``).
 Actors never wait on a subscriber: publishing only appends to outboxes.
 
+An actor knows its host only as a :class:`~ahp_server.host.runtime.Runtime`
+(settings, hub, clock, tasks, providers): the ``Host`` registry sits above
+this module and imports it, never the other way round.
+
 Inbox policy (docs/architecture.md): producers *wait* when an actor's inbox is
 full. Waits only ever go one way — connection/turn engine → chat actor →
 session actor → (root notifications, which never wait) — so no cycle of full
@@ -23,7 +27,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 import structlog
 from msgspec import UNSET, UnsetType
@@ -32,6 +36,7 @@ from msgspec.structs import replace
 from ahp_server.agents.base import InputAnswer, ToolDecision, TurnRequest
 from ahp_server.host.fanout import Connection
 from ahp_server.host.mailbox import Mailbox
+from ahp_server.host.runtime import Runtime
 from ahp_server.host.sequencer import action_type
 from ahp_server.host.turns import TurnRunner
 from ahp_server.protocol import codec
@@ -95,10 +100,10 @@ from ahp_server.protocol.types import (
     Turn,
 )
 
-if TYPE_CHECKING:
-    from ahp_server.host.host import Host
-
 __all__ = [
+    "CHAT_SCHEME",
+    "ROOT",
+    "SESSION_SCHEME",
     "ChannelActor",
     "ChatActor",
     "RootActor",
@@ -114,6 +119,8 @@ S = TypeVar("S", RootState, SessionState, ChatState)
 R = TypeVar("R")
 
 ROOT = "ahp-root://"
+SESSION_SCHEME = "ahp-session:/"
+CHAT_SCHEME = "ahp-chat:/"
 DEFAULT_SESSION_TITLE = "New Session"
 
 
@@ -156,8 +163,8 @@ class _ChatChanged:
 class ChannelActor(Generic[S]):
     """Owns one channel's state; everything that changes it goes through the inbox."""
 
-    def __init__(self, host: Host, uri: str, state: S) -> None:
-        self.host: Host = host
+    def __init__(self, host: Runtime, uri: str, state: S) -> None:
+        self.host: Runtime = host
         self.uri: str = uri
         #: The latest state: every applied action, committed or not. Actions
         #: are validated and reduced against it.
@@ -337,7 +344,7 @@ class ChannelActor(Generic[S]):
                 action, origin, connection = message.action, message.origin, message.connection
                 rejection = self.check(action, origin.client_id)
                 if rejection is not None:
-                    self.host.metrics_rejected += 1
+                    self.host.counters.rejected += 1
                     log.info(
                         "action rejected",
                         channel=self.uri,
@@ -430,7 +437,7 @@ def _summary_changes(old: ChatSummary, new: ChatSummary) -> PartialChatSummary |
 class SessionActor(ChannelActor[SessionState]):
     """``ahp-session:/<id>``: the session, its chat catalogue and its input roll-up."""
 
-    def __init__(self, host: Host, uri: str, state: SessionState, *, created_at: str) -> None:
+    def __init__(self, host: Runtime, uri: str, state: SessionState, *, created_at: str) -> None:
         super().__init__(host, uri, state)
         self.created_at = created_at
         self.chats: dict[str, ChatActor] = {}
@@ -582,7 +589,7 @@ class ChatActor(ChannelActor[ChatState]):
 
     def __init__(
         self,
-        host: Host,
+        host: Runtime,
         uri: str,
         state: ChatState,
         *,
@@ -623,12 +630,12 @@ class ChatActor(ChannelActor[ChatState]):
         turns, previous = self.state.turns, before.turns
         match action:
             case ChatTurnStartedAction(turn_id=turn_id):
-                store.set_active_turn(self.uri, turn_id)
+                store.set_unfinished(self.uri, turn_id)
             case ChatTurnsLoadedAction():
                 self.turn_offset = max(0, self.turn_offset - (len(turns) - len(previous)))
             case ChatTruncatedAction():
                 store.truncate_turns(self.uri, self.turn_offset + len(turns))
-                store.set_active_turn(self.uri, None)
+                store.set_unfinished(self.uri, None)
                 self.snapshot()
             case _ if len(turns) > len(previous) and not isinstance(
                 self.state.active_turn, ActiveTurn
@@ -638,7 +645,7 @@ class ChatActor(ChannelActor[ChatState]):
                 position = self.turn_offset + len(turns) - 1
                 if self._durable:
                     store.put_turn(self.uri, position, turn.id, codec.encode(turn))
-                store.set_active_turn(self.uri, None)
+                store.set_unfinished(self.uri, None)
                 self.snapshot()
             case _:
                 pass
@@ -863,10 +870,12 @@ class ChatActor(ChannelActor[ChatState]):
             else state.primary_working_directory,
             client_id=client_id,
         )
+        session_uri = self.session.uri
         self.runner = TurnRunner(
             self,
             provider,
             request,
+            ready=lambda: self.host.agent_session_ready(session_uri),
             client_tool_timeout=self.host.settings.client_tool_timeout,
             coalesce_ms=self.host.settings.coalesce_ms,
         )

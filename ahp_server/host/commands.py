@@ -12,17 +12,18 @@ response.
 from __future__ import annotations
 
 import time
-import uuid
 from collections.abc import Awaitable, Callable, Iterable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 import msgspec
 import structlog
 from msgspec import UNSET, UnsetType
 
 from ahp_server.host.actors import (
+    CHAT_SCHEME,
     DEFAULT_SESSION_TITLE,
     ROOT,
+    SESSION_SCHEME,
     ChatActor,
     SessionActor,
     SourceContext,
@@ -30,6 +31,8 @@ from ahp_server.host.actors import (
     turns_cursor,
 )
 from ahp_server.host.fanout import Connection, ConnState
+from ahp_server.host.host import Host
+from ahp_server.host.sessions import new_default_chat
 from ahp_server.protocol import codec
 from ahp_server.protocol.errors import (
     AhpErrorCode,
@@ -65,8 +68,6 @@ from ahp_server.protocol.types import (
     SessionAddedParams,
     SessionChatAddedAction,
     SessionChatRemovedAction,
-    SessionDefaultChatChangedAction,
-    SessionReadyAction,
     SessionRemovedParams,
     SessionState,
     SessionStatus,
@@ -81,17 +82,12 @@ from ahp_server.protocol.types import (
 )
 from ahp_server.protocol.versions import SUPPORTED_VERSIONS, blocked_action_types, negotiate
 
-if TYPE_CHECKING:
-    from ahp_server.host.host import Host
-
 __all__ = ["Commands"]
 
 log = structlog.get_logger(__name__)
 
 P = TypeVar("P")
 
-SESSION_SCHEME = "ahp-session:/"
-CHAT_SCHEME = "ahp-chat:/"
 #: Turns per ``fetchTurns`` page.
 FETCH_PAGE = 50
 LIST_LIMIT = 1000
@@ -250,13 +246,13 @@ class Commands:
         if replayed is not None:
             for channel in present:
                 hub.subscribe(connection, channel)
-            self.host.metrics_reconnect_replay += 1
+            self.host.counters.reconnect_replay += 1
             log.info("client resumed by replay", client_id=params.client_id, count=len(replayed))
             return codec.encode(
                 _ReplayResult(actions=[msgspec.Raw(e) for e in replayed], missing=missing)
             )
         snapshots = [self._snapshot(connection, c, actors[c], None) for c in present]
-        self.host.metrics_reconnect_snapshot += 1
+        self.host.counters.reconnect_snapshot += 1
         log.info("client resumed by snapshot", client_id=params.client_id)
         return codec.encode(ReconnectSnapshotResult(snapshots=tuple(snapshots)))
 
@@ -323,7 +319,7 @@ class Commands:
         ):
             # Over the per-connection rate: refused like any invalid action
             # (echoed to the sender, nothing applied); other clients are unaffected.
-            self.host.metrics_rejected += 1
+            self.host.counters.rejected += 1
             self.host.hub.reject(
                 connection,
                 raw.channel,
@@ -335,7 +331,7 @@ class Commands:
         try:
             action = codec.decode(memoryview(raw.action), StateAction)
         except msgspec.ValidationError as error:
-            self.host.metrics_rejected += 1
+            self.host.counters.rejected += 1
             self.host.hub.reject(
                 connection, raw.channel, raw.action, origin, f"invalid action: {error}"
             )
@@ -382,11 +378,15 @@ class Commands:
         )
         actor = SessionActor(host, uri, state, created_at=now)
         host.add_session(actor)
+        # The default chat is stored with the session: a crash while the agent
+        # opens the session loses nothing (host/sessions.py). It joins the
+        # catalogue just before session/ready.
+        host.add_chat(new_default_chat(host, actor, source_turns, primary))
         host.hub.notify(
             ROOT, "root/sessionAdded", SessionAddedParams(channel=ROOT, summary=actor.summary)
         )
         host.session_count_changed()
-        host.spawn(self._initialize_session(actor, directories, primary, source_turns))
+        host.spawn(host.agent_sessions.initialize(actor))
         log.info(
             "session created", session=uri, provider=provider_name, client_id=connection.client_id
         )
@@ -438,32 +438,6 @@ class Commands:
             None if isinstance(primary, UnsetType) else primary,
         )
 
-    async def _initialize_session(
-        self,
-        actor: SessionActor,
-        directories: tuple[str, ...],
-        primary: str | None,
-        turns: tuple[Turn, ...],
-    ) -> None:
-        """Bring a session from ``creating`` to ``ready`` with its default chat."""
-        host = self.host
-        chat_uri = f"{CHAT_SCHEME}{uuid.uuid4()}"
-        state = ChatState(
-            resource=chat_uri,
-            title="Chat",
-            status=int(SessionStatus.Idle),
-            modified_at=iso_timestamp(host.now()),
-            origin=ChatOriginUser(),
-            working_directories=directories if directories else UNSET,
-            primary_working_directory=UNSET if primary is None else primary,
-            turns=turns,
-        )
-        chat = ChatActor(host, chat_uri, state, session=actor)
-        host.add_chat(chat)
-        await actor.apply_server(SessionChatAddedAction(summary=chat_summary(state)))
-        await actor.apply_server(SessionDefaultChatChangedAction(default_chat=chat_uri))
-        await actor.apply_server(SessionReadyAction())
-
     async def dispose_session(self, connection: Connection, params: DisposeSessionParams) -> bytes:
         host = self.host
         actor = await host.session(params.channel)
@@ -471,6 +445,7 @@ class Commands:
             raise ProtocolError(f"no session {params.channel}", code=AhpErrorCode.SessionNotFound)
         for chat_uri in host.chats_of(params.channel):
             await host.forget(chat_uri)
+        await host.agent_sessions.close(actor, disposed=True)
         await host.forget(params.channel)
         host.hub.notify(
             ROOT, "root/sessionRemoved", SessionRemovedParams(channel=ROOT, session=params.channel)

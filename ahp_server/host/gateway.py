@@ -1,6 +1,7 @@
 """The gateway: one JSON-RPC frame in, routed by ``(method, params.channel)``.
 
-Layer: host (asyncio).
+Layer: host (asyncio), the top of it: the transport hands it connections and
+frames; it builds the command dispatcher over a :class:`~ahp_server.host.host.Host`.
 
 Frames of one connection are handled strictly in order (a pipelined
 ``createSession`` + ``subscribe`` works). Requests go to the command handler
@@ -21,11 +22,11 @@ reaches the client after the response.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import structlog
 
-from ahp_server.host.fanout import CLOSE_POLICY, Connection, ConnState
+from ahp_server.host.commands import Commands
+from ahp_server.host.fanout import CLOSE_POLICY, Connection, ConnState, Transport
+from ahp_server.host.host import Host
 from ahp_server.host.sequencer import response_frame
 from ahp_server.protocol import codec
 from ahp_server.protocol.errors import InvalidRequest, ParseError, ProtocolError
@@ -36,9 +37,6 @@ from ahp_server.protocol.jsonrpc import (
     error_response,
     parse_message,
 )
-
-if TYPE_CHECKING:
-    from ahp_server.host.host import Host
 
 __all__ = ["Gateway"]
 
@@ -51,10 +49,16 @@ class Gateway:
     """Parses frames and routes them; turns request failures into JSON-RPC errors."""
 
     def __init__(self, host: Host) -> None:
-        from ahp_server.host.commands import Commands
-
         self.host = host
         self.commands = Commands(host)
+
+    def open(self, transport: Transport) -> Connection:
+        """A new connection (its writer task starts now)."""
+        return self.host.open_connection(transport)
+
+    async def close(self, connection: Connection) -> None:
+        """The connection ended: drop its subscriptions, stop its writer."""
+        await self.host.close_connection(connection)
 
     async def handle_frame(self, connection: Connection, frame: str | bytes) -> None:
         if isinstance(frame, bytes):

@@ -1,14 +1,18 @@
 """The host: owns the hub, the store, every channel actor, the providers and known clients.
 
-Layer: host (asyncio). Transport-independent: the WebSocket server (and tests)
-hand it connections; everything protocol-level happens behind
-:meth:`Host.handle_frame`.
+Layer: host (asyncio). The registry at the top of the state side: it builds
+and owns the actors (which see it only as a
+:class:`~ahp_server.host.runtime.Runtime`), and the agent sessions. It knows
+nothing of frames: the gateway (above it) routes them, and ``ahp_server.app``
+assembles host, gateway and transport into a running server.
 
 Channels are loaded lazily from the store: at start the host reads only the
 catalogue (one row per session and chat), so a host with thousands of stored
 chats starts fast and keeps in memory only the chats in use. Recovery at start
 ends every turn that was running when the host stopped with ``chat/error``
-(``interrupted``) — a turn is never silently re-run.
+(``interrupted``) — a turn is never silently re-run — and takes a session a
+crash left in ``creating`` through its agent's ``open_session`` again, to
+``ready`` or ``creationFailed`` (``host/sessions.py``).
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from msgspec import UNSET
 from msgspec.structs import replace
 
 from ahp_server import __version__
-from ahp_server.agents.base import Provider
+from ahp_server.agents.base import AgentError, Provider
 from ahp_server.agents.echo import EchoAgent
 from ahp_server.config import Settings
 from ahp_server.host.actors import (
@@ -42,7 +46,9 @@ from ahp_server.host.fanout import (
     Connection,
     Transport,
 )
+from ahp_server.host.runtime import Counters
 from ahp_server.host.sequencer import Hub
+from ahp_server.host.sessions import CREATING, AgentSessions
 from ahp_server.protocol import codec
 from ahp_server.protocol.errors import AhpErrorCode, ProtocolError
 from ahp_server.protocol.reducers import reduce_chat, reduce_session
@@ -97,8 +103,6 @@ class Host:
         clock: Callable[[], float] = wall_clock_ms,
         store: Store | None = None,
     ) -> None:
-        from ahp_server.host.gateway import Gateway  # the gateway needs the Host type
-
         self.settings = settings or Settings()
         self.now = clock
         self.store = store or make_store(self.settings)
@@ -125,12 +129,9 @@ class Host:
         self.clients: OrderedDict[str, str] = OrderedDict()
         self.connections: set[Connection] = set()
         self.server_info = Implementation(name="ahp-server", version=__version__)
-        self.gateway = Gateway(self)
+        self.agent_sessions = AgentSessions(self)
         self.accepting = False
-        self.metrics_rejected = 0
-        self.metrics_reconnect_replay = 0
-        self.metrics_reconnect_snapshot = 0
-        self.metrics_slow_consumers = 0
+        self.counters = Counters()
         self._background: set[asyncio.Task[Any]] = set()
 
     # -- lifecycle ------------------------------------------------------------------------------
@@ -141,15 +142,18 @@ class Host:
         for client_id, version in await self.store.clients():
             self.clients[client_id] = version  # reconnect works across restarts
         interrupted: list[str] = []
+        creating: list[str] = []
         for row in await self.store.channels():
             if row.kind == "session":
                 summary = (
                     codec.decode(row.summary, SessionSummary) if row.summary is not None else None
                 )
                 self.session_index[row.uri] = (row.created_at, summary)
+                if row.unfinished == CREATING:
+                    creating.append(row.uri)
             elif row.session is not None:
                 self.chat_index[row.uri] = row.session
-                if row.active_turn is not None:
+                if row.unfinished is not None:
                     interrupted.append(row.uri)
         self.root = RootActor(
             self,
@@ -164,6 +168,8 @@ class Host:
                 # The session mirrors the chat from its inbox: let it catch up
                 # before anyone can subscribe.
                 await chat.session.call(_nothing)
+        for uri in creating:
+            await self._repair_creating(uri)
         await self.store.flush()
         self.accepting = True
         log.info(
@@ -172,8 +178,20 @@ class Host:
             chats=len(self.chat_index),
             server_seq=self.hub.server_seq,
             recovered_turns=len(interrupted),
+            repaired_sessions=len(creating),
             store=self.store.path,
         )
+
+    async def _repair_creating(self, uri: str) -> None:
+        """A session a crash left in ``creating``: open it again (to ready or failed)."""
+        session = await self.session(uri)
+        if session is None:
+            return
+        if session.state.lifecycle == "creating":
+            log.info("repairing a session left in creating", session=uri)
+            self.spawn(self.agent_sessions.initialize(session))
+        else:
+            self.store.set_unfinished(uri, None)  # a marker older than the outcome
 
     async def stop(self, *, close_timeout: float = 5.0) -> None:
         """Graceful shutdown: end running turns, commit everything, close with 1001."""
@@ -183,6 +201,7 @@ class Host:
         for chat in list(self.chats.values()):
             if chat.runner is not None:
                 await chat.call(chat.interrupt)
+        await self.agent_sessions.close_all(self.sessions.values())
         for chat in self.chats.values():
             chat.snapshot()
         for session in self.sessions.values():
@@ -223,13 +242,10 @@ class Host:
 
     async def close_connection(self, connection: Connection) -> None:
         if connection.close_code == CLOSE_SLOW_CONSUMER:
-            self.metrics_slow_consumers += 1
+            self.counters.slow_consumers += 1
         self.connections.discard(connection)
         self.hub.drop_connection(connection)
         await connection.stop()
-
-    async def handle_frame(self, connection: Connection, frame: str | bytes) -> None:
-        await self.gateway.handle_frame(connection, frame)
 
     # -- lookups (loading on demand) ----------------------------------------------------------
 
@@ -253,6 +269,13 @@ class Host:
             return await self.chat(channel)
         return None
 
+    async def agent_session_ready(self, session: str) -> None:
+        """``Runtime``: the provider holds ``session`` (restored once after a restart)."""
+        actor = self.sessions.get(session)
+        if actor is None:
+            raise AgentError("The session is gone.", error_type="sessionNotFound")
+        await self.agent_sessions.ready(actor.state.provider, actor)
+
     def knows(self, channel: str) -> bool:
         return channel == ROOT or channel in self.session_index or channel in self.chat_index
 
@@ -271,10 +294,11 @@ class Host:
         return loaded
 
     def add_session(self, actor: SessionActor) -> None:
-        """Register, store and start a new session."""
+        """Register, store and start a new session (``creating`` until its agent opens it)."""
         self.sessions[actor.uri] = actor
         self.session_index[actor.uri] = (actor.created_at, None)
         actor.persist_new()
+        self.store.set_unfinished(actor.uri, CREATING)
         actor.start()
 
     def add_chat(self, chat: ChatActor) -> None:

@@ -6,10 +6,7 @@ per-subscriber work); this module only reads the numbers when scraped.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from ahp_server.host.host import Host
+from ahp_server.host.host import Host
 
 __all__ = ["CONTENT_TYPE", "render"]
 
@@ -50,22 +47,25 @@ def render(host: Host) -> str:
         ],
     )
     metric(
-        "ahp_rejections_total", "counter", "Client actions rejected.", [("", host.metrics_rejected)]
+        "ahp_rejections_total",
+        "counter",
+        "Client actions rejected.",
+        [("", host.counters.rejected)],
     )
     metric(
         "ahp_reconnects_total",
         "counter",
         "Reconnects, by how they were resumed.",
         [
-            ('{result="replay"}', host.metrics_reconnect_replay),
-            ('{result="snapshot"}', host.metrics_reconnect_snapshot),
+            ('{result="replay"}', host.counters.reconnect_replay),
+            ('{result="snapshot"}', host.counters.reconnect_snapshot),
         ],
     )
     metric(
         "ahp_slow_consumer_disconnects_total",
         "counter",
         "Connections closed because their outbox overflowed (1013).",
-        [("", host.metrics_slow_consumers)],
+        [("", host.counters.slow_consumers)],
     )
     commits = getattr(store, "commits", 0)
     seconds = getattr(store, "commit_seconds", 0.0)

@@ -10,6 +10,14 @@ client tool result) is a future the actor resolves when it applies the
 matching client action. Futures are registered *before* the action that asks
 the question is submitted, so an answer can never arrive unseen.
 
+Before the provider runs, the runner waits for the provider to hold the
+turn's session (:meth:`~ahp_server.host.runtime.Runtime.agent_session_ready`:
+after a host restart that restores it once); when it cannot, the turn fails
+with ``chat/error`` like any provider error.
+
+The runner knows its chat only as a :class:`TurnSink` (what the chat actor
+offers a turn), so this module imports no actor.
+
 A runner ends its turn with exactly one of ``chat/turnComplete``,
 ``chat/error`` — or nothing, when the actor aborted it (the user cancelled, the
 turn was truncated away, the chat was disposed): then the actor has already
@@ -22,7 +30,8 @@ import asyncio
 import contextlib
 import itertools
 import time
-from typing import TYPE_CHECKING, TypeVar
+from collections.abc import Callable, Coroutine
+from typing import Any, Protocol, TypeVar
 
 import structlog
 from msgspec import UNSET
@@ -43,6 +52,7 @@ from ahp_server.protocol.types import (
     ChatPendingMessageRemovedAction,
     ChatReasoningAction,
     ChatResponsePartAction,
+    ChatState,
     ChatToolCallCompleteAction,
     ChatToolCallContentChangedAction,
     ChatToolCallReadyAction,
@@ -62,15 +72,26 @@ from ahp_server.protocol.types import (
     UsageInfo,
 )
 
-if TYPE_CHECKING:
-    from ahp_server.host.actors import ChatActor
-
-__all__ = ["TurnRunner"]
+__all__ = ["TurnRunner", "TurnSink"]
 
 log = structlog.get_logger(__name__)
 T = TypeVar("T")
 #: Text being coalesced: the action type, the part, the pieces.
 _Pending = tuple[type["ChatDeltaAction"] | type["ChatReasoningAction"], str, list[str]]
+
+
+class TurnSink(Protocol):
+    """What a turn needs from its chat: a way in, and a look at the latest state."""
+
+    async def submit_from_runner(
+        self, runner: TurnRunner, action: object, *, final_action: bool = False
+    ) -> None:
+        """Queue a server action of this turn (dropped once the turn was aborted)."""
+        ...
+
+    def peek(self) -> ChatState:
+        """The chat's latest state without folding streamed text."""
+        ...
 
 
 class _ToolCall:
@@ -136,16 +157,19 @@ class TurnRunner:
 
     def __init__(
         self,
-        actor: ChatActor,
+        actor: TurnSink,
         provider: Provider,
         request: TurnRequest,
         *,
+        ready: Callable[[], Coroutine[Any, Any, None]] | None = None,
         client_tool_timeout: float,
         coalesce_ms: float = 0.0,
     ) -> None:
         self.actor = actor
         self.provider = provider
         self.request = request
+        #: Waits until the provider holds the session (raises AgentError if it cannot).
+        self._ready = ready
         self.turn_id = request.turn_id
         self.closed = False
         self.decisions: dict[str, asyncio.Future[ToolDecision]] = {}
@@ -362,6 +386,8 @@ class TurnRunner:
         log.debug("turn started", chat=self.request.chat, turn=self.turn_id)
         final: object
         try:
+            if self._ready is not None:
+                await self._ready()
             await self.provider.run_turn(self.request, self)
             final = ChatTurnCompleteAction(turn_id=self.turn_id, duration=_ms_since(started))
         except asyncio.CancelledError:

@@ -47,8 +47,10 @@ class ChannelRow:
     created_at: str
     #: JSON of the session's SessionSummary (sessions only).
     summary: bytes | None
-    #: The turn id a chat was running when last seen, if any (to recover).
-    active_turn: str | None
+    #: What the channel was in the middle of when last seen, to recover at
+    #: start: a chat's running turn id, or ``"creating"`` for a session whose
+    #: agent was still being opened. ``None`` when it was at rest.
+    unfinished: str | None
 
 
 @dataclass(slots=True)
@@ -115,8 +117,8 @@ class Store:
     ) -> None:
         """Create or update a channel row (a session's summary changes often)."""
 
-    def set_active_turn(self, uri: str, turn_id: str | None) -> None:
-        """Record whether a chat has a turn running (for crash recovery)."""
+    def set_unfinished(self, uri: str, marker: str | None) -> None:
+        """Record what a channel is in the middle of (``ChannelRow.unfinished``), or ``None``."""
 
     def put_snapshot(self, uri: str, seq: int, state: bytes, turn_count: int) -> None:
         """Replace a channel's snapshot and prune its log before the previous one."""

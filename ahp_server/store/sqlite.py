@@ -23,7 +23,9 @@ Schema (versioned, forward-migrated; a newer schema is refused):
   never lags the log and never goes back when rows are deleted;
 * ``channels`` — one row per session and chat: kind, owning session, creation
   time, a session's summary (for ``listSessions`` without loading anything),
-  a chat's running turn (for crash recovery), and the log floor;
+  what it was in the middle of (column ``active_turn``: a chat's running turn,
+  or ``creating`` for a session whose agent was being opened — for crash
+  recovery), and the log floor;
 * ``log`` — the action log in *segments*: each row holds a run of one
   channel's consecutive envelopes from one commit, as a JSON array of
   ``[serverSeq, clock ms, envelope]`` (schema 2; schema 1 had a row per
@@ -541,10 +543,11 @@ class SqliteStore(Store):
 
         self._enqueue(write)
 
-    def set_active_turn(self, uri: str, turn_id: str | None) -> None:
+    def set_unfinished(self, uri: str, marker: str | None) -> None:
+        # The column keeps its schema-1 name: it held only a chat's turn id then.
         self._enqueue(
             lambda conn: conn.execute(
-                "UPDATE channels SET active_turn = ? WHERE uri = ?", (turn_id, uri)
+                "UPDATE channels SET active_turn = ? WHERE uri = ?", (marker, uri)
             )
         )
 

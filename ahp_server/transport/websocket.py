@@ -33,6 +33,7 @@ from websockets.http11 import Request, Response
 
 from ahp_server.config import ConfigError, is_loopback
 from ahp_server.host import metrics
+from ahp_server.host.gateway import Gateway
 from ahp_server.host.host import Host
 
 __all__ = ["WebSocketTransport", "start_server"]
@@ -113,23 +114,24 @@ def gatekeeper(host: Host):  # type: ignore[no-untyped-def]
     return process_request
 
 
-async def start_server(host: Host) -> Server:
-    """Start listening on ``host.settings.host:port`` (port 0 picks a free one)."""
+async def start_server(gateway: Gateway) -> Server:
+    """Start listening on ``settings.host:port`` (port 0 picks a free one)."""
+    host = gateway.host
     settings = host.settings
     if not is_loopback(settings.host) and not settings.token:
         raise ConfigError("server.token", f"required to listen on {settings.host}")
 
     async def handler(websocket: ServerConnection) -> None:
-        connection = host.open_connection(WebSocketTransport(websocket))
+        connection = gateway.open(WebSocketTransport(websocket))
         structlog.contextvars.bind_contextvars(conn=connection.id)
         log.debug("connection opened", remote=str(websocket.remote_address))
         try:
             async for frame in websocket:
-                await host.handle_frame(connection, frame)
+                await gateway.handle_frame(connection, frame)
         except ConnectionClosed:
             pass
         finally:
-            await host.close_connection(connection)
+            await gateway.close(connection)
             log.debug(
                 "connection closed", client_id=connection.client_id, code=websocket.close_code
             )

@@ -10,7 +10,7 @@ import pytest
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
-from ahp_server.agents.base import TurnIO, TurnRequest
+from ahp_server.agents.base import StatelessProvider, TurnIO, TurnRequest
 from ahp_server.agents.echo import EchoAgent
 from ahp_server.client import AhpClient
 from ahp_server.config import Settings
@@ -24,7 +24,7 @@ CHUNKS = 1200  # ~10 MiB: more than the socket buffers plus the outbox limit
 PACE = 0.002  # seconds between reports: fast for a model, slow enough for a reader
 
 
-class FloodAgent:
+class FloodAgent(StatelessProvider):
     """Streams large usage reports as fast as the host takes them.
 
     (Usage reports replace each other, so a client applies each in O(1); a

@@ -1,0 +1,84 @@
+"""Assembles a running host: providers, the ``Host``, its ``Gateway``, the WebSocket server.
+
+Layer: app (the outermost layer with ``cli``: it may import every layer below,
+and nothing but ``cli``, the tests and the benchmarks imports it).
+
+The layers, outermost first (``pyproject.toml`` ``[tool.importlinter]``
+enforces them; docs/architecture.md draws them)::
+
+    cli → app → transport → host → agents | store → protocol
+
+``Host`` owns the state and knows nothing of frames; the ``Gateway`` (which
+builds the command dispatcher) turns frames into work for it; the transport
+feeds the gateway from sockets. Only this module knows all three.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from websockets.asyncio.server import Server
+
+from ahp_server.agents.base import Provider
+from ahp_server.agents.echo import EchoAgent
+from ahp_server.config import ConfigError, Settings
+from ahp_server.host.gateway import Gateway
+from ahp_server.host.host import Host, wall_clock_ms
+from ahp_server.store.base import Store
+from ahp_server.transport.websocket import start_server
+
+__all__ = ["App", "providers_from"]
+
+
+def providers_from(settings: Settings) -> list[Provider]:
+    """The providers a host built from ``settings`` offers (the echo agent, for now)."""
+    return [EchoAgent()]
+
+
+class App:
+    """One host process's worth of server: state, routing and the listening socket."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        providers: Sequence[Provider] | None = None,
+        clock: Callable[[], float] = wall_clock_ms,
+        store: Store | None = None,
+    ) -> None:
+        self.settings = settings
+        self.host = Host(
+            settings,
+            providers=providers if providers is not None else providers_from(settings),
+            clock=clock,
+            store=store,
+        )
+        self.gateway = Gateway(self.host)
+        self.server: Server | None = None
+
+    @property
+    def urls(self) -> list[str]:
+        """``ws://address:port`` of every listening socket (after :meth:`start`)."""
+        if self.server is None:
+            return []
+        return [
+            f"ws://{sock.getsockname()[0]}:{sock.getsockname()[1]}" for sock in self.server.sockets
+        ]
+
+    async def start(self) -> None:
+        """Open the store, recover, then listen. Nothing is left running if it fails."""
+        await self.host.start()
+        try:
+            self.server = await start_server(self.gateway)
+        except (OSError, ConfigError):
+            await self.host.stop()
+            raise
+
+    async def stop(self, *, close_timeout: float = 5.0) -> None:
+        """Stop accepting, end turns and agent sessions, close clients with 1001, commit."""
+        server = self.server
+        if server is not None:
+            server.close(close_connections=False)  # the host closes them with 1001
+        await self.host.stop(close_timeout=close_timeout)
+        if server is not None:
+            await server.wait_closed()

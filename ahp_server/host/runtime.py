@@ -1,0 +1,67 @@
+"""What a channel actor, a turn and a session's agent need from the host that runs them.
+
+Layer: host (asyncio), below the actors: this module names the seam, it holds
+no state. :class:`~ahp_server.host.host.Host` implements :class:`Runtime`
+structurally; actors, the turn engine and the agent sessions depend on this
+narrow interface, never on the ``Host`` class, so imports run one way:
+
+    gateway → commands → host → sessions → actors → turns → runtime → sequencer → fanout
+
+(``import-linter`` checks it in CI: ``pyproject.toml``, ``[tool.importlinter]``.)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Coroutine
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from ahp_server.agents.base import Provider
+from ahp_server.config import Settings
+from ahp_server.host.sequencer import Hub
+
+__all__ = ["Counters", "Runtime"]
+
+
+@dataclass(slots=True)
+class Counters:
+    """Counters ``/metrics`` exposes: each an integer bump where the event happens."""
+
+    rejected: int = 0
+    reconnect_replay: int = 0
+    reconnect_snapshot: int = 0
+    slow_consumers: int = 0
+
+
+class Runtime(Protocol):
+    """The host as an actor sees it: configuration, sequencing, time, tasks, agents."""
+
+    @property
+    def settings(self) -> Settings: ...
+
+    @property
+    def hub(self) -> Hub:
+        """Sequencing, persistence (``hub.store``) and fan-out."""
+        ...
+
+    @property
+    def counters(self) -> Counters: ...
+
+    def now(self) -> float:
+        """The host's clock in epoch milliseconds (injected: tests freeze it)."""
+        ...
+
+    def spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
+        """Run a background coroutine the host owns (cancelled when it stops)."""
+        ...
+
+    def provider(self, name: str) -> Provider:
+        """The provider called ``name`` (``ProtocolError`` -32002 when there is none)."""
+        ...
+
+    def agent_session_ready(self, session: str) -> Coroutine[Any, Any, None]:
+        """Wait until the provider holds ``session`` (restoring it once after a restart).
+
+        Raises :class:`~ahp_server.agents.base.AgentError` when it cannot.
+        """
+        ...
