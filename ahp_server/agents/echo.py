@@ -25,7 +25,7 @@ from __future__ import annotations
 import asyncio
 import re
 
-from ahp_server.agents.base import AgentError, SessionContext, TurnIO, TurnRequest
+from ahp_server.agents.base import AgentError, StatelessProvider, TurnIO, TurnRequest
 from ahp_server.protocol.types import (
     AgentCapabilities,
     AgentInfo,
@@ -60,8 +60,12 @@ def _chunks(text: str, words: int = _CHUNK_WORDS) -> list[str]:
     return re.findall(rf"(?:\S+\s*|\s+){{1,{words}}}", text) or [""]
 
 
-class EchoAgent:
-    """The default provider: repeats what it is told, and demos the protocol."""
+class EchoAgent(StatelessProvider):
+    """The default provider: repeats what it is told, and demos the protocol.
+
+    It keeps nothing per session: its session hooks are StatelessProvider's,
+    which do nothing.
+    """
 
     def __init__(self, *, clock_tick: float = 0.0) -> None:
         # A pause between plain chunks (0 by default: fast and deterministic).
@@ -81,18 +85,6 @@ class EchoAgent:
                 ),
             ),
         )
-
-    # The session hooks: the echo agent keeps nothing per session, so there is
-    # nothing to start, take back or release.
-
-    async def open_session(self, session: SessionContext) -> None:
-        return None
-
-    async def restore_session(self, session: SessionContext) -> None:
-        return None
-
-    async def close_session(self, session: SessionContext, *, disposed: bool) -> None:
-        return None
 
     async def run_turn(self, request: TurnRequest, io: TurnIO) -> None:
         text = request.message.text

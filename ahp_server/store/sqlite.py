@@ -59,7 +59,7 @@ __all__ = ["SCHEMA_VERSION", "SqliteStore"]
 
 log = structlog.get_logger(__name__)
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 #: Forward migrations: MIGRATIONS[n] brings schema n to n + 1.
 MIGRATIONS: dict[int, str] = {
@@ -120,6 +120,18 @@ MIGRATIONS: dict[int, str] = {
         UPDATE meta SET value = max(CAST(value AS INTEGER), NEW.last_seq)
         WHERE key = 'server_seq';
     END;
+    """,
+    # Schema 3 marks sessions being created (``active_turn = 'creating'``) so a
+    # crash there is repaired at start. Before it, a session's default chat
+    # was created only once the agent had opened the session: a session with
+    # no chat may be one a crash left in creating. The host loads each such
+    # session at start and re-opens only those really in ``creating``.
+    2: """
+    UPDATE channels SET active_turn = 'creating'
+    WHERE kind = 'session'
+      AND NOT EXISTS (
+          SELECT 1 FROM channels AS c WHERE c.kind = 'chat' AND c.session = channels.uri
+      );
     """,
 }
 

@@ -180,7 +180,8 @@ async def test_a_schema_1_log_is_migrated_to_segments(tmp_path: Path) -> None:
     await store.close()
     check = sqlite3.connect(path)
     assert (
-        int(check.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0]) == 2
+        int(check.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0])
+        == SCHEMA_VERSION
     )
     assert (
         check.execute("SELECT name FROM sqlite_master WHERE name = 'envelopes'").fetchone() is None
@@ -259,3 +260,30 @@ async def test_checkpoints_keep_the_wal_bounded_while_a_chat_streams(tmp_path: P
     assert 0 < largest_wal < 12 * 1024 * 1024
     assert loaded is not None
     assert [s for s, _, _ in loaded.envelopes] == list(range(1, seq + 1))
+
+
+async def test_schema_3_marks_sessions_without_a_chat_as_maybe_creating(tmp_path: Path) -> None:
+    path = tmp_path / "ahp.db"
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.executescript("BEGIN;" + MIGRATIONS[0] + MIGRATIONS[1] + "COMMIT;")
+    conn.execute("INSERT INTO meta VALUES ('schema_version', 2)")
+    rows = [
+        ("ahp-session:/lonely", "session", None),
+        ("ahp-session:/busy", "session", None),
+        ("ahp-chat:/c", "chat", "ahp-session:/busy"),
+    ]
+    for uri, kind, session in rows:
+        conn.execute(
+            "INSERT INTO channels (uri, kind, session, created_at) VALUES (?, ?, ?, 'x')",
+            (uri, kind, session),
+        )
+    conn.close()
+    store = SqliteStore(path)
+    store.open()
+    unfinished = {row.uri: row.unfinished for row in await store.channels()}
+    await store.close()
+    assert unfinished == {
+        "ahp-session:/lonely": "creating",
+        "ahp-session:/busy": None,
+        "ahp-chat:/c": None,
+    }
