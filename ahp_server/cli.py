@@ -1,6 +1,7 @@
 """The ``ahp-server`` command line (also ``python -m ahp_server``).
 
-Layer: app (the outermost layer; may import everything, imported by nothing).
+Layer: cli (the outermost layer: it uses ``app`` to run a server and ``client``
+for ``chat``; nothing imports it).
 
 Commands: ``serve`` (the default), ``check-config``, ``backup``, ``chat``.
 """

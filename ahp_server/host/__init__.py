@@ -1,1 +1,7 @@
-"""The host: actors, sequencing, fan-out, the gateway and commands (layer: host, asyncio)."""
+"""The host: gateway, commands, registry, agent sessions, actors, turns, hub (layer: host).
+
+Inside, imports run one way (``[tool.importlinter]`` contract ``host-rooms``)::
+
+    gateway → commands | metrics → host → sessions → actors → turns → runtime
+        → sequencer → fanout | mailbox
+"""
