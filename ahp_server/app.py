@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 
 from websockets.asyncio.server import Server
 
+from ahp_server.agents.acp import AcpProvider
 from ahp_server.agents.base import Provider
 from ahp_server.agents.echo import EchoAgent
 from ahp_server.config import ConfigError, Settings
@@ -31,8 +32,11 @@ __all__ = ["App", "providers_from"]
 
 
 def providers_from(settings: Settings) -> list[Provider]:
-    """The providers a host built from ``settings`` offers (the echo agent, for now)."""
-    return [EchoAgent()]
+    """The providers a host built from ``settings`` offers: echo, then each ``[[agents]]``."""
+    providers: list[Provider] = [EchoAgent()]
+    for agent in settings.agents:
+        providers.append(AcpProvider(agent))  # kind "acp", the only kind so far
+    return providers
 
 
 class App:

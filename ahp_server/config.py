@@ -12,13 +12,15 @@ from __future__ import annotations
 
 import dataclasses
 import ipaddress
+import re
+import shlex
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["ConfigError", "Settings", "load_settings"]
+__all__ = ["AgentConfig", "ConfigError", "Settings", "load_settings"]
 
 
 class ConfigError(Exception):
@@ -27,6 +29,35 @@ class ConfigError(Exception):
     def __init__(self, key: str, message: str) -> None:
         super().__init__(f"{key}: {message}")
         self.key = key
+
+
+@dataclass(frozen=True, slots=True)
+class AgentConfig:
+    """One configured agent (an ``[[agents]]`` table): advertised in root ``agents``."""
+
+    #: The provider id clients pass to ``createSession`` (``[a-z0-9][a-z0-9_-]*``).
+    name: str
+    #: ``acp``: an Agent Client Protocol agent, run as a child process (stdio).
+    kind: str = "acp"
+    #: The program and its arguments.
+    command: str = ""
+    args: tuple[str, ...] = ()
+    #: Environment given to the process as written here (not for secrets).
+    env: tuple[tuple[str, str], ...] = ()
+    #: Names of the host's environment variables passed on to the process:
+    #: how an API key reaches an agent without being written down.
+    pass_env: tuple[str, ...] = ()
+    display_name: str = ""
+    description: str = ""
+    #: One process per session (its chats are ACP sessions of that process),
+    #: or one per chat.
+    process: str = "session"
+    #: Seconds a turn may run before the host ends it (``None``: no limit).
+    turn_timeout: float | None = None
+
+    @property
+    def title(self) -> str:
+        return self.display_name or self.name
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +125,8 @@ class Settings:
     dispatch_rate: float = 200.0
     dispatch_burst: int = 400
 
+    #: Configured agents (``[[agents]]``), offered beside the built-in echo agent.
+    agents: tuple[AgentConfig, ...] = ()
     #: Provider used by ``createSession`` without ``provider``.
     default_provider: str = "echo"
     #: Seconds a client-provided tool may take before the host fails it.
@@ -136,10 +169,10 @@ _KEYS: dict[str, tuple[str, str]] = {
     "limits.replay_max_envelopes": ("replay_max_envelopes", "posint"),
     "limits.replay_max_bytes": ("replay_max_bytes", "posint"),
     "limits.known_clients": ("known_clients", "posint"),
-    "agents.default_provider": ("default_provider", "str"),
-    "agents.client_tool_timeout": ("client_tool_timeout", "posfloat"),
-    "agents.session_open_timeout": ("session_open_timeout", "posfloat"),
-    "agents.session_close_timeout": ("session_close_timeout", "posfloat"),
+    "providers.default": ("default_provider", "str"),
+    "providers.client_tool_timeout": ("client_tool_timeout", "posfloat"),
+    "providers.session_open_timeout": ("session_open_timeout", "posfloat"),
+    "providers.session_close_timeout": ("session_close_timeout", "posfloat"),
     "logging.format": ("log_format", "logformat"),
     "logging.level": ("log_level", "loglevel"),
 }
@@ -154,7 +187,34 @@ ENVIRONMENT: dict[str, str] = {
     "AHP_SERVER_DURABILITY": "storage.durability",
     "AHP_SERVER_LOG_FORMAT": "logging.format",
     "AHP_SERVER_LOG_LEVEL": "logging.level",
+    "AHP_SERVER_DEFAULT_PROVIDER": "providers.default",
 }
+
+#: Before ``[[agents]]`` existed these lived in an ``[agents]`` table; such a
+#: file still loads (it cannot also define ``[[agents]]``: TOML forbids both).
+_LEGACY_AGENTS_TABLE = {
+    "default_provider": "providers.default",
+    "client_tool_timeout": "providers.client_tool_timeout",
+    "session_open_timeout": "providers.session_open_timeout",
+    "session_close_timeout": "providers.session_close_timeout",
+}
+
+#: ``[[agents]]`` fields -> (AgentConfig field, kind).
+_AGENT_FIELDS: dict[str, tuple[str, str]] = {
+    "name": ("name", "agentname"),
+    "kind": ("kind", "agentkind"),
+    "command": ("command", "str"),
+    "args": ("args", "strlist"),
+    "env": ("env", "strtable"),
+    "pass_env": ("pass_env", "strlist"),
+    "display_name": ("display_name", "str"),
+    "description": ("description", "anystr"),
+    "process": ("process", "process"),
+    "turn_timeout": ("turn_timeout", "optposfloat"),
+}
+_AGENT_ENV = re.compile(r"^AHP_SERVER_AGENTS_(?P<name>[A-Z0-9][A-Z0-9_]*?)_(?P<field>[A-Z_]+)$")
+_AGENT_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
+_BUILT_IN = frozenset({"echo"})
 
 
 def _from_env(kind: str, text: str) -> object:
@@ -175,6 +235,26 @@ def _from_env(kind: str, text: str) -> object:
     return text
 
 
+def _agent_from_env(field: str, text: str) -> object:
+    """An ``AHP_SERVER_AGENTS_<NAME>_<FIELD>`` value: ARGS split like a shell, ENV as K=V,…."""
+    if field == "args":
+        try:
+            return shlex.split(text)
+        except ValueError:
+            return text
+    if field == "pass_env":
+        return [item.strip() for item in text.split(",") if item.strip()]
+    if field == "env":
+        pairs = [item.partition("=") for item in text.split(",") if item.strip()]
+        return {k.strip(): v for k, sep, v in pairs if sep} if all(p[1] for p in pairs) else text
+    if field == "turn_timeout":
+        try:
+            return float(text)
+        except ValueError:
+            return text
+    return text
+
+
 def _check(key: str, kind: str, value: object) -> object:
     def fail(expected: str) -> ConfigError:
         return ConfigError(key, f"must be {expected}, not {value!r}")
@@ -182,6 +262,10 @@ def _check(key: str, kind: str, value: object) -> object:
     if kind == "str":
         if not isinstance(value, str) or not value:
             raise fail("a non-empty string")
+        return value
+    if kind == "anystr":
+        if not isinstance(value, str):
+            raise fail("a string")
         return value
     if kind == "optstr":
         if not isinstance(value, str):
@@ -225,7 +309,81 @@ def _check(key: str, kind: str, value: object) -> object:
         if value not in ("debug", "info", "warning", "error"):
             raise fail('"debug", "info", "warning" or "error"')
         return value
+    if kind == "agentname":
+        if not isinstance(value, str) or not _AGENT_NAME.match(value):
+            raise fail("a name of lower-case letters, digits, '-' and '_'")
+        if value in _BUILT_IN:
+            raise ConfigError(key, f"{value!r} is the built-in agent's name")
+        return value
+    if kind == "agentkind":
+        if value != "acp":
+            raise fail('"acp"')
+        return value
+    if kind == "process":
+        if value not in ("session", "chat"):
+            raise fail('"session" or "chat"')
+        return value
+    if kind == "strtable":
+        if not isinstance(value, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+        ):
+            raise fail("a table of strings")
+        return tuple(value.items())
     raise AssertionError(kind)
+
+
+def _agents(tables: object, environ: Mapping[str, str] | None) -> tuple[AgentConfig, ...]:
+    """``[[agents]]`` tables, then ``AHP_SERVER_AGENTS_<NAME>_<FIELD>`` on top (by name)."""
+    if tables is None:
+        tables = []
+    if not isinstance(tables, list) or not all(isinstance(t, dict) for t in tables):
+        raise ConfigError("agents", "must be [[agents]] tables")
+    raw: dict[str, dict[str, object]] = {}
+    keys: dict[str, str] = {}
+    for index, table in enumerate(tables):
+        where = f"agents[{index}]"
+        name = table.get("name")
+        _check(f"{where}.name", "agentname", name)
+        assert isinstance(name, str)
+        if name in raw:
+            raise ConfigError(f"{where}.name", f"{name!r} is configured twice")
+        raw[name] = dict(table)
+        keys[name] = where
+    for variable, text in sorted((environ or {}).items()):
+        match = _AGENT_ENV.match(variable)
+        if match is None:
+            continue
+        # The field is the longest known suffix: NAME may itself hold "_".
+        head = variable.removeprefix("AHP_SERVER_AGENTS_")
+        field = next(
+            (
+                f
+                for f in sorted(_AGENT_FIELDS, key=len, reverse=True)
+                if head.endswith("_" + f.upper())
+            ),
+            None,
+        )
+        if field is None or field == "name":
+            raise ConfigError(
+                variable, f"unknown agent setting (one of {', '.join(_AGENT_FIELDS)})"
+            )
+        name = head[: -len(field) - 1].lower()
+        table = raw.setdefault(name, {"name": name})
+        keys.setdefault(name, variable)
+        table[field] = _agent_from_env(field, text)
+    agents: list[AgentConfig] = []
+    for name, table in raw.items():
+        where = keys[name]
+        fields: dict[str, object] = {}
+        for field, value in table.items():
+            if field not in _AGENT_FIELDS:
+                raise ConfigError(f"{where}.{field}", "unknown agent setting")
+            target, kind = _AGENT_FIELDS[field]
+            fields[target] = _check(f"{where}.{field}", kind, value)
+        if not fields.get("command"):
+            raise ConfigError(f"{where}.command", "required: the program that runs the agent")
+        agents.append(AgentConfig(**fields))  # type: ignore[arg-type]
+    return tuple(agents)
 
 
 def _flatten(table: Mapping[str, Any], prefix: str = "") -> dict[str, object]:
@@ -256,6 +414,7 @@ def load_settings(
 ) -> Settings:
     """Defaults < TOML file < ``AHP_SERVER_*`` < ``overrides`` (dotted TOML keys)."""
     values: dict[str, object] = {}
+    agent_tables: object = None
     if path is not None:
         try:
             with open(path, "rb") as handle:
@@ -264,6 +423,11 @@ def load_settings(
             raise ConfigError("config", f"cannot read {path}: {error.strerror}") from None
         except tomllib.TOMLDecodeError as error:
             raise ConfigError("config", f"{path} is not valid TOML: {error}") from None
+        agent_tables = table.pop("agents", None)
+        if isinstance(agent_tables, dict):  # the pre-[[agents]] [agents] settings table
+            for name, value in agent_tables.items():
+                values[_LEGACY_AGENTS_TABLE.get(name, f"agents.{name}")] = value
+            agent_tables = None
         values.update(_flatten(table))
     for variable, key in ENVIRONMENT.items():
         if environ is not None and variable in environ:
@@ -278,7 +442,15 @@ def load_settings(
     data_dir = fields.get("data_dir")
     if isinstance(data_dir, str) and data_dir.startswith("~"):
         fields["data_dir"] = str(Path(data_dir).expanduser())
+    fields["agents"] = _agents(agent_tables, environ)
     settings = dataclasses.replace(Settings(), **fields)  # type: ignore[arg-type]
+    names = {"echo", *(agent.name for agent in settings.agents)}
+    if settings.default_provider not in names:
+        raise ConfigError(
+            "providers.default",
+            f"{settings.default_provider!r} is not an agent here "
+            f"(one of {', '.join(sorted(names))})",
+        )
     if not is_loopback(settings.host) and not settings.token:
         raise ConfigError(
             "server.token",

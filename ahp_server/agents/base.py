@@ -22,8 +22,8 @@ Steering messages the user sends during a turn are offered through
 :meth:`TurnIO.take_steering`; one the provider never takes starts the next turn.
 
 Sessions (the seam for providers that keep state or a process per session).
-The host calls, each with a timeout (``agents.session_open_timeout`` /
-``agents.session_close_timeout``):
+The host calls, each with a timeout (``providers.session_open_timeout`` /
+``providers.session_close_timeout``):
 
 * :meth:`Provider.open_session` once, when a client creates the session and
   before it is ready. Raising (or timing out) fails the session:
@@ -117,6 +117,9 @@ class TurnRequest:
     primary_working_directory: str | None = None
     #: The client whose message started the turn, when a client did.
     client_id: str | None = None
+    #: What the provider kept for this chat with :meth:`TurnIO.save_agent_state`
+    #: (survives host restarts; ``None`` until it saves something).
+    agent_state: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,6 +159,21 @@ class ToolCall(Protocol):
 
     async def complete(self, result: ToolCallResult) -> None:
         """Report the result of a call the provider executed itself."""
+        ...
+
+    async def request_confirmation(
+        self,
+        *,
+        invocation_message: StringOrMarkdown,
+        confirmation_title: StringOrMarkdown | None = None,
+        options: tuple[ConfirmationOption, ...] | None = None,
+    ) -> ToolDecision:
+        """Ask the user to confirm this call now (a running call goes back to pending).
+
+        For agents that decide to ask only once the call is under way (ACP's
+        ``session/request_permission``). Raises ``asyncio.CancelledError``
+        when the turn ends first.
+        """
         ...
 
     async def client_result(self) -> ToolCallResult:
@@ -212,6 +230,13 @@ class TurnIO(Protocol):
 
     async def take_steering(self) -> Message | None:
         """The steering message the user sent during this turn, if any (consumes it)."""
+        ...
+
+    async def save_agent_state(self, state: str | None) -> None:
+        """Keep ``state`` for this chat across host restarts (``TurnRequest.agent_state``).
+
+        Opaque to the host, never shown to clients; an agent's own session id, say.
+        """
         ...
 
 

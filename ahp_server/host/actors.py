@@ -602,6 +602,8 @@ class ChatActor(ChannelActor[ChatState]):
         self.runner: TurnRunner | None = None
         #: Stored position of ``state.turns[0]`` (older turns stay on disk).
         self.turn_offset = 0
+        #: What the chat's provider keeps across restarts (``TurnIO.save_agent_state``).
+        self.agent_state: str | None = None
         self._message_clients: dict[str, str] = {}
         # What the session already mirrors (a chat loaded from disk may be blocked).
         self._last_summary = chat_summary(state)
@@ -781,6 +783,15 @@ class ChatActor(ChannelActor[ChatState]):
             self.runner = None
         await super().stop()
 
+    async def save_agent_state(self, state: str | None) -> None:
+        """``TurnSink``: keep the provider's state for this chat (in the actor: one writer)."""
+
+        async def save() -> None:
+            self.agent_state = state
+            self.host.hub.store.put_agent_state(self.uri, state)
+
+        await self.call(save)
+
     # -- side effects -------------------------------------------------------------------------
 
     async def after_client_action(self, action: object, client_id: str) -> None:
@@ -869,6 +880,7 @@ class ChatActor(ChannelActor[ChatState]):
             if isinstance(state.primary_working_directory, UnsetType)
             else state.primary_working_directory,
             client_id=client_id,
+            agent_state=self.agent_state,
         )
         session_uri = self.session.uri
         self.runner = TurnRunner(

@@ -377,6 +377,7 @@ class Host:
         actor = ChatActor(self, uri, state, session=session)
         actor.last_seq = last
         actor.turn_offset = loaded.first_turn_position
+        actor.agent_state = loaded.agent_state
         self.hub.seed_replay(uri, loaded.log_floor, ((s, e) for s, _, e in loaded.envelopes))
         self.chats[uri] = actor
         session.chats[uri] = actor

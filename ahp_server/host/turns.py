@@ -93,6 +93,10 @@ class TurnSink(Protocol):
         """The chat's latest state without folding streamed text."""
         ...
 
+    async def save_agent_state(self, state: str | None) -> None:
+        """Keep the provider's opaque state for this chat (stored with the chat)."""
+        ...
+
 
 class _ToolCall:
     """A tool call started by the provider (implements ``agents.base.ToolCall``)."""
@@ -134,6 +138,27 @@ class _ToolCall:
                 turn_id=self._runner.turn_id, tool_call_id=self._id, result=result
             )
         )
+
+    async def request_confirmation(
+        self,
+        *,
+        invocation_message: StringOrMarkdown,
+        confirmation_title: StringOrMarkdown | None = None,
+        options: tuple[ConfirmationOption, ...] | None = None,
+    ) -> ToolDecision:
+        runner = self._runner
+        future: asyncio.Future[ToolDecision] = asyncio.get_running_loop().create_future()
+        runner.decisions[self._id] = future  # before the question goes out
+        await runner.emit(
+            ChatToolCallReadyAction(
+                turn_id=runner.turn_id,
+                tool_call_id=self._id,
+                invocation_message=invocation_message,
+                confirmation_title=UNSET if confirmation_title is None else confirmation_title,
+                options=UNSET if options is None else options,
+            )
+        )
+        return await future
 
     async def client_result(self) -> ToolCallResult:
         if self._client_id is None:
@@ -370,6 +395,11 @@ class TurnRunner:
         self.inputs[request.id] = future
         await self.emit(ChatInputRequestedAction(request=request))
         return await future
+
+    async def save_agent_state(self, state: str | None) -> None:
+        if self.closed:
+            raise asyncio.CancelledError
+        await self.actor.save_agent_state(state)
 
     async def take_steering(self) -> Message | None:
         steering = self.actor.peek().steering_message  # no need to fold streamed text

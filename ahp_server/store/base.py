@@ -69,6 +69,8 @@ class LoadedChannel:
     #: position of the first of them.
     turns: list[bytes] = field(default_factory=list)
     first_turn_position: int = 0
+    #: What the chat's agent asked the host to keep for it (opaque), if anything.
+    agent_state: str | None = None
 
 
 class Store:
@@ -119,6 +121,9 @@ class Store:
 
     def set_unfinished(self, uri: str, marker: str | None) -> None:
         """Record what a channel is in the middle of (``ChannelRow.unfinished``), or ``None``."""
+
+    def put_agent_state(self, uri: str, state: str | None) -> None:
+        """Keep what a chat's agent needs across restarts (``LoadedChannel.agent_state``)."""
 
     def put_snapshot(self, uri: str, seq: int, state: bytes, turn_count: int) -> None:
         """Replace a channel's snapshot and prune its log before the previous one."""

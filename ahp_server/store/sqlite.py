@@ -59,7 +59,7 @@ __all__ = ["SCHEMA_VERSION", "SqliteStore"]
 
 log = structlog.get_logger(__name__)
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 #: Forward migrations: MIGRATIONS[n] brings schema n to n + 1.
 MIGRATIONS: dict[int, str] = {
@@ -132,6 +132,11 @@ MIGRATIONS: dict[int, str] = {
       AND NOT EXISTS (
           SELECT 1 FROM channels AS c WHERE c.kind = 'chat' AND c.session = channels.uri
       );
+    """,
+    # Schema 4: what an agent keeps for a chat across restarts (an ACP
+    # session id, say): opaque text, deleted with the channel's row.
+    3: """
+    ALTER TABLE channels ADD COLUMN agent_state TEXT;
     """,
 }
 
@@ -563,6 +568,13 @@ class SqliteStore(Store):
             )
         )
 
+    def put_agent_state(self, uri: str, state: str | None) -> None:
+        self._enqueue(
+            lambda conn: conn.execute(
+                "UPDATE channels SET agent_state = ? WHERE uri = ?", (state, uri)
+            )
+        )
+
     def put_snapshot(self, uri: str, seq: int, state: bytes, turn_count: int) -> None:
         def write(conn: sqlite3.Connection) -> None:
             previous = conn.execute(
@@ -653,7 +665,9 @@ class SqliteStore(Store):
 
     async def load(self, uri: str, *, retained_turns: int) -> LoadedChannel | None:
         def read(conn: sqlite3.Connection) -> LoadedChannel | None:
-            row = conn.execute("SELECT log_floor FROM channels WHERE uri = ?", (uri,)).fetchone()
+            row = conn.execute(
+                "SELECT log_floor, agent_state FROM channels WHERE uri = ?", (uri,)
+            ).fetchone()
             if row is None:
                 return None
             snap = conn.execute(
@@ -684,6 +698,7 @@ class SqliteStore(Store):
                 log_floor=log_floor,
                 turns=[bytes(t[0]) for t in turns],
                 first_turn_position=first,
+                agent_state=row[1],
             )
 
         result: LoadedChannel | None = await self._read(read)

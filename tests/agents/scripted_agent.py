@@ -1,0 +1,330 @@
+"""A scripted ACP agent, written with the official SDK's agent side, run as a real child process.
+
+The tests start it through the host's ACP bridge (``[[agents]]`` with
+``command = sys.executable``, ``args = [this file, …]``). What it does is
+chosen by the prompt's last text block:
+
+=====================  ==================================================================
+``/tool``              a tool call (``execute``) with raw input, text content, completed
+``/permission``        a tool call, then ``session/request_permission`` with the four ACP
+                       options; answers which option the user chose (or ``cancelled``)
+``/plan``              a plan of three entries, then text
+``/read PATH``         ``fs/read_text_file``; answers the content or the error
+``/write PATH TEXT``   ``fs/write_text_file``; answers ``written`` or the error
+``/terminal CMD…``     ``terminal/create`` in the session's cwd, waits, shows its output
+``/terminal-in DIR``   ``terminal/create`` with ``cwd = DIR`` (confinement test)
+``/sleep``             ``terminal/create sleep 600`` then waits for it (cancel kills it)
+``/hang``              never answers, ignores ``session/cancel``
+``/slow N``            N chunks, 50 ms apart; stops early on ``session/cancel``
+``/crash``             a chunk, then the process exits with code 3
+``/garbage``           writes a line that is not JSON to stdout
+``/unknown``           an update of a kind ACP does not know, then text
+``/extras``            commands, mode, and usage updates, then text
+``/context``           answers how many prompt blocks it got and whether the first
+                       holds the earlier conversation
+anything else          ``scripted: <text>`` in two chunks after a thought; usage
+=====================  ==================================================================
+
+Options: ``--load`` advertises ``loadSession`` and keeps sessions in the
+directory ``$SCRIPTED_STATE`` (a restarted agent can load them; after a load
+the next answer starts with ``loaded N``); ``--fail-start`` writes to stderr
+and exits before ``initialize``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+import uuid
+from pathlib import Path
+from typing import Any
+
+from acp import PROTOCOL_VERSION, run_agent
+from acp.helpers import (
+    plan_entry,
+    start_tool_call,
+    text_block,
+    tool_content,
+    tool_terminal_ref,
+    update_agent_message_text,
+    update_agent_thought_text,
+    update_plan,
+    update_tool_call,
+    update_user_message_text,
+)
+from acp.schema import (
+    AgentCapabilities,
+    AvailableCommand,
+    AvailableCommandsUpdate,
+    CurrentModeUpdate,
+    InitializeResponse,
+    LoadSessionResponse,
+    NewSessionResponse,
+    PermissionOption,
+    PromptResponse,
+    ToolCallUpdate,
+    Usage,
+    UsageUpdate,
+)
+
+LOAD = "--load" in sys.argv
+STATE = Path(os.environ.get("SCRIPTED_STATE", "/nonexistent"))
+
+
+class ScriptedAgent:
+    def __init__(self) -> None:
+        self.conn: Any = None
+        self.cwd: dict[str, str] = {}
+        self.history: dict[str, list[str]] = {}
+        self.loaded: dict[str, int] = {}
+        self.cancelled: set[str] = set()
+
+    def on_connect(self, conn: Any) -> None:
+        self.conn = conn
+
+    async def initialize(self, protocol_version: int, **kwargs: Any) -> InitializeResponse:
+        return InitializeResponse(
+            protocol_version=PROTOCOL_VERSION,
+            agent_capabilities=AgentCapabilities(load_session=LOAD),
+        )
+
+    async def new_session(self, cwd: str, **kwargs: Any) -> NewSessionResponse:
+        session_id = f"scripted-{uuid.uuid4()}"
+        self.cwd[session_id] = cwd
+        self.history[session_id] = []
+        return NewSessionResponse(session_id=session_id)
+
+    async def load_session(self, cwd: str, session_id: str, **kwargs: Any) -> LoadSessionResponse:
+        path = STATE / f"{session_id}.json"
+        if not LOAD or not path.exists():
+            from acp import RequestError
+
+            raise RequestError.invalid_params({"details": f"no session {session_id}"})
+        messages: list[str] = json.loads(path.read_text())
+        self.cwd[session_id] = cwd
+        self.history[session_id] = messages
+        self.loaded[session_id] = len(messages)
+        for text in messages:  # ACP: the agent replays the conversation
+            await self.conn.session_update(session_id, update_user_message_text(text))
+            await self.conn.session_update(session_id, update_agent_message_text(f"re: {text}"))
+        return LoadSessionResponse()
+
+    async def cancel(self, session_id: str, **kwargs: Any) -> None:
+        self.cancelled.add(session_id)
+
+    async def authenticate(self, method_id: str, **kwargs: Any) -> None:
+        return None
+
+    async def say(self, session_id: str, text: str) -> None:
+        await self.conn.session_update(session_id, update_agent_message_text(text))
+
+    async def prompt(self, prompt: list[Any], session_id: str, **kwargs: Any) -> PromptResponse:
+        text = getattr(prompt[-1], "text", "")
+        self.cancelled.discard(session_id)
+        self.history[session_id].append(text)
+        if LOAD:
+            save(STATE / f"{session_id}.json", json.dumps(self.history[session_id]))
+        if session_id in self.loaded:
+            await self.say(session_id, f"loaded {self.loaded.pop(session_id)} ")
+        word, _, rest = text.partition(" ")
+        handler = getattr(self, "do_" + word.lstrip("/").replace("-", "_"), None)
+        if word.startswith("/") and handler is not None:
+            stop = await handler(session_id, rest, prompt)
+        else:
+            await self.conn.session_update(session_id, update_agent_thought_text("thinking"))
+            await self.say(session_id, "scripted: ")
+            await self.say(session_id, text)
+            stop = "end_turn"
+        return PromptResponse(
+            stop_reason=stop or "end_turn",
+            usage=Usage(total_tokens=12, input_tokens=5, output_tokens=7),
+        )
+
+    # -- behaviours ---------------------------------------------------------------------------
+
+    async def do_tool(self, session_id: str, rest: str, prompt: list[Any]) -> None:
+        call = start_tool_call(
+            "call-1", "List files", kind="execute", status="pending", raw_input={"cmd": "ls"}
+        )
+        await self.conn.session_update(session_id, call)
+        await self.conn.session_update(
+            session_id,
+            update_tool_call(
+                "call-1", status="in_progress", content=[tool_content(text_block("a.txt"))]
+            ),
+        )
+        await self.conn.session_update(
+            session_id,
+            update_tool_call(
+                "call-1", status="completed", content=[tool_content(text_block("a.txt\nb.txt"))]
+            ),
+        )
+        await self.say(session_id, "listed")
+
+    async def do_permission(self, session_id: str, rest: str, prompt: list[Any]) -> None:
+        await self.conn.session_update(
+            session_id, start_tool_call("call-p", "Delete a file", kind="delete", status="pending")
+        )
+        options = [
+            PermissionOption(option_id="allow-once", name="Allow once", kind="allow_once"),
+            PermissionOption(option_id="allow-always", name="Always allow", kind="allow_always"),
+            PermissionOption(option_id="reject-once", name="Reject", kind="reject_once"),
+            PermissionOption(option_id="reject-always", name="Never", kind="reject_always"),
+        ]
+        response = await self.conn.request_permission(
+            session_id=session_id,
+            tool_call=ToolCallUpdate(tool_call_id="call-p", title="Delete a file"),
+            options=options,
+        )
+        outcome = response.outcome
+        chosen = getattr(outcome, "option_id", None) or outcome.outcome
+        save(STATE / "permission-outcome", str(chosen))
+        allowed = str(chosen).startswith("allow")
+        await self.conn.session_update(
+            session_id, update_tool_call("call-p", status="completed" if allowed else "failed")
+        )
+        await self.say(session_id, f"permission: {chosen}")
+
+    async def do_plan(self, session_id: str, rest: str, prompt: list[Any]) -> None:
+        entries = [
+            plan_entry("Read the code", status="completed"),
+            plan_entry("Change it", status="in_progress"),
+            plan_entry("Test it"),
+        ]
+        await self.conn.session_update(session_id, update_plan(entries))
+        await self.say(session_id, "planned")
+
+    async def do_read(self, session_id: str, rest: str, prompt: list[Any]) -> None:
+        try:
+            response = await self.conn.read_text_file(session_id=session_id, path=rest.strip())
+            await self.say(session_id, f"content: {response.content}")
+        except Exception as error:  # noqa: BLE001 - reported back as text
+            await self.say(session_id, f"read error: {error}")
+
+    async def do_write(self, session_id: str, rest: str, prompt: list[Any]) -> None:
+        path, _, content = rest.partition(" ")
+        try:
+            await self.conn.write_text_file(session_id=session_id, path=path, content=content)
+            await self.say(session_id, "written")
+        except Exception as error:  # noqa: BLE001 - reported back as text
+            await self.say(session_id, f"write error: {error}")
+
+    async def _terminal(self, session_id: str, command: list[str], cwd: str | None) -> None:
+        try:
+            created = await self.conn.create_terminal(
+                session_id=session_id, command=command[0], args=command[1:], cwd=cwd
+            )
+        except Exception as error:  # noqa: BLE001 - reported back as text
+            await self.say(session_id, f"terminal error: {error}")
+            return
+        terminal = created.terminal_id
+        await self.conn.session_update(
+            session_id,
+            start_tool_call(
+                "call-t", "Run a command", kind="execute", content=[tool_terminal_ref(terminal)]
+            ),
+        )
+        exit_status = await self.conn.wait_for_terminal_exit(
+            session_id=session_id, terminal_id=terminal
+        )
+        output = await self.conn.terminal_output(session_id=session_id, terminal_id=terminal)
+        await self.conn.session_update(
+            session_id,
+            update_tool_call("call-t", status="completed", content=[tool_terminal_ref(terminal)]),
+        )
+        await self.conn.release_terminal(session_id=session_id, terminal_id=terminal)
+        await self.say(session_id, f"exit {exit_status.exit_code}: {output.output.strip()}")
+
+    async def do_terminal(self, session_id: str, rest: str, prompt: list[Any]) -> None:
+        await self._terminal(session_id, rest.split(), None)
+
+    async def do_terminal_in(self, session_id: str, rest: str, prompt: list[Any]) -> None:
+        await self._terminal(session_id, ["pwd"], rest.strip())
+
+    async def do_sleep(self, session_id: str, rest: str, prompt: list[Any]) -> None:
+        created = await self.conn.create_terminal(
+            session_id=session_id, command="sleep", args=["600"]
+        )
+        await self.conn.wait_for_terminal_exit(
+            session_id=session_id, terminal_id=created.terminal_id
+        )
+        await self.say(session_id, "slept")
+
+    async def do_hang(self, session_id: str, rest: str, prompt: list[Any]) -> None:
+        await self.say(session_id, "hanging")
+        await asyncio.Event().wait()
+
+    async def do_slow(self, session_id: str, rest: str, prompt: list[Any]) -> str:
+        for i in range(int(rest or "10")):
+            if session_id in self.cancelled:
+                return "cancelled"
+            await self.say(session_id, f"{i} ")
+            await asyncio.sleep(0.05)
+        return "end_turn"
+
+    async def do_crash(self, session_id: str, rest: str, prompt: list[Any]) -> None:
+        await self.say(session_id, "about to crash")
+        await asyncio.sleep(0.1)
+        print("scripted agent: crashing on purpose", file=sys.stderr, flush=True)
+        os._exit(3)
+
+    async def do_garbage(self, session_id: str, rest: str, prompt: list[Any]) -> None:
+        await self.say(session_id, "garbage follows")
+        await asyncio.sleep(0.1)
+        os.write(1, b"this is not JSON-RPC\n")
+        await asyncio.Event().wait()
+
+    async def do_unknown(self, session_id: str, rest: str, prompt: list[Any]) -> None:
+        line = {
+            "jsonrpc": "2.0",
+            "method": "session/update",
+            "params": {
+                "sessionId": session_id,
+                "update": {"sessionUpdate": "brand_new_kind", "payload": 1},
+            },
+        }
+        os.write(1, (json.dumps(line) + "\n").encode())
+        await asyncio.sleep(0.05)
+        await self.say(session_id, "after the unknown update")
+
+    async def do_extras(self, session_id: str, rest: str, prompt: list[Any]) -> None:
+        await self.conn.session_update(
+            session_id,
+            AvailableCommandsUpdate(
+                session_update="available_commands_update",
+                available_commands=[AvailableCommand(name="review", description="Review")],
+            ),
+        )
+        await self.conn.session_update(
+            session_id,
+            CurrentModeUpdate(session_update="current_mode_update", current_mode_id="code"),
+        )
+        await self.conn.session_update(
+            session_id, UsageUpdate(session_update="usage_update", used=100, size=1000)
+        )
+        await self.say(session_id, "extras sent")
+
+    async def do_context(self, session_id: str, rest: str, prompt: list[Any]) -> None:
+        first = getattr(prompt[0], "text", "")
+        earlier = "conversation" in first and len(prompt) > 1
+        await self.say(session_id, f"blocks={len(prompt)} earlier={earlier}")
+
+
+def save(path: Path, text: str) -> None:
+    """Leave a note for the test (only where it gave the agent a state directory)."""
+    if path.parent.is_dir():
+        path.write_text(text)
+
+
+async def main() -> None:
+    print("scripted agent starting", file=sys.stderr, flush=True)
+    if "--fail-start" in sys.argv:
+        print("boom: no API key in SCRIPTED_KEY", file=sys.stderr, flush=True)
+        raise SystemExit(2)
+    await run_agent(ScriptedAgent())
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

@@ -1,0 +1,515 @@
+"""The ACP bridge end to end: an AHP client over WebSocket, the host, a real ACP agent process.
+
+The agent is ``tests/agents/scripted_agent.py`` (the official SDK's agent
+side), started by the host exactly as a configured ``[[agents]]`` entry would
+be. Nothing of ours is mocked.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import os
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ahp_server.client import AhpClient, TurnFailedError
+from ahp_server.config import AgentConfig, Settings
+from ahp_server.protocol.types import (
+    ActiveTurn,
+    ChatState,
+    ChatToolCallApprovedAction,
+    ChatToolCallDeniedAction,
+    ChatTurnCancelledAction,
+    MarkdownResponsePart,
+    ReasoningResponsePart,
+    RootState,
+    SessionState,
+    ToolCallCancelledState,
+    ToolCallCompletedState,
+    ToolCallPendingConfirmationState,
+    ToolCallResponsePart,
+    Turn,
+)
+from tests.conftest import RunningHost, start_host
+
+TIMEOUT = 20.0
+SCRIPT = str(Path(__file__).with_name("scripted_agent.py"))
+
+
+def agent(*args: str, **changes: Any) -> AgentConfig:
+    return AgentConfig(
+        name="scripted",
+        display_name="Scripted",
+        command=sys.executable,
+        args=(SCRIPT, *args),
+        **changes,
+    )
+
+
+@dataclasses.dataclass
+class Bench:
+    running: RunningHost
+    work: Path
+    state: Path
+
+    @property
+    def url(self) -> str:
+        return self.running.url
+
+
+async def start(tmp_path: Path, config: AgentConfig, **settings: Any) -> Bench:
+    work = tmp_path / "work"
+    work.mkdir(exist_ok=True)
+    state = tmp_path / "agent-state"
+    state.mkdir(exist_ok=True)
+    os.environ["SCRIPTED_STATE"] = str(state)  # the agent process inherits nothing else
+    config = dataclasses.replace(config, pass_env=("SCRIPTED_STATE",))
+    running = await start_host(dataclasses.replace(Settings(), agents=(config,), **settings))
+    return Bench(running, work, state)
+
+
+@pytest.fixture
+async def bench(tmp_path: Path) -> AsyncIterator[Bench]:
+    started = await start(tmp_path, agent())
+    try:
+        yield started
+    finally:
+        await started.running.stop()
+
+
+async def open_chat(client: AhpClient, work: Path, provider: str = "scripted") -> str:
+    session = await client.create_session(provider, [str(work)], subscribe=True)
+    await client.wait_for(
+        lambda c: c.confirmed(session, SessionState).lifecycle != "creating", timeout=TIMEOUT
+    )
+    state = client.confirmed(session, SessionState)
+    assert state.lifecycle == "ready", state.creation_error
+    assert isinstance(state.default_chat, str)
+    await client.subscribe(state.default_chat)
+    return state.default_chat
+
+
+def last_turn(client: AhpClient, chat: str) -> Turn:
+    return client.confirmed(chat, ChatState).turns[-1]
+
+
+def tools(turn: Turn | ActiveTurn) -> list[Any]:
+    return [p.tool_call for p in turn.response_parts if isinstance(p, ToolCallResponsePart)]
+
+
+def children() -> set[int]:
+    """Processes whose parent is this test process (the host runs in it)."""
+    me = os.getpid()
+    found: set[int] = set()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == me and fields[0] != "Z":
+            found.add(int(entry))
+    return found
+
+
+async def poll(predicate: Any) -> None:
+    """Wait until ``predicate()`` holds (for what no envelope announces: processes, files)."""
+    async with asyncio.timeout(TIMEOUT):
+        while not predicate():  # noqa: ASYNC110 - a process or a file: nothing to await
+            await asyncio.sleep(0.05)
+
+
+async def until_no_children(before: set[int]) -> set[int]:
+    for _ in range(100):
+        left = children() - before
+        if not left:
+            return left
+        await asyncio.sleep(0.05)
+    return children() - before
+
+
+# -- configuration and a plain turn ----------------------------------------------------------
+
+
+async def test_the_agent_is_advertised_and_answers_with_text_reasoning_and_usage(
+    bench: Bench,
+) -> None:
+    async with AhpClient.connect(bench.url) as client:
+        await client.subscribe("ahp-root://")
+        root = client.confirmed("ahp-root://", RootState)
+        names = [a.provider for a in root.agents]
+        assert names == ["echo", "scripted"]
+        assert root.agents[1].display_name == "Scripted"
+        chat = await open_chat(client, bench.work)
+        assert await client.ask(chat, "hello there", timeout=TIMEOUT) == "scripted: hello there"
+        turn = last_turn(client, chat)
+        reasoning = [p.content for p in turn.response_parts if isinstance(p, ReasoningResponsePart)]
+        assert reasoning == ["thinking"]
+        assert turn.usage is not None
+        assert (turn.usage.input_tokens, turn.usage.output_tokens) == (5, 7)
+        # A second turn reuses the same process and ACP session.
+        assert await client.ask(chat, "again", timeout=TIMEOUT) == "scripted: again"
+
+
+async def test_a_tool_call_is_mapped_with_its_title_kind_input_and_content(bench: Bench) -> None:
+    async with AhpClient.connect(bench.url) as client:
+        chat = await open_chat(client, bench.work)
+        assert await client.ask(chat, "/tool", timeout=TIMEOUT) == "listed"
+        (call,) = tools(last_turn(client, chat))
+        assert isinstance(call, ToolCallCompletedState)
+        assert call.display_name == "List files"
+        assert call.tool_name == "execute"
+        assert call.tool_input == '{"cmd": "ls"}'
+        assert call.success is True
+        assert [c.text for c in call.content] == ["a.txt\nb.txt"]
+
+
+async def test_a_plan_is_a_visible_checklist(bench: Bench) -> None:
+    async with AhpClient.connect(bench.url) as client:
+        chat = await open_chat(client, bench.work)
+        assert await client.ask(chat, "/plan", timeout=TIMEOUT) == "planned"
+        (plan,) = tools(last_turn(client, chat))
+        assert plan.display_name == "Plan"
+        assert [c.text for c in plan.content] == [
+            "- [x] Read the code\n- [~] Change it\n- [ ] Test it"
+        ]
+
+
+async def test_unknown_and_placeless_updates_are_skipped_not_fatal(bench: Bench) -> None:
+    async with AhpClient.connect(bench.url) as client:
+        chat = await open_chat(client, bench.work)
+        assert await client.ask(chat, "/unknown", timeout=TIMEOUT) == "after the unknown update"
+        assert await client.ask(chat, "/extras", timeout=TIMEOUT) == "extras sent"
+
+
+# -- permissions -----------------------------------------------------------------------------
+
+
+async def pending_confirmation(client: AhpClient, chat: str) -> ToolCallPendingConfirmationState:
+    def pending(c: AhpClient) -> list[Any]:
+        turn = c.confirmed(chat, ChatState).active_turn
+        if not isinstance(turn, ActiveTurn):
+            return []
+        return [t for t in tools(turn) if isinstance(t, ToolCallPendingConfirmationState)]
+
+    await client.wait_for(pending, timeout=TIMEOUT)
+    return pending(client)[0]
+
+
+@pytest.mark.parametrize(
+    ("option", "approved"),
+    [("allow-always", True), ("allow-once", True), ("reject-once", False)],
+)
+async def test_a_permission_request_waits_for_the_user_and_answers_the_agent(
+    bench: Bench, option: str, approved: bool
+) -> None:
+    async with AhpClient.connect(bench.url) as client:
+        chat = await open_chat(client, bench.work)
+        turn_id = await client.send_message(chat, "/permission")
+        call = await pending_confirmation(client, chat)
+        assert [(o.id, o.kind) for o in call.options] == [
+            ("allow-once", "approve"),
+            ("allow-always", "approve"),
+            ("reject-once", "deny"),
+            ("reject-always", "deny"),
+        ]
+        answer: Any = (
+            ChatToolCallApprovedAction(
+                turn_id=turn_id,
+                tool_call_id=call.tool_call_id,
+                confirmed="user-action",
+                selected_option_id=option,
+            )
+            if approved
+            else ChatToolCallDeniedAction(
+                turn_id=turn_id,
+                tool_call_id=call.tool_call_id,
+                reason="denied",
+                selected_option_id=option,
+            )
+        )
+        await client.dispatch(chat, answer)
+        await client.wait_for(
+            lambda c: any(t.id == turn_id for t in c.confirmed(chat, ChatState).turns),
+            timeout=TIMEOUT,
+        )
+        turn = last_turn(client, chat)
+        text = "".join(
+            p.content for p in turn.response_parts if isinstance(p, MarkdownResponsePart)
+        )
+        assert text == f"permission: {option}"
+        (done,) = tools(turn)
+        if approved:
+            assert isinstance(done, ToolCallCompletedState)
+            assert done.success
+        else:
+            assert isinstance(done, ToolCallCancelledState)  # denied by the user
+
+
+async def test_a_cancelled_turn_answers_a_pending_permission_with_cancelled(bench: Bench) -> None:
+    async with AhpClient.connect(bench.url) as client:
+        chat = await open_chat(client, bench.work)
+        turn_id = await client.send_message(chat, "/permission")
+        await pending_confirmation(client, chat)
+        await client.dispatch(chat, ChatTurnCancelledAction(turn_id=turn_id, duration=1))
+        outcome = bench.state / "permission-outcome"
+        await poll(outcome.exists)
+        assert outcome.read_text() == "cancelled"
+        assert last_turn(client, chat).state == "cancelled"
+        assert await client.ask(chat, "next", timeout=TIMEOUT) == "scripted: next"
+
+
+# -- files -----------------------------------------------------------------------------------
+
+
+async def test_the_agent_reads_and_writes_inside_the_working_directory(bench: Bench) -> None:
+    (bench.work / "notes.txt").write_text("inside\n")
+    async with AhpClient.connect(bench.url) as client:
+        chat = await open_chat(client, bench.work)
+        answer = await client.ask(chat, f"/read {bench.work / 'notes.txt'}", timeout=TIMEOUT)
+        assert answer == "content: inside\n"
+        target = bench.work / "sub" / "new.txt"
+        target.parent.mkdir()
+        assert await client.ask(chat, f"/write {target} hello", timeout=TIMEOUT) == "written"
+        assert target.read_text() == "hello"
+
+
+@pytest.mark.parametrize(
+    ("make_path", "reason"),
+    [
+        (lambda work, tmp: f"{work}/../secret.txt", "outside the working directories"),
+        (lambda work, tmp: f"{tmp}/secret.txt", "outside the working directories"),
+        (lambda work, tmp: f"{work}/escape/secret.txt", "outside the working directories"),
+        (lambda work, tmp: "secret.txt", "not an absolute path"),
+        (lambda work, tmp: f"{work}", "is a directory"),
+    ],
+    ids=["dot-dot", "absolute-outside", "symlink-escape", "relative", "directory"],
+)
+async def test_reads_and_writes_outside_the_working_directories_are_refused(
+    bench: Bench, tmp_path: Path, make_path: Any, reason: str
+) -> None:
+    (tmp_path / "secret.txt").write_text("do not read")
+    (bench.work / "escape").symlink_to(tmp_path, target_is_directory=True)
+    path = make_path(bench.work, tmp_path)
+    async with AhpClient.connect(bench.url) as client:
+        chat = await open_chat(client, bench.work)
+        answer = await client.ask(chat, f"/read {path}", timeout=TIMEOUT)
+        assert answer.startswith("read error:")
+        assert reason in answer
+        assert "do not read" not in answer
+        answer = await client.ask(chat, f"/write {path} overwritten", timeout=TIMEOUT)
+        assert answer.startswith("write error:")
+        assert (tmp_path / "secret.txt").read_text() == "do not read"
+
+
+# -- terminals -------------------------------------------------------------------------------
+
+
+async def test_a_command_runs_in_the_working_directory_and_shows_its_output(
+    bench: Bench,
+) -> None:
+    async with AhpClient.connect(bench.url) as client:
+        chat = await open_chat(client, bench.work)
+        assert await client.ask(chat, "/terminal echo hi", timeout=TIMEOUT) == "exit 0: hi"
+        assert await client.ask(chat, "/terminal false", timeout=TIMEOUT) == "exit 1: "
+        answer = await client.ask(chat, "/terminal pwd", timeout=TIMEOUT)
+        assert answer == f"exit 0: {bench.work.resolve()}"
+        (call,) = tools(last_turn(client, chat))
+        assert [c.text.strip() for c in call.content] == [str(bench.work.resolve())]
+        refused = await client.ask(chat, "/terminal-in /", timeout=TIMEOUT)
+        assert refused.startswith("terminal error:")
+        assert "outside the working directories" in refused
+
+
+# -- cancel, hang, crash, garbage ----------------------------------------------------------
+
+
+async def test_cancel_ends_the_turn_at_once_tells_the_agent_and_kills_its_commands(
+    bench: Bench,
+) -> None:
+    before = children()
+    async with AhpClient.connect(bench.url) as client:
+        chat = await open_chat(client, bench.work)
+        agent_pids = children() - before
+        turn_id = await client.send_message(chat, "/sleep")
+        await poll(lambda: len(children() - before) > len(agent_pids))
+        sleeper = (children() - before) - agent_pids
+        await client.dispatch(chat, ChatTurnCancelledAction(turn_id=turn_id, duration=1))
+        await client.wait_for(lambda c: bool(c.confirmed(chat, ChatState).turns), timeout=TIMEOUT)
+        assert last_turn(client, chat).state == "cancelled"
+        await poll(lambda: not (children() & sleeper))  # the command it started was killed
+        # The agent heard session/cancel: a slow turn it is running stops early.
+        slow = await client.send_message(chat, "/slow 200")
+        await asyncio.sleep(0.2)
+        await client.dispatch(chat, ChatTurnCancelledAction(turn_id=slow, duration=1))
+        assert await client.ask(chat, "after", timeout=TIMEOUT) == "scripted: after"
+
+
+async def test_a_hung_agent_is_ended_by_cancel_and_by_the_turn_timeout(tmp_path: Path) -> None:
+    started = await start(tmp_path, agent(turn_timeout=0.5))
+    try:
+        async with AhpClient.connect(started.url) as client:
+            chat = await open_chat(client, started.work)
+            with pytest.raises(TurnFailedError, match=r"within 0.5 s"):
+                await client.ask(chat, "/hang", timeout=TIMEOUT)
+            assert last_turn(client, chat).error.error_type == "timeout"
+            turn_id = await client.send_message(chat, "/hang")
+            await asyncio.sleep(0.1)
+            await client.dispatch(chat, ChatTurnCancelledAction(turn_id=turn_id, duration=1))
+            await client.wait_for(lambda c: len(c.confirmed(chat, ChatState).turns) == 2, timeout=2)
+            assert last_turn(client, chat).state == "cancelled"
+    finally:
+        await started.running.stop()
+
+
+async def test_a_crash_mid_turn_fails_it_and_the_next_turn_starts_the_agent_again(
+    bench: Bench,
+) -> None:
+    async with AhpClient.connect(bench.url) as client:
+        chat = await open_chat(client, bench.work)
+        other = await open_chat(client, bench.work, provider="echo")
+        with pytest.raises(TurnFailedError) as failed:
+            await client.ask(chat, "/crash", timeout=TIMEOUT)
+        message = str(failed.value)
+        assert "exited with code 3" in message
+        assert "crashing on purpose" in message  # the tail of its stderr
+        assert last_turn(client, chat).error.error_type == "agentCrashed"
+        assert "still fine" in await client.ask(other, "still fine", timeout=TIMEOUT)
+        assert await client.ask(chat, "back", timeout=TIMEOUT) == "scripted: back"
+
+
+async def test_output_that_is_not_json_rpc_fails_the_turn_clearly(bench: Bench) -> None:
+    async with AhpClient.connect(bench.url) as client:
+        chat = await open_chat(client, bench.work)
+        with pytest.raises(TurnFailedError, match="not JSON-RPC"):
+            await client.ask(chat, "/garbage", timeout=TIMEOUT)
+        assert await client.ask(chat, "recovered", timeout=TIMEOUT) == "scripted: recovered"
+
+
+async def test_an_agent_that_cannot_start_fails_the_session_naming_command_and_stderr(
+    tmp_path: Path,
+) -> None:
+    started = await start(tmp_path, agent("--fail-start"))
+    try:
+        async with AhpClient.connect(started.url) as client:
+            session = await client.create_session("scripted", subscribe=True)
+            await client.wait_for(
+                lambda c: c.confirmed(session, SessionState).lifecycle != "creating",
+                timeout=TIMEOUT,
+            )
+            state = client.confirmed(session, SessionState)
+            assert state.lifecycle == "creationFailed"
+            message = state.creation_error.message
+            assert SCRIPT in message
+            assert "boom: no API key in SCRIPTED_KEY" in message
+            assert state.creation_error.error_type == "agentStartFailed"
+    finally:
+        await started.running.stop()
+
+
+async def test_a_missing_program_fails_the_session_creation(tmp_path: Path) -> None:
+    config = AgentConfig(name="scripted", command=str(tmp_path / "no-such-agent"))
+    started = await start(tmp_path, config)
+    try:
+        async with AhpClient.connect(started.url) as client:
+            session = await client.create_session("scripted", subscribe=True)
+            await client.wait_for(
+                lambda c: c.confirmed(session, SessionState).lifecycle != "creating",
+                timeout=TIMEOUT,
+            )
+            error = client.confirmed(session, SessionState).creation_error
+            assert "no-such-agent" in error.message
+    finally:
+        await started.running.stop()
+
+
+# -- processes are reaped ----------------------------------------------------------------------
+
+
+async def test_no_agent_process_outlives_its_session_or_the_host(tmp_path: Path) -> None:
+    before = children()
+    started = await start(tmp_path, agent())
+    stopped = False
+    try:
+        async with AhpClient.connect(started.url) as client:
+            chat = await open_chat(client, started.work)
+            kept = await open_chat(client, started.work)
+            await client.ask(chat, "hi", timeout=TIMEOUT)
+            await client.ask(kept, "hi", timeout=TIMEOUT)
+            assert len(children() - before) == 2  # one process per session
+            session = started.running.host.chats[chat].session.uri
+            await client.dispose_session(session)
+            assert len(children() - before) == 1
+        await started.running.stop()
+        stopped = True
+        assert await until_no_children(before) == set()
+    finally:
+        if not stopped:
+            await started.running.stop()
+
+
+async def test_process_per_chat_starts_one_process_for_each_chat(tmp_path: Path) -> None:
+    before = children()
+    started = await start(tmp_path, agent(process="chat"))
+    try:
+        async with AhpClient.connect(started.url) as client:
+            chat = await open_chat(client, started.work)
+            assert children() - before == set()  # started at the chat's first turn
+            session = started.running.host.chats[chat].session.uri
+            second = await client.create_chat(session, subscribe=True)
+            await client.ask(chat, "one", timeout=TIMEOUT)
+            await client.ask(second, "two", timeout=TIMEOUT)
+            assert len(children() - before) == 2
+    finally:
+        await started.running.stop()
+    assert await until_no_children(before) == set()
+
+
+# -- after a restart -----------------------------------------------------------------------------
+
+
+async def test_after_a_restart_an_agent_that_can_load_its_session_does(tmp_path: Path) -> None:
+    data = str(tmp_path / "data")
+    started = await start(tmp_path, agent("--load"), data_dir=data)
+    try:
+        async with AhpClient.connect(started.url) as client:
+            chat = await open_chat(client, started.work)
+            assert await client.ask(chat, "first", timeout=TIMEOUT) == "scripted: first"
+    finally:
+        await started.running.stop()
+    started = await start(tmp_path, agent("--load"), data_dir=data)
+    try:
+        async with AhpClient.connect(started.url) as client:
+            await client.subscribe(chat)
+            answer = await client.ask(chat, "second", timeout=TIMEOUT)
+            assert answer == "loaded 1 scripted: second"  # its replayed history stayed hidden
+            assert len(client.confirmed(chat, ChatState).turns) == 2
+    finally:
+        await started.running.stop()
+
+
+async def test_after_a_restart_an_agent_that_cannot_load_is_told_the_conversation(
+    tmp_path: Path,
+) -> None:
+    data = str(tmp_path / "data")
+    started = await start(tmp_path, agent(), data_dir=data)
+    try:
+        async with AhpClient.connect(started.url) as client:
+            chat = await open_chat(client, started.work)
+            assert await client.ask(chat, "/context", timeout=TIMEOUT) == "blocks=1 earlier=False"
+    finally:
+        await started.running.stop()
+    started = await start(tmp_path, agent(), data_dir=data)
+    try:
+        async with AhpClient.connect(started.url) as client:
+            await client.subscribe(chat)
+            assert await client.ask(chat, "/context", timeout=TIMEOUT) == "blocks=2 earlier=True"
+    finally:
+        await started.running.stop()
