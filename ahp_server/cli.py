@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import structlog
+from msgspec import UNSET, UnsetType
 
 from ahp_server import __version__
 from ahp_server.app import App
@@ -29,7 +30,14 @@ from ahp_server.config import ConfigError, Settings, load_settings
 from ahp_server.host.host import DB_FILE
 from ahp_server.logging import configure_logging
 from ahp_server.protocol import PROTOCOL_VERSION
-from ahp_server.protocol.types import ChatDeltaAction, ChatResponsePartAction, MarkdownResponsePart
+from ahp_server.protocol.types import (
+    ChatDeltaAction,
+    ChatResponsePartAction,
+    ChatToolCallApprovedAction,
+    ChatToolCallDeniedAction,
+    ChatToolCallReadyAction,
+    MarkdownResponsePart,
+)
 from ahp_server.store.base import StoreError
 
 log = structlog.get_logger(__name__)
@@ -77,7 +85,13 @@ def build_parser() -> argparse.ArgumentParser:
     chat.add_argument("message", help="what to say")
     chat.add_argument("--url", default=None, help=f"host URL (default {DEFAULT_URL})")
     chat.add_argument("--token", default=None, help="connection token (or AHP_SERVER_TOKEN)")
-    chat.add_argument("--provider", default=None, help="agent to talk to (default: the host's)")
+    chat.add_argument(
+        "--agent",
+        "--provider",
+        dest="agent",
+        default=None,
+        help="agent to talk to, by name (default: the host's default)",
+    )
     return parser
 
 
@@ -147,10 +161,16 @@ def backup_database(data_dir: Path, destination: Path) -> None:
         source.close()
 
 
-async def chat(url: str, message: str, token: str | None, provider: str | None) -> None:
-    """Open a chat on a running host, send ``message`` and stream the reply to stdout."""
+async def chat(url: str, message: str, token: str | None, agent: str | None) -> None:
+    """Open a chat on a running host, send ``message`` and stream the reply to stdout.
+
+    A tool call that waits for confirmation is asked at the terminal: the
+    agent's options by number (or y/n); no answer (end of input) denies it.
+    """
     async with AhpClient.connect(url, token=token) as client:
-        chat_uri = await client.open_chat(provider)
+        chat_uri = await client.open_chat(agent)
+        asked: set[str] = set()
+        questions: set[asyncio.Task[None]] = set()
 
         def show(envelope: object) -> None:
             action = getattr(envelope, "action", None)
@@ -162,13 +182,69 @@ async def chat(url: str, message: str, token: str | None, provider: str | None) 
                 action.part, MarkdownResponsePart
             ):
                 sys.stdout.write(action.part.content)
+            elif isinstance(action, ChatToolCallReadyAction) and isinstance(
+                action.confirmed, UnsetType
+            ):
+                if action.tool_call_id not in asked:
+                    asked.add(action.tool_call_id)
+                    task = asyncio.get_running_loop().create_task(
+                        _confirm_at_terminal(client, chat_uri, action)
+                    )
+                    questions.add(task)
+                    task.add_done_callback(questions.discard)
+                return
             else:
                 return
             sys.stdout.flush()
 
         client.on_envelope(show)
-        await client.ask(chat_uri, message, timeout=600)
+        try:
+            await client.ask(chat_uri, message, timeout=600)
+        finally:
+            for task in questions:
+                task.cancel()
         sys.stdout.write("\n")
+
+
+async def _confirm_at_terminal(
+    client: AhpClient, chat_uri: str, ready: ChatToolCallReadyAction
+) -> None:
+    """Ask the user at the terminal whether a tool call may run; dispatch the answer."""
+    options = () if isinstance(ready.options, UnsetType) else ready.options
+    title = ready.confirmation_title
+    what = ready.invocation_message if isinstance(title, UnsetType) else title
+    text = what if isinstance(what, str) else what.markdown
+    lines = [f"\n[confirm] {text}"]
+    if options:
+        lines += [f"  {i}. {option.label}" for i, option in enumerate(options, 1)]
+        prompt = f"choose 1-{len(options)}: "
+    else:
+        prompt = "allow? [y/N] "
+    sys.stdout.write("\n".join(lines) + "\n" + prompt)
+    sys.stdout.flush()
+    answer = (await asyncio.to_thread(sys.stdin.readline)).strip().lower()
+    chosen = None
+    if options and answer.isdigit() and 1 <= int(answer) <= len(options):
+        chosen = options[int(answer) - 1]
+    approved = chosen.kind == "approve" if chosen is not None else answer in ("y", "yes")
+    selected = UNSET if chosen is None else chosen.id
+    action: ChatToolCallApprovedAction | ChatToolCallDeniedAction
+    if approved:
+        action = ChatToolCallApprovedAction(
+            turn_id=ready.turn_id,
+            tool_call_id=ready.tool_call_id,
+            confirmed="user-action",
+            selected_option_id=selected,
+        )
+    else:
+        action = ChatToolCallDeniedAction(
+            turn_id=ready.turn_id,
+            tool_call_id=ready.tool_call_id,
+            reason="denied",
+            selected_option_id=selected,
+        )
+    sys.stdout.write("allowed\n" if approved else "denied\n")
+    await client.dispatch(chat_uri, action)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -179,7 +255,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         url = args.url or DEFAULT_URL
         token = args.token or os.environ.get("AHP_SERVER_TOKEN") or None
         try:
-            asyncio.run(chat(url, args.message, token, args.provider))
+            asyncio.run(chat(url, args.message, token, args.agent))
         except (OSError, TimeoutError) as error:
             print(f"ahp-server chat: cannot reach {url}: {error}", file=sys.stderr)
             return 1

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
-from collections.abc import AsyncIterator
+import logging
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
+import structlog
 
 from ahp_server.app import App
 from ahp_server.config import Settings
@@ -14,6 +18,20 @@ from ahp_server.host.host import Host
 from ahp_server.logging import configure_logging
 
 configure_logging("warning", "console")
+
+
+@contextlib.contextmanager
+def captured_logs() -> Iterator[list[dict[str, Any]]]:
+    """Every log event (debug included) while in the block, as dicts; quiet again after."""
+    capture = structlog.testing.LogCapture()
+    structlog.configure(
+        wrapper_class=structlog.make_filtering_bound_logger(logging.DEBUG),
+        processors=[structlog.contextvars.merge_contextvars, capture],
+    )
+    try:
+        yield capture.entries
+    finally:
+        configure_logging("warning", "console")
 
 
 @dataclass

@@ -1120,6 +1120,7 @@ class AcpProvider:
                 # commands, and let the prompt end in the background (ACP: it answers
                 # "cancelled"); the chat's next prompt waits for that first.
                 chat.draining = prompt
+                prompt.add_done_callback(_consume_outcome)
                 await self._cancel(process, chat)
             if not consumer.done():
                 consumer.cancel()
@@ -1153,6 +1154,12 @@ class AcpProvider:
         with contextlib.suppress(ConnectionError, TimeoutError, OSError, RuntimeError):
             async with asyncio.timeout(CANCEL_SEND_TIMEOUT):
                 await asyncio.shield(conn.cancel(session_id=chat.session_id))
+
+
+def _consume_outcome(future: asyncio.Future[Any]) -> None:
+    """A drained prompt's outcome is of no interest (the turn already ended): retrieve it."""
+    if not future.cancelled():
+        future.exception()
 
 
 async def _first(

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import signal
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -56,3 +58,68 @@ async def test_sigterm_during_a_streamed_turn_closes_1001_and_exits_0(
         assert client.close_code == 1001
     async with asyncio.timeout(TIMEOUT):
         assert await process.wait() == 0
+
+
+SCRIPTED = Path(__file__).resolve().parents[1] / "agents" / "scripted_agent.py"
+
+
+async def run_chat(url: str, *args: str, stdin: str = "") -> tuple[int, str, str]:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "ahp_server",
+        "chat",
+        "--url",
+        url,
+        *args,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    async with asyncio.timeout(60):
+        out, err = await process.communicate(stdin.encode())
+    assert process.returncode is not None
+    return process.returncode, out.decode(), err.decode()
+
+
+@pytest.fixture
+async def agent_daemon(tmp_path: Path) -> AsyncIterator[str]:
+    config = tmp_path / "ahp-server.toml"
+    config.write_text(
+        "[[agents]]\n"
+        'name = "scripted"\n'
+        f"command = {json.dumps(sys.executable)}\n"
+        f"args = [{json.dumps(str(SCRIPTED))}]\n",
+        encoding="utf-8",
+    )
+    process = Daemon(tmp_path / "data", "--config", str(config))
+    try:
+        yield await process.start()
+    finally:
+        await process.close()
+
+
+@pytest.mark.parametrize(
+    ("answer", "said", "outcome"),
+    [("2\n", "allowed", "allow-always"), ("3\n", "denied", "reject-once"), ("", "denied", "")],
+    ids=["always-allow", "reject", "no-answer"],
+)
+async def test_chat_with_a_chosen_agent_answers_its_confirmation_at_the_terminal(
+    agent_daemon: str, answer: str, said: str, outcome: str
+) -> None:
+    code, out, err = await run_chat(
+        agent_daemon, "--agent", "scripted", "/permission", stdin=answer
+    )
+    assert code == 0, err
+    assert "[confirm] Allow Delete a file?" in out
+    assert "1. Allow once" in out
+    assert "4. Never" in out
+    assert said in out
+    # No answer denies: the agent is told its first reject option.
+    assert f"permission: {outcome or 'reject-once'}" in out
+
+
+async def test_chat_with_an_unknown_agent_says_so(agent_daemon: str) -> None:
+    code, _, err = await run_chat(agent_daemon, "--agent", "nobody", "hello")
+    assert code == 1
+    assert "nobody" in err

@@ -2,33 +2,23 @@
 
 from __future__ import annotations
 
-import logging
-
-import structlog
-
 from ahp_server.client import AhpClient
 from ahp_server.config import Settings
-from ahp_server.logging import configure_logging
-from tests.conftest import start_host
+from tests.conftest import captured_logs, start_host
 
 TOKEN = "tok-do-not-log"
 
 
 async def info_lines_for(words: int) -> list[dict[str, object]]:
     running = await start_host(Settings(token=TOKEN))
-    capture = structlog.testing.LogCapture()
-    structlog.configure(
-        wrapper_class=structlog.make_filtering_bound_logger(logging.DEBUG),
-        processors=[structlog.contextvars.merge_contextvars, capture],
-    )
-    try:
-        async with AhpClient.connect(running.url, token=TOKEN) as client:
-            chat = await client.open_chat()
-            await client.ask(chat, " ".join(f"secret{i}" for i in range(words)), timeout=30)
-    finally:
-        await running.stop()
-        configure_logging("warning", "console")
-    return [e for e in capture.entries if e.get("log_level") != "debug"]
+    with captured_logs() as entries:
+        try:
+            async with AhpClient.connect(running.url, token=TOKEN) as client:
+                chat = await client.open_chat()
+                await client.ask(chat, " ".join(f"secret{i}" for i in range(words)), timeout=30)
+        finally:
+            await running.stop()
+    return [e for e in entries if e.get("log_level") != "debug"]
 
 
 async def test_log_volume_does_not_grow_with_the_stream() -> None:

@@ -1,0 +1,118 @@
+"""A real third-party ACP agent through the bridge: fast-agent (``fast-agent-mcp`` on PyPI).
+
+It runs offline with its ``passthrough`` model, which answers with the user's
+own words, and whose ``***CALL_TOOL <tool> <json>`` form makes it call a tool:
+here its shell tool (``--shell``), which it runs through the host's ACP
+``terminal/*`` — after asking permission, which the user grants over AHP.
+
+fast-agent needs Python >= 3.12, so it lives in its own virtual environment,
+``.venv-agents`` (``.ci/run`` creates it with Python 3.13), and runs as the
+external process it is. ``AHP_TEST_FAST_AGENT`` points elsewhere.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from ahp_server.client import AhpClient
+from ahp_server.config import AgentConfig
+from ahp_server.protocol.types import (
+    ChatState,
+    ChatToolCallApprovedAction,
+    ToolCallCompletedState,
+)
+from tests.agents.test_acp import (
+    TIMEOUT,
+    Bench,
+    children,
+    last_turn,
+    open_chat,
+    pending_confirmation,
+    start,
+    tools,
+    until_no_children,
+)
+from tests.conftest import captured_logs
+
+ROOT = Path(__file__).resolve().parents[2]
+FAST_AGENT = os.environ.get("AHP_TEST_FAST_AGENT") or str(
+    ROOT / ".venv-agents" / "bin" / "fast-agent"
+)
+
+if not shutil.which(FAST_AGENT):
+    if os.environ.get("CI"):
+        raise RuntimeError(f"{FAST_AGENT} is missing: .ci/run installs it")
+    pytest.skip(f"fast-agent is not installed at {FAST_AGENT}", allow_module_level=True)
+
+
+def fast_agent(*extra: str) -> AgentConfig:
+    return AgentConfig(
+        name="fast-agent",
+        display_name="fast-agent",
+        command=FAST_AGENT,
+        args=("serve", "--transport", "acp", "--model", "passthrough", *extra),
+    )
+
+
+async def test_fast_agent_answers_a_turn_through_the_host(tmp_path: Path) -> None:
+    before = children()
+    started = await start(tmp_path, fast_agent(), session_open_timeout=120.0)
+    try:
+        async with AhpClient.connect(started.url) as client:
+            chat = await open_chat(client, started.work, provider="fast-agent")
+            answer = await client.ask(chat, "hello from an AHP client", timeout=TIMEOUT)
+            assert answer == "hello from an AHP client"
+            assert await client.ask(chat, "and again", timeout=TIMEOUT) == "and again"
+    finally:
+        await started.running.stop()
+    assert await until_no_children(before) == set()
+
+
+async def test_fast_agent_runs_a_tool_through_the_hosts_terminal(tmp_path: Path) -> None:
+    started = await start(tmp_path, fast_agent("--shell"), session_open_timeout=120.0)
+    try:
+        with captured_logs() as logs:
+            async with AhpClient.connect(started.url) as client:
+                await run_the_tool(client, started)
+        # The command ran as the host's terminal (terminal/create), not in fast-agent.
+        terminals = [e for e in logs if e["event"] == "terminal started"]
+        assert len(terminals) == 1
+        assert terminals[0]["cwd"] == str(started.work.resolve())
+    finally:
+        await started.running.stop()
+
+
+async def run_the_tool(client: AhpClient, started: Bench) -> None:
+    """Ask for the shell tool, grant the permission, check what it printed."""
+    chat = await open_chat(client, started.work, provider="fast-agent")
+    command = '***CALL_TOOL execute {"command": "echo from-the-host; pwd"}'
+    turn_id = await client.send_message(chat, command)
+    call = await pending_confirmation(client, chat)
+    await client.dispatch(
+        chat,
+        ChatToolCallApprovedAction(
+            turn_id=turn_id,
+            tool_call_id=call.tool_call_id,
+            confirmed="user-action",
+            selected_option_id="allow_once",
+        ),
+    )
+    await client.wait_for(
+        lambda c: any(t.id == turn_id for t in c.confirmed(chat, ChatState).turns),
+        timeout=TIMEOUT,
+    )
+    turn = last_turn(client, chat)
+    assert turn.state == "complete", turn.error
+    shown = [
+        c.text
+        for call in tools(turn)
+        if isinstance(call, ToolCallCompletedState)
+        for c in call.content or ()
+    ]
+    output = "\n".join(shown)
+    assert "from-the-host" in output
+    assert str(started.work.resolve()) in output  # it ran in the working directory
