@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ahp_server.config import ConfigError, Settings, load_settings
+from ahp_server.config import AgentConfig, ConfigError, Settings, load_settings
 
 ROOT = Path(__file__).resolve().parent.parent
 SHIPPED = ROOT / "config" / "ahp-server.toml"
@@ -98,3 +98,119 @@ def test_serve_refuses_a_public_address_without_a_token() -> None:
     result = run_cli("serve", "--host", "0.0.0.0", "--data-dir", ":memory:")
     assert result.returncode != 0
     assert "server.token" in result.stderr
+
+
+AGENTS = """
+[providers]
+default = "claude"
+
+[[agents]]
+name = "claude"
+display_name = "Claude Code"
+command = "npx"
+args = ["-y", "@zed-industries/claude-code-acp"]
+pass_env = ["ANTHROPIC_API_KEY"]
+env = { CLAUDE_MODE = "plain" }
+
+[[agents]]
+name = "gemini"
+command = "gemini"
+args = ["--experimental-acp"]
+process = "chat"
+turn_timeout = 600
+"""
+
+
+def test_agents_tables_load_with_every_field(tmp_path: Path) -> None:
+    path = tmp_path / "agents.toml"
+    path.write_text(AGENTS, encoding="utf-8")
+    settings = load_settings(path, environ={})
+    assert settings.default_provider == "claude"
+    claude, gemini = settings.agents
+    assert claude == AgentConfig(
+        name="claude",
+        display_name="Claude Code",
+        command="npx",
+        args=("-y", "@zed-industries/claude-code-acp"),
+        pass_env=("ANTHROPIC_API_KEY",),
+        env=(("CLAUDE_MODE", "plain"),),
+    )
+    assert (gemini.process, gemini.turn_timeout, gemini.title) == ("chat", 600.0, "gemini")
+
+
+def test_agents_from_the_environment_add_to_and_override_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "agents.toml"
+    path.write_text(AGENTS, encoding="utf-8")
+    settings = load_settings(
+        path,
+        environ={
+            "AHP_SERVER_AGENTS_CLAUDE_CODE_COMMAND": "claude-code-acp",
+            "AHP_SERVER_AGENTS_CLAUDE_CODE_ARGS": "--flag 'two words'",
+            "AHP_SERVER_AGENTS_CLAUDE_CODE_PASS_ENV": "ANTHROPIC_API_KEY, HTTPS_PROXY",
+            "AHP_SERVER_AGENTS_CLAUDE_CODE_DISPLAY_NAME": "Claude Code",
+            "AHP_SERVER_AGENTS_GEMINI_TURN_TIMEOUT": "30",
+            "AHP_SERVER_DEFAULT_PROVIDER": "claude_code",
+        },
+    )
+    agents = {a.name: a for a in settings.agents}
+    code = agents["claude_code"]
+    assert code.command == "claude-code-acp"
+    assert code.args == ("--flag", "two words")
+    assert code.pass_env == ("ANTHROPIC_API_KEY", "HTTPS_PROXY")
+    assert code.display_name == "Claude Code"
+    assert agents["gemini"].turn_timeout == 30.0
+    assert agents["gemini"].command == "gemini"  # the file's other fields stay
+    assert settings.default_provider == "claude_code"
+
+
+@pytest.mark.parametrize(
+    ("toml", "key"),
+    [
+        ('[[agents]]\nname = "x"\n', "agents[0].command"),
+        ('[[agents]]\ncommand = "x"\n', "agents[0].name"),
+        ('[[agents]]\nname = "Bad Name"\ncommand = "x"\n', "agents[0].name"),
+        ('[[agents]]\nname = "echo"\ncommand = "x"\n', "agents[0].name"),
+        ('[[agents]]\nname = "a"\ncommand = "x"\nprocess = "thread"\n', "agents[0].process"),
+        ('[[agents]]\nname = "a"\ncommand = "x"\nkind = "magic"\n', "agents[0].kind"),
+        ('[[agents]]\nname = "a"\ncommand = "x"\ncomand = "y"\n', "agents[0].comand"),
+        ('[[agents]]\nname = "a"\ncommand = "x"\nargs = "-v"\n', "agents[0].args"),
+        ('[[agents]]\nname = "a"\ncommand = "x"\nenv = { A = 1 }\n', "agents[0].env"),
+        (
+            '[[agents]]\nname = "a"\ncommand = "x"\n[[agents]]\nname = "a"\ncommand = "y"\n',
+            "agents[1].name",
+        ),
+        ('[providers]\ndefault = "nobody"\n', "providers.default"),
+    ],
+)
+def test_invalid_agents_name_their_key(tmp_path: Path, toml: str, key: str) -> None:
+    path = tmp_path / "bad.toml"
+    path.write_text(toml, encoding="utf-8")
+    with pytest.raises(ConfigError) as caught:
+        load_settings(path, environ={})
+    assert caught.value.key == key
+
+
+def test_an_unknown_agent_variable_names_itself() -> None:
+    with pytest.raises(ConfigError) as caught:
+        load_settings(None, environ={"AHP_SERVER_AGENTS_CLAUDE_COMMANDO": "x"})
+    assert caught.value.key == "AHP_SERVER_AGENTS_CLAUDE_COMMANDO"
+
+
+def test_the_pre_agents_settings_table_still_loads(tmp_path: Path) -> None:
+    path = tmp_path / "old.toml"
+    path.write_text(
+        '[agents]\ndefault_provider = "echo"\nclient_tool_timeout = 5.0\n', encoding="utf-8"
+    )
+    assert load_settings(path, environ={}).client_tool_timeout == 5.0
+
+
+def test_check_config_validates_agents(tmp_path: Path) -> None:
+    good = tmp_path / "good.toml"
+    good.write_text(AGENTS, encoding="utf-8")
+    result = run_cli("check-config", "--config", str(good))
+    assert result.returncode == 0, result.stderr
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[[agents]]\nname = "x"\n', encoding="utf-8")
+    result = run_cli("check-config", "--config", str(bad))
+    assert result.returncode == 2
+    assert "agents[0].command" in result.stderr
