@@ -171,3 +171,17 @@ def test_suite_produces_every_figure(tmp_path: Path) -> None:
     report = format_suite(results)
     for heading in ("stream-1", "fanout-5", "dispatch-rtt", "many-chats-5", "reconnect", "memory"):
         assert heading in report
+
+
+def test_bridge_benchmark_produces_every_figure(tmp_path: Path) -> None:
+    from bench.bridge import Sizes as BridgeSizes
+    from bench.bridge import run as run_bridge
+
+    out = tmp_path / "bridge.json"
+    results = run_bridge(BridgeSizes(chunks=50, repeats=1, turns=5), out=out)
+    assert json.loads(out.read_text(encoding="utf-8")) == json.loads(json.dumps(results))
+    assert set(results["rows"]) == {"in-process", "acp-bridge", "acp-direct"}
+    for row in results["rows"].values():
+        for figure in ("us_per_chunk", "chunks_per_s", "turn_p50_ms", "turn_p99_ms"):
+            assert positive(row[figure])
+    assert set(results["bridge_added"]) == {"us_per_chunk", "turn_p50_ms", "turn_p99_ms"}

@@ -274,18 +274,24 @@ class AgentProcess:
         self.capabilities = response.agent_capabilities or AcpAgentCapabilities()
 
     async def _read_stdout(self, feed: asyncio.StreamReader) -> None:
-        """Forward JSON lines to the SDK; anything else is a protocol violation."""
+        """Forward JSON-RPC lines to the SDK; anything else is a protocol violation.
+
+        A JSON-RPC message is a JSON object: a line that does not start with
+        ``{`` and end with ``}`` (a stray ``print``, a warning, a crash dump) is
+        refused here with a clear error. (The SDK parses what passes; it skips,
+        and logs, an object that is still malformed — parsing twice per chunk
+        would cost more than that rare case is worth.)
+        """
         process = self._process
         assert process is not None
         assert process.stdout is not None
         try:
             while line := await process.stdout.readline():
-                if not line.strip():
+                body = line.strip()
+                if not body:
                     continue
-                try:
-                    json.loads(line)
-                except ValueError:
-                    shown = line[:200].decode("utf-8", errors="replace").strip()
+                if body[:1] != b"{" or body[-1:] != b"}":
+                    shown = body[:200].decode("utf-8", errors="replace")
                     self.failure = f"it wrote something that is not JSON-RPC: {shown!r}"
                     log.warning("agent wrote malformed output", agent=self.config.name, line=shown)
                     break
