@@ -35,7 +35,7 @@ from ahp_server.protocol.types import (
     ToolCallResponsePart,
     Turn,
 )
-from tests.conftest import RunningHost, start_host
+from tests.conftest import RunningHost, captured_logs, start_host
 
 TIMEOUT = 20.0
 SCRIPT = str(Path(__file__).with_name("scripted_agent.py"))
@@ -513,3 +513,34 @@ async def test_after_a_restart_an_agent_that_cannot_load_is_told_the_conversatio
             assert await client.ask(chat, "/context", timeout=TIMEOUT) == "blocks=2 earlier=True"
     finally:
         await started.running.stop()
+
+
+async def test_commands_an_agent_runs_are_killed_when_the_host_stops(tmp_path: Path) -> None:
+    before = children()
+    started = await start(tmp_path, agent())
+    stopped = False
+    try:
+        async with AhpClient.connect(started.url) as client:
+            chat = await open_chat(client, started.work)
+            await client.send_message(chat, "/sleep")
+            await poll(lambda: len(children() - before) == 2)  # the agent and its `sleep`
+            await started.running.stop()
+            stopped = True
+        assert await until_no_children(before) == set()
+    finally:
+        if not stopped:
+            await started.running.stop()
+
+
+async def test_the_agents_stderr_goes_to_the_log_with_the_agent(bench: Bench) -> None:
+    with captured_logs() as logs:
+        async with AhpClient.connect(bench.url) as client:
+            chat = await open_chat(client, bench.work)
+            with pytest.raises(TurnFailedError):
+                await client.ask(chat, "/crash", timeout=TIMEOUT)
+    lines = [e for e in logs if e["event"] == "agent stderr"]
+    assert [e["line"] for e in lines] == [
+        "scripted agent starting",
+        "scripted agent: crashing on purpose",
+    ]
+    assert all(e["agent"] == "scripted" and e["serves"].startswith("ahp-session:/") for e in lines)
