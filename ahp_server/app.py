@@ -22,6 +22,7 @@ from websockets.asyncio.server import Server
 from ahp_server.agents.acp import AcpProvider
 from ahp_server.agents.base import Provider
 from ahp_server.agents.echo import EchoAgent
+from ahp_server.agents.openai_chat import OpenAIProvider
 from ahp_server.config import ConfigError, Settings
 from ahp_server.host.gateway import Gateway
 from ahp_server.host.host import Host, wall_clock_ms
@@ -35,7 +36,7 @@ def providers_from(settings: Settings) -> list[Provider]:
     """The providers a host built from ``settings`` offers: echo, then each ``[[agents]]``."""
     providers: list[Provider] = [EchoAgent()]
     for agent in settings.agents:
-        providers.append(AcpProvider(agent))  # kind "acp", the only kind so far
+        providers.append(OpenAIProvider(agent) if agent.kind == "openai" else AcpProvider(agent))
     return providers
 
 

@@ -37,7 +37,8 @@ class AgentConfig:
 
     #: The provider id clients pass to ``createSession`` (``[a-z0-9][a-z0-9_-]*``).
     name: str
-    #: ``acp``: an Agent Client Protocol agent, run as a child process (stdio).
+    #: ``acp``: an Agent Client Protocol agent, run as a child process (stdio);
+    #: ``openai``: a model behind an OpenAI-compatible chat-completions endpoint.
     kind: str = "acp"
     #: The program and its arguments.
     command: str = ""
@@ -54,6 +55,23 @@ class AgentConfig:
     process: str = "session"
     #: Seconds a turn may run before the host ends it (``None``: no limit).
     turn_timeout: float | None = None
+    # -- kind "openai" --
+    #: The endpoint's base URL (``https://api.openai.com/v1``, ``http://localhost:11434/v1``…).
+    base_url: str = ""
+    #: The model to ask.
+    model: str = ""
+    #: The name of the environment variable that holds the API key (never the key).
+    api_key_env: str = ""
+    temperature: float | None = None
+    max_tokens: int | None = None
+    system_prompt: str = ""
+    #: Tokens of history sent with a turn (estimated: 4 characters a token);
+    #: the oldest turns are left out first.
+    context_budget: int = 8000
+    #: Rounds of tool calls the model may make in one turn.
+    max_tool_rounds: int = 8
+    #: Retries of a request the endpoint refused with 429 or 5xx, or could not take.
+    max_retries: int = 3
 
     @property
     def title(self) -> str:
@@ -211,6 +229,15 @@ _AGENT_FIELDS: dict[str, tuple[str, str]] = {
     "description": ("description", "anystr"),
     "process": ("process", "process"),
     "turn_timeout": ("turn_timeout", "optposfloat"),
+    "base_url": ("base_url", "url"),
+    "model": ("model", "str"),
+    "api_key_env": ("api_key_env", "envname"),
+    "temperature": ("temperature", "nonnegfloat"),
+    "max_tokens": ("max_tokens", "posint"),
+    "system_prompt": ("system_prompt", "anystr"),
+    "context_budget": ("context_budget", "posint"),
+    "max_tool_rounds": ("max_tool_rounds", "posint"),
+    "max_retries": ("max_retries", "nonnegint"),
 }
 _AGENT_ENV = re.compile(r"^AHP_SERVER_AGENTS_(?P<name>[A-Z0-9][A-Z0-9_]*?)_(?P<field>[A-Z_]+)$")
 _AGENT_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
@@ -247,9 +274,14 @@ def _agent_from_env(field: str, text: str) -> object:
     if field == "env":
         pairs = [item.partition("=") for item in text.split(",") if item.strip()]
         return {k.strip(): v for k, sep, v in pairs if sep} if all(p[1] for p in pairs) else text
-    if field == "turn_timeout":
+    if field in ("turn_timeout", "temperature"):
         try:
             return float(text)
+        except ValueError:
+            return text
+    if field in ("max_tokens", "context_budget", "max_tool_rounds", "max_retries"):
+        try:
+            return int(text)
         except ValueError:
             return text
     return text
@@ -316,8 +348,20 @@ def _check(key: str, kind: str, value: object) -> object:
             raise ConfigError(key, f"{value!r} is the built-in agent's name")
         return value
     if kind == "agentkind":
-        if value != "acp":
-            raise fail('"acp"')
+        if value not in ("acp", "openai"):
+            raise fail('"acp" or "openai"')
+        return value
+    if kind == "url":
+        if not isinstance(value, str) or not re.match(r"^https?://[^\s/]+", value):
+            raise fail("an http:// or https:// URL")
+        return value.rstrip("/")
+    if kind == "envname":
+        if not isinstance(value, str) or not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", value):
+            raise fail("the name of an environment variable")
+        return value
+    if kind == "nonnegint":
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise fail("an integer of 0 or more")
         return value
     if kind == "process":
         if value not in ("session", "chat"):
@@ -380,8 +424,12 @@ def _agents(tables: object, environ: Mapping[str, str] | None) -> tuple[AgentCon
                 raise ConfigError(f"{where}.{field}", "unknown agent setting")
             target, kind = _AGENT_FIELDS[field]
             fields[target] = _check(f"{where}.{field}", kind, value)
-        if not fields.get("command"):
+        if fields.get("kind", "acp") == "acp" and not fields.get("command"):
             raise ConfigError(f"{where}.command", "required: the program that runs the agent")
+        if fields.get("kind") == "openai":
+            for required in ("base_url", "model"):
+                if not fields.get(required):
+                    raise ConfigError(f"{where}.{required}", 'required for kind = "openai"')
         agents.append(AgentConfig(**fields))  # type: ignore[arg-type]
     return tuple(agents)
 

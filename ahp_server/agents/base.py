@@ -60,6 +60,7 @@ from ahp_server.protocol.types import (
     ResponsePart,
     StringOrMarkdown,
     ToolCallResult,
+    ToolDefinition,
     ToolResultContent,
     Turn,
     UsageInfo,
@@ -117,6 +118,10 @@ class TurnRequest:
     primary_working_directory: str | None = None
     #: The client whose message started the turn, when a client did.
     client_id: str | None = None
+    #: The tools the turn's client offers as an active client of the session
+    #: (AHP client-provided tools): a provider may call them with
+    #: ``start_tool_call(client_id=request.client_id)`` and ``client_result()``.
+    client_tools: tuple[ToolDefinition, ...] = ()
     #: What the provider kept for this chat with :meth:`TurnIO.save_agent_state`
     #: (survives host restarts; ``None`` until it saves something).
     agent_state: str | None = None

@@ -880,6 +880,10 @@ class ChatActor(ChannelActor[ChatState]):
             if isinstance(state.primary_working_directory, UnsetType)
             else state.primary_working_directory,
             client_id=client_id,
+            client_tools=next(
+                (c.tools for c in self.session.state.active_clients if c.client_id == client_id),
+                (),
+            ),
             agent_state=self.agent_state,
         )
         session_uri = self.session.uri
