@@ -43,8 +43,10 @@ from ahp_server.agents.base import AgentError, StatelessProvider, TurnIO, TurnRe
 from ahp_server.config import AgentConfig
 from ahp_server.protocol import codec
 from ahp_server.protocol.types import (
+    AgentCapabilities,
     AgentInfo,
     MarkdownResponsePart,
+    MultipleChatsCapability,
     SessionModelInfo,
     ToolCallResult,
     ToolDefinition,
@@ -88,6 +90,11 @@ class OpenAIProvider(StatelessProvider):
             display_name=config.title,
             description=config.description or f"{config.model} at {config.base_url}",
             models=(SessionModelInfo(id=config.model, provider=config.name, name=config.model),),
+            # Stateless: every turn sends its own history, so a fork or a side
+            # chat needs nothing more than the messages the host hands over.
+            capabilities=AgentCapabilities(
+                multiple_chats=MultipleChatsCapability(fork=True, side_chat=True)
+            ),
         )
 
     def _api(self) -> openai.AsyncOpenAI:

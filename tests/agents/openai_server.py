@@ -168,7 +168,11 @@ class OpenAIServer:
             case "history":
                 users = [m["content"] for m in messages if m["role"] == "user"]
                 system = [m["content"] for m in messages if m["role"] == "system"]
-                await self._stream(writer, [{"content": f"users={users} system={len(system)}"}])
+                text = f"users={users} system={len(system)}"
+                side = [m for m in system if "side conversation" in m]
+                if side:  # how many source turns the side chat was given
+                    text += f" side={side[0].count('User:')}"
+                await self._stream(writer, [{"content": text}])
             case "tools" | "loop-tools":
                 await self._tool_calls(writer)
             case "401":

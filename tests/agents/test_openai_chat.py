@@ -175,6 +175,22 @@ async def test_history_is_sent_and_trimmed_oldest_first(server: OpenAIServer) ->
         await tight.stop()
 
 
+async def test_a_side_chat_sends_its_source_as_context(running: RunningHost) -> None:
+    async with AhpClient.connect(running.url) as client:
+        chat = await chat_with(client)
+        await client.ask(chat, "one", timeout=TIMEOUT)
+        source = last_turn(client, chat).id
+        session = running.host.chats[chat].session.uri
+        side = await client.create_chat(
+            session,
+            source={"kind": "sideChat", "chat": chat, "turnId": source},
+            subscribe=True,
+        )
+        answer = await client.ask(side, "history", timeout=TIMEOUT)
+        # Its own history is empty; the source turn comes as a system message.
+        assert answer == "users=['history'] system=2 side=1"
+
+
 # -- client tools ----------------------------------------------------------------------------
 
 
