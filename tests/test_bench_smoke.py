@@ -185,3 +185,17 @@ def test_bridge_benchmark_produces_every_figure(tmp_path: Path) -> None:
         for figure in ("us_per_chunk", "chunks_per_s", "turn_p50_ms", "turn_p99_ms"):
             assert positive(row[figure])
     assert set(results["bridge_added"]) == {"us_per_chunk", "turn_p50_ms", "turn_p99_ms"}
+
+
+def test_model_benchmark_produces_every_figure(tmp_path: Path) -> None:
+    from bench.model import Sizes as ModelSizes
+    from bench.model import run as run_model
+
+    out = tmp_path / "model.json"
+    results = run_model(ModelSizes(tokens=50, repeats=1, turns=5), out=out)
+    assert json.loads(out.read_text(encoding="utf-8")) == json.loads(json.dumps(results))
+    assert set(results["rows"]) == {"direct", "through host"}
+    for row in results["rows"].values():
+        for figure in ("ttft_p50_ms", "ttft_p99_ms", "us_per_token", "tokens_per_s"):
+            assert positive(row[figure])
+    assert set(results["host_added"]) == {"ttft_p50_ms", "ttft_p99_ms", "us_per_token"}
