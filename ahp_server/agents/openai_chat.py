@@ -37,8 +37,8 @@ from typing import Any
 
 import openai
 import structlog
-from openai.types.chat import ChatCompletionChunk
 from msgspec import UNSET
+from openai.types.chat import ChatCompletionChunk
 
 from ahp_server.agents.base import AgentError, StatelessProvider, TurnIO, TurnRequest
 from ahp_server.config import AgentConfig
