@@ -441,12 +441,6 @@ class AgentProcess:
         self.by_session[session_id] = chat
         return chat, new
 
-    async def forget_chat(self, chat_uri: str) -> None:
-        chat = self.chats.pop(chat_uri, None)
-        if chat is not None:
-            self.by_session.pop(chat.session_id, None)
-            await chat.terminals.close()
-
 
 def _refused(message: str, **data: Any) -> RequestError:
     """A JSON-RPC invalid-params error whose message says what was refused and why."""

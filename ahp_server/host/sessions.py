@@ -96,10 +96,6 @@ class AgentSessions:
         #: Opens and restores under way (single flight), by session uri.
         self._pending: dict[str, asyncio.Task[ErrorInfo | None]] = {}
 
-    def holds(self, session: str) -> bool:
-        """Whether a provider holds ``session`` in this process."""
-        return session in self._live
-
     # -- creation -------------------------------------------------------------------------
 
     async def initialize(self, session: SessionActor) -> None:
