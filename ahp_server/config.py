@@ -55,6 +55,9 @@ class AgentConfig:
     process: str = "session"
     #: Seconds a turn may run before the host ends it (``None``: no limit).
     turn_timeout: float | None = None
+    #: Seconds an agent process may sit without a turn before the host stops it
+    #: (the next turn starts it again and takes its sessions back); ``None``: never.
+    idle_timeout: float | None = 900.0
     # -- kind "openai" --
     #: The endpoint's base URL (``https://api.openai.com/v1``, ``http://localhost:11434/v1``…).
     base_url: str = ""
@@ -229,6 +232,7 @@ _AGENT_FIELDS: dict[str, tuple[str, str]] = {
     "description": ("description", "anystr"),
     "process": ("process", "process"),
     "turn_timeout": ("turn_timeout", "optposfloat"),
+    "idle_timeout": ("idle_timeout", "optposfloat"),
     "base_url": ("base_url", "url"),
     "model": ("model", "str"),
     "api_key_env": ("api_key_env", "envname"),
@@ -274,7 +278,7 @@ def _agent_from_env(field: str, text: str) -> object:
     if field == "env":
         pairs = [item.partition("=") for item in text.split(",") if item.strip()]
         return {k.strip(): v for k, sep, v in pairs if sep} if all(p[1] for p in pairs) else text
-    if field in ("turn_timeout", "temperature"):
+    if field in ("turn_timeout", "idle_timeout", "temperature"):
         try:
             return float(text)
         except ValueError:

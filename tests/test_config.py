@@ -118,6 +118,7 @@ command = "gemini"
 args = ["--experimental-acp"]
 process = "chat"
 turn_timeout = 600
+idle_timeout = 0
 """
 
 
@@ -136,6 +137,7 @@ def test_agents_tables_load_with_every_field(tmp_path: Path) -> None:
         env=(("CLAUDE_MODE", "plain"),),
     )
     assert (gemini.process, gemini.turn_timeout, gemini.title) == ("chat", 600.0, "gemini")
+    assert (claude.idle_timeout, gemini.idle_timeout) == (900.0, None)  # 0: never
 
 
 def test_agents_from_the_environment_add_to_and_override_the_file(tmp_path: Path) -> None:

@@ -38,6 +38,7 @@ import os
 import shutil
 import signal
 import tempfile
+import time
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -199,6 +200,9 @@ class AgentProcess:
         self.chats: dict[str, _Chat] = {}  # by AHP chat uri
         self.by_session: dict[str, _Chat] = {}  # by ACP session id
         self.stopped = False
+        #: Turns running now, and when the last one ended (for idle reaping).
+        self.busy = 0
+        self.last_used = time.monotonic()
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -992,6 +996,8 @@ class AcpProvider:
         #: Working directories of the sessions this provider holds.
         self._sessions: dict[str, SessionContext] = {}
         self._starting: dict[str, asyncio.Task[AgentProcess]] = {}
+        #: Idle processes being stopped (kept so they are awaited, never lost).
+        self._reaping: set[asyncio.Task[None]] = set()
 
     @property
     def info(self) -> AgentInfo:
@@ -1019,6 +1025,8 @@ class AcpProvider:
         await self.open_session(session)
 
     async def close_session(self, session: SessionContext, *, disposed: bool) -> None:
+        if self._reaping:  # idle processes still stopping: done before the host goes
+            await asyncio.gather(*self._reaping)
         self._sessions.pop(session.session, None)
         keys = [session.session, *self._chat_processes.pop(session.session, set())]
         for key in keys:
@@ -1047,7 +1055,34 @@ class AcpProvider:
         process = AgentProcess(self.config, key)
         await process.start(directories[0] if directories else None)
         self._processes[key] = process
+        self._arm(key, process)
         return process
+
+    # -- idle processes -------------------------------------------------------------------------
+    #
+    # A process that has run no turn for ``idle_timeout`` seconds is stopped;
+    # the next turn starts it again and takes its chats' ACP sessions back
+    # (``session/load``, or a new session told the conversation), as after a crash.
+
+    def _arm(self, key: str, process: AgentProcess) -> None:
+        timeout = self.config.idle_timeout
+        if timeout is not None:
+            asyncio.get_running_loop().call_later(timeout, self._reap, key, process)
+
+    def _reap(self, key: str, process: AgentProcess) -> None:
+        timeout = self.config.idle_timeout
+        if (
+            timeout is None
+            or self._processes.get(key) is not process
+            or process.busy
+            or time.monotonic() - process.last_used < timeout * 0.99
+        ):
+            return  # replaced, in use, or used since: a later timer decides
+        del self._processes[key]
+        log.info("idle agent process stopped", agent=self.config.name, serves=key)
+        task = asyncio.get_running_loop().create_task(process.stop())
+        self._reaping.add(task)
+        task.add_done_callback(self._reaping.discard)
 
     # -- a turn -------------------------------------------------------------------------------
 
@@ -1058,15 +1093,21 @@ class AcpProvider:
         else:
             key = request.session
         process = await self._process(key, request.working_directories)
+        process.busy += 1
         try:
-            chat, new = await process.chat_session(request, io)
-        except (ConnectionError, RequestError) as error:
-            raise AgentError(
-                f"The agent {self.config.title!r} could not open a session for this chat: "
-                f"{await process.reason(error)}",
-                error_type="agentError",
-            ) from None
-        await self._prompt(process, chat, request, io, history=new)
+            try:
+                chat, new = await process.chat_session(request, io)
+            except (ConnectionError, RequestError) as error:
+                raise AgentError(
+                    f"The agent {self.config.title!r} could not open a session for this chat: "
+                    f"{await process.reason(error)}",
+                    error_type="agentError",
+                ) from None
+            await self._prompt(process, chat, request, io, history=new)
+        finally:
+            process.busy -= 1
+            process.last_used = time.monotonic()
+            self._arm(key, process)
 
     async def _prompt(
         self,

@@ -544,3 +544,22 @@ async def test_the_agents_stderr_goes_to_the_log_with_the_agent(bench: Bench) ->
         "scripted agent: crashing on purpose",
     ]
     assert all(e["agent"] == "scripted" and e["serves"].startswith("ahp-session:/") for e in lines)
+
+
+async def test_an_idle_agent_process_is_stopped_and_the_next_turn_takes_the_chat_back(
+    tmp_path: Path,
+) -> None:
+    before = children()
+    started = await start(tmp_path, agent("--load", idle_timeout=0.3))
+    try:
+        async with AhpClient.connect(started.url) as client:
+            chat = await open_chat(client, started.work)
+            assert await client.ask(chat, "first", timeout=TIMEOUT) == "scripted: first"
+            (first,) = children() - before
+            await poll(lambda: not (children() - before))  # idle: stopped, and reaped
+            assert await client.ask(chat, "second", timeout=TIMEOUT) == "loaded 1 scripted: second"
+            (second,) = children() - before
+            assert second != first
+    finally:
+        await started.running.stop()
+    assert await until_no_children(before) == set()
