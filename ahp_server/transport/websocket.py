@@ -53,11 +53,22 @@ class WebSocketTransport:
 
     async def send_texts(self, frames: list[bytes]) -> None:
         # websockets' documented pattern for writing from user code: frame
-        # every message, then write and drain once for the whole batch.
+        # every message, then write and drain once for the whole batch. On its
+        # own the library then writes each frame separately (a send() system
+        # call each while the socket keeps up); joined, the batch is one write.
         ws = self._ws
         async with ws.send_context():
             for frame in frames:
                 ws.protocol.send_text(frame)
+            pending = ws.protocol.data_to_send()
+            if all(pending):
+                ws.transport.write(b"".join(pending))
+            else:  # an end-of-stream marker: only when closing; write it the library's way
+                for data in pending:
+                    if data:
+                        ws.transport.write(data)
+                    elif ws.transport.can_write_eof():
+                        ws.transport.write_eof()
 
     async def close(self, code: int, reason: str) -> None:
         await self._ws.close(code, reason)
