@@ -129,6 +129,10 @@ class Settings:
     #: SQLite ``synchronous``: "normal" (WAL: survives process crashes) or
     #: "full" (also survives power loss). docs/durability.md.
     synchronous: str = "normal"
+    #: With "normal": commit at most once per this many milliseconds while
+    #: agents stream (grouping a model's tokens); a client's own action is
+    #: committed at once. The longest it delays a delivery. 0: every loop turn.
+    commit_window_ms: float = 2.0
     #: Snapshot a channel after this many actions — and at least as many log
     #: bytes as its last snapshot — and at every turn end.
     snapshot_every: int = 256
@@ -176,6 +180,7 @@ _KEYS: dict[str, tuple[str, str]] = {
     "server.ping_timeout": ("ping_timeout", "optposfloat"),
     "storage.data_dir": ("data_dir", "optstr"),
     "storage.durability": ("synchronous", "durability"),
+    "storage.commit_window_ms": ("commit_window_ms", "nonnegfloat"),
     "storage.snapshot_every": ("snapshot_every", "posint"),
     "storage.retained_turns": ("retained_turns", "posint"),
     "limits.max_connections": ("max_connections", "posint"),

@@ -8,6 +8,9 @@ text frame:
 
   - ``{"op": "stream", "n": N, "frame": F, "end": E}``: send the
     pre-encoded ``F`` N times to *this* connection, then ``E``;
+  - ``{"op": "tokens", "n": N, "frame": F, "end": E}``: like ``stream``, but
+    one frame per loop iteration (a model's token stream: something else
+    runs between two tokens);
   - ``{"op": "fanout", "n": N, "expect": K, "frame": F, "end": E}``: wait until
     K other connections are open, then ``broadcast()`` ``F`` N times to all of
     them, then ``E``;
@@ -60,6 +63,11 @@ async def handler(connection: ServerConnection) -> None:
             command = json.loads(message[1:])
             if command["op"] == "stream":
                 await blast([connection], command["frame"], command["n"], command["end"])
+            elif command["op"] == "tokens":
+                for _ in range(command["n"]):
+                    await connection.send(command["frame"])
+                    await asyncio.sleep(0)
+                await connection.send(command["end"])
             elif command["op"] == "fanout":
                 while len(server.connections) - 1 < command["expect"]:  # noqa: ASYNC110
                     await asyncio.sleep(0.001)

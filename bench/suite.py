@@ -91,6 +91,10 @@ class Sizes:
     chats_per_session: int = 100
     #: persistence modes for the scenarios beyond stream-1, fanout and dispatch-rtt.
     other_modes: tuple[str, ...] = ("off", "on")
+    #: tokens: a token-style stream (one delta per loop iteration, echo's
+    #: ``/slow 0``) in 1 chat and in N chats at once; words per chat.
+    token_words: int = 6_000
+    token_chats: tuple[int, ...] = (1, 50)
 
 
 FULL = Sizes()
@@ -103,6 +107,8 @@ QUICK = Sizes(
     rtt_repeats=1,
     snapshot_turns=(1_000, 2_000),
     other_modes=("off",),
+    token_words=1_500,
+    token_chats=(1, 10),
 )
 
 
@@ -199,6 +205,17 @@ def host_process(persist: bool, coalesce_ms: float | None = None) -> Iterator[tu
             _stop(process)
 
 
+#: The floor process of each floor URL (for its CPU time).
+FLOOR_PIDS: dict[str, int] = {}
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time a process has used so far."""
+    with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 @contextlib.contextmanager
 def floor_process() -> Iterator[str]:
     """``bench/floor.py`` as a subprocess; yields its URL."""
@@ -213,7 +230,9 @@ def floor_process() -> Iterator[str]:
                 stderr=subprocess.STDOUT,
             )
         try:
-            yield _wait_for_line(out, process, "listening").split()[-1]
+            url = _wait_for_line(out, process, "listening").split()[-1]
+            FLOOR_PIDS[url] = process.pid
+            yield url
         finally:
             _stop(process)
 
@@ -526,6 +545,61 @@ async def floor_stream(url: str, per_connection: int, receivers: int) -> dict[st
     return {"seconds": seconds, "deliveries": deliveries, "deliveries_per_s": deliveries / seconds}
 
 
+# -- tokens: one delta per loop iteration -----------------------------------------------------
+
+
+async def host_tokens(url: str, pid: int, chats: int, words: int) -> dict[str, Any]:
+    """``chats`` connections, each echoing ``/slow 0`` words: one delta per loop iteration."""
+
+    async def setup(_: int) -> tuple[Wire, str]:
+        wire = await Wire.initialized(url)
+        return wire, await wire.open_chat()
+
+    pairs = await gather_limited(chats, setup)
+    text = "/slow 0 " + text_of(words)
+    ends = [wire.turn_end(chat) for wire, chat in pairs]
+    for wire, _ in pairs:
+        wire.deliveries = 0
+    cpu = cpu_seconds(pid)
+    started = time.perf_counter()
+    await asyncio.gather(*(wire.start_turn(chat, text) for wire, chat in pairs))
+    await asyncio.wait_for(asyncio.gather(*ends), 600)
+    seconds = time.perf_counter() - started
+    cpu = cpu_seconds(pid) - cpu
+    deliveries = sum(w.deliveries for w, _ in pairs)
+    await asyncio.gather(*(w.close() for w, _ in pairs))
+    return {
+        "seconds": seconds,
+        "deliveries": deliveries,
+        "deliveries_per_connection": deliveries // chats,
+        "deliveries_per_s": deliveries / seconds,
+        "cpu_us_per_delta": cpu / deliveries * 1e6,
+    }
+
+
+async def floor_tokens(url: str, receivers: int, per_connection: int) -> dict[str, Any]:
+    """The floor sending ``per_connection`` frames to each, one per loop iteration."""
+    delta, end = _samples()
+    wires = await gather_limited(receivers, lambda _: Wire.connect(url))
+    ends = [w.watch(_is_end) for w in wires]
+    command = "!" + json.dumps({"op": "tokens", "n": per_connection, "frame": delta, "end": end})
+    pid = FLOOR_PIDS[url]
+    cpu = cpu_seconds(pid)
+    started = time.perf_counter()
+    await asyncio.gather(*(w.ws.send(command) for w in wires))
+    await asyncio.wait_for(asyncio.gather(*ends), 600)
+    seconds = time.perf_counter() - started
+    cpu = cpu_seconds(pid) - cpu
+    deliveries = sum(w.deliveries for w in wires)
+    await asyncio.gather(*(w.close() for w in wires))
+    return {
+        "seconds": seconds,
+        "deliveries": deliveries,
+        "deliveries_per_s": deliveries / seconds,
+        "cpu_us_per_delta": cpu / deliveries * 1e6,
+    }
+
+
 # -- many-chats -------------------------------------------------------------------------------
 
 
@@ -830,6 +904,14 @@ def bench_rtt(sizes: Sizes, floor_url: str, mode: str) -> dict[str, Any]:
     }
 
 
+def bench_tokens(sizes: Sizes, floor_url: str, mode: str, chats: int) -> dict[str, Any]:
+    words = sizes.token_words
+    host = _on_host(MODES[mode], lambda url, pid: host_tokens(url, pid, chats, words))
+    per_connection = host["deliveries_per_connection"]
+    floor = _on_floor(floor_url, lambda url: floor_tokens(url, chats, per_connection))
+    return {"chats": chats, "words": words, "host": host, "floor": floor}
+
+
 def bench_reconnect(sizes: Sizes, mode: str) -> dict[str, Any]:
     return _on_host(
         MODES[mode],
@@ -885,6 +967,12 @@ def collect(sizes: Sizes, coalesce_ms: float | None) -> dict[str, Any]:
             step(f"dispatch-rtt/{mode}", lambda mode=mode: bench_rtt(sizes, floor_url, mode))
         for mode in sizes.other_modes:
             step(f"many-chats/{mode}", lambda mode=mode: bench_many(sizes, floor_url, mode))
+        for chats in sizes.token_chats:
+            for mode in ("off", "on"):
+                step(
+                    f"tokens-{chats}/{mode}",
+                    lambda mode=mode, chats=chats: bench_tokens(sizes, floor_url, mode, chats),
+                )
     for mode in sizes.other_modes:
         step(f"reconnect/{mode}", lambda mode=mode: bench_reconnect(sizes, mode))
     for mode in sizes.other_modes:
@@ -930,6 +1018,22 @@ def build_rows(scenarios: dict[str, Any]) -> list[dict[str, Any]]:
             need = 0.5 if mode == "off" else 0.35
             rows.append(
                 _row(label, "deliveries/s", host, floor, f">= {need}x floor", host >= need * floor)
+            )
+        elif kind.startswith("tokens-"):
+            h, f = data["host"], data["floor"]
+            rows.append(_row(label, "deliveries/s", h["deliveries_per_s"], f["deliveries_per_s"]))
+            target, met = ("<= 2x floor", h["cpu_us_per_delta"] <= 2 * f["cpu_us_per_delta"])
+            if mode == "off":
+                target, met = "-", None
+            rows.append(
+                _row(
+                    label,
+                    "server CPU µs per delta",
+                    h["cpu_us_per_delta"],
+                    f["cpu_us_per_delta"],
+                    target,
+                    met,
+                )
             )
         elif kind == "many-chats":
             label = f"many-chats-{data['connections']} (persist {mode})"

@@ -105,6 +105,8 @@ SUITE_TINY = SuiteSizes(
     idle_chats=20,
     chats_per_session=10,
     other_modes=("off",),
+    token_words=60,
+    token_chats=(1, 2),
 )
 
 
@@ -123,8 +125,17 @@ def test_suite_produces_every_figure(tmp_path: Path) -> None:
         "many-chats/off",
         "reconnect/off",
         "memory/off",
+        *(f"tokens-{n}/{mode}" for n in (1, 2) for mode in ("off", "on")),
     }
     assert expected <= set(scenarios)
+    for n in (1, 2):
+        for mode in ("off", "on"):
+            data = scenarios[f"tokens-{n}/{mode}"]
+            assert data["host"]["deliveries"] == data["floor"]["deliveries"] > 0
+            for side in ("host", "floor"):
+                assert positive(data[side]["deliveries_per_s"])
+                # CPU time comes in clock ticks: a tiny run may measure none.
+                assert data[side]["cpu_us_per_delta"] >= 0
     for kind in ("stream-1", "fanout"):
         for mode in ("off", "on"):
             data = scenarios[f"{kind}/{mode}"]
@@ -169,7 +180,15 @@ def test_suite_produces_every_figure(tmp_path: Path) -> None:
         assert isinstance(row["host"], int | float), row
         assert math.isfinite(row["host"]), row
     report = format_suite(results)
-    for heading in ("stream-1", "fanout-5", "dispatch-rtt", "many-chats-5", "reconnect", "memory"):
+    for heading in (
+        "stream-1",
+        "fanout-5",
+        "dispatch-rtt",
+        "many-chats-5",
+        "tokens-2",
+        "reconnect",
+        "memory",
+    ):
         assert heading in report
 
 

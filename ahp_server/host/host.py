@@ -89,7 +89,11 @@ def make_store(settings: Settings) -> Store:
     """The store the settings ask for: SQLite in ``data_dir``, or memory."""
     if settings.data_dir is None or settings.data_dir == ":memory:":
         return Store()
-    return SqliteStore(Path(settings.data_dir) / DB_FILE, synchronous=settings.synchronous)
+    return SqliteStore(
+        Path(settings.data_dir) / DB_FILE,
+        synchronous=settings.synchronous,
+        commit_window=settings.commit_window_ms / 1000,
+    )
 
 
 class Host:

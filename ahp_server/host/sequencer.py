@@ -204,6 +204,8 @@ class Hub:
             token,
             done,
         )
+        if origin is not None:
+            self.store.commit_soon()  # its sender waits for the echo
         return seq
 
     def _deliver(

@@ -102,6 +102,13 @@ class Store:
     async def flush(self) -> None:
         """Wait until everything queued so far is committed."""
 
+    def commit_soon(self) -> None:
+        """Commit what is queued at the next opportunity: a client waits for it.
+
+        A store may hold commits back for a short window to group them
+        (``storage.commit_window_ms``); a client's own action is not held.
+        """
+
     def append_envelope(
         self,
         seq: int,

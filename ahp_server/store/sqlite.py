@@ -201,8 +201,15 @@ class SqliteStore(Store):
         synchronous: str = "NORMAL",
         checkpoint_bytes: int = CHECKPOINT_BYTES,
         hold_frames: int = HOLD_FRAMES,
+        commit_window: float = 0.0,
     ) -> None:
         self._path = Path(path)
+        #: synchronous=NORMAL: at most one commit per this many seconds while
+        #: writes keep coming, unless someone waits (commit_soon); 0: every
+        #: loop iteration. The most a delivery can be delayed by it.
+        self._window = commit_window
+        self._timer: asyncio.TimerHandle | None = None
+        self._last_commit = 0.0
         if synchronous.upper() not in ("NORMAL", "FULL"):
             raise StoreError(f"synchronous must be NORMAL or FULL, not {synchronous!r}")
         self._synchronous = synchronous.upper()
@@ -338,8 +345,15 @@ class SqliteStore(Store):
         if self._on_loop:
             if not self._scheduled:
                 self._scheduled = True
-                assert self._loop is not None
-                self._loop.call_soon(self._commit_on_loop)
+                loop = self._loop
+                assert loop is not None
+                # Group across loop iterations: a stream that yields between
+                # deltas (a model's tokens) would otherwise commit each alone.
+                delay = self._last_commit + self._window - loop.time()
+                if delay > 0:
+                    self._timer = loop.call_later(delay, self._commit_on_loop)
+                else:
+                    loop.call_soon(self._commit_on_loop)
         elif self._idle:  # wake the writer only when it sleeps (see _write_loop)
             with self._ready:
                 self._ready.notify()
@@ -359,8 +373,11 @@ class SqliteStore(Store):
         and a writer thread. Checkpoints, which fsync, run in a thread.
         """
         self._scheduled = False
+        self._timer = None
         if self._failure is not None or not self._queue or self._holding:
             return  # (after a checkpoint, _checkpoint_done commits what waited)
+        assert self._loop is not None
+        self._last_commit = self._loop.time()
         batch = list(self._queue)
         self._queue.clear()
         conn = self._writer_conn
@@ -526,6 +543,15 @@ class SqliteStore(Store):
 
     async def wait_for_room(self) -> None:
         await self._room.wait()
+
+    def commit_soon(self) -> None:
+        """Someone waits for what was just queued (a client's echo): do not hold it back."""
+        timer = self._timer
+        if timer is not None:
+            timer.cancel()
+            self._timer = None
+            assert self._loop is not None
+            self._loop.call_soon(self._commit_on_loop)
 
     async def flush(self) -> None:
         if self._committed >= self._queued:

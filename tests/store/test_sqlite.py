@@ -287,3 +287,38 @@ async def test_schema_3_marks_sessions_without_a_chat_as_maybe_creating(tmp_path
         "ahp-session:/busy": None,
         "ahp-chat:/c": None,
     }
+
+
+async def test_a_commit_window_groups_writes_across_loop_iterations(tmp_path: Path) -> None:
+    """A stream that yields between envelopes (a model's tokens) commits once per window."""
+    store = SqliteStore(tmp_path / "ahp.db", commit_window=0.2)
+    store.open()
+    committed: list[tuple[int, float]] = []
+    loop = asyncio.get_running_loop()
+    store.append_envelope(1, "ahp-chat:/c", 1.0, b"{}", lambda: committed.append((1, loop.time())))
+    await asyncio.sleep(0.01)  # an idle store commits at once
+    assert [seq for seq, _ in committed] == [1]
+    queued_at = loop.time()
+    for seq in range(2, 22):  # one envelope per loop iteration, as a token stream
+        store.append_envelope(
+            seq, "ahp-chat:/c", 1.0, b"{}", lambda s=seq: committed.append((s, loop.time()))
+        )
+        await asyncio.sleep(0)
+    assert len(committed) == 1  # held: the window since the last commit is open
+    async with asyncio.timeout(TIMEOUT):
+        await store.flush()
+    assert [seq for seq, _ in committed] == list(range(1, 22))
+    assert store.commits == 2  # twenty envelopes, one commit
+    assert committed[-1][1] - queued_at <= 0.2 + 0.05  # never held past the window
+
+    # A client's own action is not held back: commit_soon commits now.
+    started = loop.time()
+    store.append_envelope(
+        22, "ahp-chat:/c", 1.0, b"{}", lambda: committed.append((22, loop.time()))
+    )
+    store.commit_soon()
+    async with asyncio.timeout(TIMEOUT):
+        await store.flush()
+    assert committed[-1][0] == 22
+    assert committed[-1][1] - started < 0.1
+    await store.close()
