@@ -11,6 +11,9 @@ text frame:
   - ``{"op": "tokens", "n": N, "frame": F, "end": E}``: like ``stream``, but
     one frame per loop iteration (a model's token stream: something else
     runs between two tokens);
+  - ``{"op": "turns", "n": N, "frame": F, "end": E}``: from now on this
+    connection is a turn server: every frame it receives is answered with
+    ``F`` N times, then ``E`` (a short turn's frames, the host's turn floor);
   - ``{"op": "fanout", "n": N, "expect": K, "frame": F, "end": E}``: wait until
     K other connections are open, then ``broadcast()`` ``F`` N times to all of
     them, then ``E``;
@@ -58,11 +61,19 @@ async def blast(connections: Sequence[ServerConnection], frame: str, n: int, end
 
 async def handler(connection: ServerConnection) -> None:
     server = connection.server
+    turn: dict[str, object] | None = None
     async for message in connection:
+        if turn is not None:
+            for _ in range(int(str(turn["n"]))):
+                broadcast([connection], str(turn["frame"]))
+            await connection.send(str(turn["end"]))
+            continue
         if isinstance(message, str) and message.startswith("!"):
             command = json.loads(message[1:])
             if command["op"] == "stream":
                 await blast([connection], command["frame"], command["n"], command["end"])
+            elif command["op"] == "turns":
+                turn = command
             elif command["op"] == "tokens":
                 for _ in range(command["n"]):
                     await connection.send(command["frame"])

@@ -95,6 +95,9 @@ class Sizes:
     #: ``/slow 0``) in 1 chat and in N chats at once; words per chat.
     token_words: int = 6_000
     token_chats: tuple[int, ...] = (1, 50)
+    #: short-turns: sessions doing short turns in parallel, turns each.
+    short_sessions: int = 50
+    short_turns: int = 40
 
 
 FULL = Sizes()
@@ -109,6 +112,8 @@ QUICK = Sizes(
     other_modes=("off",),
     token_words=1_500,
     token_chats=(1, 10),
+    short_sessions=10,
+    short_turns=10,
 )
 
 
@@ -600,6 +605,76 @@ async def floor_tokens(url: str, receivers: int, per_connection: int) -> dict[st
     }
 
 
+# -- short turns: many sessions, one short turn after another ---------------------------------
+
+
+async def host_short_turns(url: str, pid: int, sessions: int, turns: int) -> dict[str, Any]:
+    """``sessions`` connections, each asking ``turns`` one-word turns in a row, all at once."""
+
+    async def setup(_: int) -> tuple[Wire, str]:
+        wire = await Wire.initialized(url)
+        return wire, await wire.open_chat()
+
+    pairs = await gather_limited(sessions, setup)
+    for wire, chat in pairs:  # warm: the first turn names the session
+        await wire.ask(chat, "hello")
+        wire.frames = 0
+
+    async def asker(wire: Wire, chat: str) -> None:
+        for _ in range(turns):
+            await wire.ask(chat, "hi")
+
+    cpu = cpu_seconds(pid)
+    started = time.perf_counter()
+    await asyncio.wait_for(asyncio.gather(*(asker(w, c) for w, c in pairs)), 600)
+    seconds = time.perf_counter() - started
+    cpu = cpu_seconds(pid) - cpu
+    frames = sum(w.frames for w, _ in pairs)
+    await asyncio.gather(*(w.close() for w, _ in pairs))
+    total = sessions * turns
+    return {
+        "seconds": seconds,
+        "turns": total,
+        "frames_per_turn": frames // total,
+        "turns_per_s": total / seconds,
+        "cpu_us_per_turn": cpu / total * 1e6,
+    }
+
+
+async def floor_short_turns(
+    url: str, sessions: int, turns: int, frames_per_turn: int
+) -> dict[str, Any]:
+    """The floor answering each request frame with a turn's worth of frames."""
+    delta, end = _samples()
+    command = "!" + json.dumps(
+        {"op": "turns", "n": max(0, frames_per_turn - 1), "frame": delta, "end": end}
+    )
+    wires = await gather_limited(sessions, lambda _: Wire.connect(url))
+    for wire in wires:
+        await wire.ws.send(command)
+
+    async def asker(wire: Wire) -> None:
+        for _ in range(turns):
+            ended = wire.watch(_is_end)
+            await wire.ws.send("turn")
+            await ended
+
+    pid = FLOOR_PIDS[url]
+    cpu = cpu_seconds(pid)
+    started = time.perf_counter()
+    await asyncio.wait_for(asyncio.gather(*(asker(w) for w in wires)), 600)
+    seconds = time.perf_counter() - started
+    cpu = cpu_seconds(pid) - cpu
+    await asyncio.gather(*(w.close() for w in wires))
+    total = sessions * turns
+    return {
+        "seconds": seconds,
+        "turns": total,
+        "turns_per_s": total / seconds,
+        "cpu_us_per_turn": cpu / total * 1e6,
+    }
+
+
 # -- many-chats -------------------------------------------------------------------------------
 
 
@@ -912,6 +987,14 @@ def bench_tokens(sizes: Sizes, floor_url: str, mode: str, chats: int) -> dict[st
     return {"chats": chats, "words": words, "host": host, "floor": floor}
 
 
+def bench_short_turns(sizes: Sizes, floor_url: str, mode: str) -> dict[str, Any]:
+    n, turns = sizes.short_sessions, sizes.short_turns
+    host = _on_host(MODES[mode], lambda url, pid: host_short_turns(url, pid, n, turns))
+    frames = host["frames_per_turn"]
+    floor = _on_floor(floor_url, lambda url: floor_short_turns(url, n, turns, frames))
+    return {"sessions": n, "turns": turns, "host": host, "floor": floor}
+
+
 def bench_reconnect(sizes: Sizes, mode: str) -> dict[str, Any]:
     return _on_host(
         MODES[mode],
@@ -967,6 +1050,11 @@ def collect(sizes: Sizes, coalesce_ms: float | None) -> dict[str, Any]:
             step(f"dispatch-rtt/{mode}", lambda mode=mode: bench_rtt(sizes, floor_url, mode))
         for mode in sizes.other_modes:
             step(f"many-chats/{mode}", lambda mode=mode: bench_many(sizes, floor_url, mode))
+        for mode in ("off", "on"):
+            step(
+                f"short-turns/{mode}",
+                lambda mode=mode: bench_short_turns(sizes, floor_url, mode),
+            )
         for chats in sizes.token_chats:
             for mode in ("off", "on"):
                 step(
@@ -1018,6 +1106,23 @@ def build_rows(scenarios: dict[str, Any]) -> list[dict[str, Any]]:
             need = 0.5 if mode == "off" else 0.35
             rows.append(
                 _row(label, "deliveries/s", host, floor, f">= {need}x floor", host >= need * floor)
+            )
+        elif kind == "short-turns":
+            label = f"short-turns-{data['sessions']} (persist {mode})"
+            h, f = data["host"], data["floor"]
+            need = 0.7 if mode == "off" else 0.5
+            rows.append(
+                _row(
+                    label,
+                    "turns/s",
+                    h["turns_per_s"],
+                    f["turns_per_s"],
+                    f">= {need}x floor",
+                    h["turns_per_s"] >= need * f["turns_per_s"],
+                )
+            )
+            rows.append(
+                _row(label, "server CPU µs per turn", h["cpu_us_per_turn"], f["cpu_us_per_turn"])
             )
         elif kind.startswith("tokens-"):
             h, f = data["host"], data["floor"]

@@ -107,6 +107,8 @@ SUITE_TINY = SuiteSizes(
     other_modes=("off",),
     token_words=60,
     token_chats=(1, 2),
+    short_sessions=3,
+    short_turns=3,
 )
 
 
@@ -126,8 +128,17 @@ def test_suite_produces_every_figure(tmp_path: Path) -> None:
         "reconnect/off",
         "memory/off",
         *(f"tokens-{n}/{mode}" for n in (1, 2) for mode in ("off", "on")),
+        "short-turns/off",
+        "short-turns/on",
     }
     assert expected <= set(scenarios)
+    for mode in ("off", "on"):
+        data = scenarios[f"short-turns/{mode}"]
+        assert data["host"]["turns"] == data["floor"]["turns"] == 9
+        assert data["host"]["frames_per_turn"] > 1
+        for side in ("host", "floor"):
+            assert positive(data[side]["turns_per_s"])
+            assert data[side]["cpu_us_per_turn"] >= 0
     for n in (1, 2):
         for mode in ("off", "on"):
             data = scenarios[f"tokens-{n}/{mode}"]
@@ -186,6 +197,7 @@ def test_suite_produces_every_figure(tmp_path: Path) -> None:
         "dispatch-rtt",
         "many-chats-5",
         "tokens-2",
+        "short-turns-3",
         "reconnect",
         "memory",
     ):
