@@ -20,7 +20,6 @@ version to keep the harness working).
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import statistics
 import sys
@@ -39,7 +38,7 @@ from ahp_server.client import AhpClient
 from ahp_server.config import AgentConfig, Settings
 from ahp_server.logging import configure_logging
 from ahp_server.protocol.types import AgentInfo
-from bench.persistence import machine_info, publish_results
+from bench.persistence import machine_info, publish_results, sized_main
 
 AGENT = str(Path(__file__).with_name("acp_agent.py"))
 RESULTS = Path(__file__).resolve().parent / "results" / "bridge.json"
@@ -211,12 +210,7 @@ def run(sizes: Sizes, *, out: Path | None = RESULTS) -> dict[str, Any]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.bridge", description=__doc__)
-    parser.add_argument("--quick", action="store_true", help="small sizes (a few seconds)")
-    parser.add_argument("--out", type=Path, default=RESULTS, help="where to write the JSON")
-    args = parser.parse_args(argv)
-    run(QUICK if args.quick else FULL, out=args.out)
-    return 0
+    return sized_main("python -m bench.bridge", __doc__, run, (FULL, QUICK), RESULTS, argv)
 
 
 if __name__ == "__main__":

@@ -817,6 +817,24 @@ def publish_results(report: str, results: dict[str, Any], out: Path | None) -> N
         print(f"results: {out}")
 
 
+def sized_main(
+    prog: str,
+    description: str | None,
+    run: Callable[..., Any],
+    sizes: tuple[Any, Any],
+    results: Path,
+    argv: Sequence[str] | None,
+) -> int:
+    """The command line of a benchmark with full and ``--quick`` sizes and an ``--out`` file."""
+    parser = argparse.ArgumentParser(prog=prog, description=description)
+    parser.add_argument("--quick", action="store_true", help="small sizes (a few seconds)")
+    parser.add_argument("--out", type=Path, default=results, help="where to write the JSON")
+    args = parser.parse_args(argv)
+    full, quick = sizes
+    run(quick if args.quick else full, out=args.out)
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.persistence", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="small sizes (under ~20 s)")

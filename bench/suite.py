@@ -428,6 +428,16 @@ async def gather_limited(n: int, factory: Callable[[int], Any], limit: int = 50)
     return list(await asyncio.gather(*(one(i) for i in range(n))))
 
 
+async def open_chats(url: str, n: int) -> list[tuple[Wire, str]]:
+    """``n`` initialized connections, each with a new session and its subscribed default chat."""
+
+    async def setup(_: int) -> tuple[Wire, str]:
+        wire = await Wire.initialized(url)
+        return wire, await wire.open_chat()
+
+    return await gather_limited(n, setup)
+
+
 def text_of(words: int) -> str:
     return " ".join(WORDS[i % len(WORDS)] for i in range(words))
 
@@ -556,11 +566,7 @@ async def floor_stream(url: str, per_connection: int, receivers: int) -> dict[st
 async def host_tokens(url: str, pid: int, chats: int, words: int) -> dict[str, Any]:
     """``chats`` connections, each echoing ``/slow 0`` words: one delta per loop iteration."""
 
-    async def setup(_: int) -> tuple[Wire, str]:
-        wire = await Wire.initialized(url)
-        return wire, await wire.open_chat()
-
-    pairs = await gather_limited(chats, setup)
+    pairs = await open_chats(url, chats)
     text = "/slow 0 " + text_of(words)
     ends = [wire.turn_end(chat) for wire, chat in pairs]
     for wire, _ in pairs:
@@ -611,11 +617,7 @@ async def floor_tokens(url: str, receivers: int, per_connection: int) -> dict[st
 async def host_short_turns(url: str, pid: int, sessions: int, turns: int) -> dict[str, Any]:
     """``sessions`` connections, each asking ``turns`` one-word turns in a row, all at once."""
 
-    async def setup(_: int) -> tuple[Wire, str]:
-        wire = await Wire.initialized(url)
-        return wire, await wire.open_chat()
-
-    pairs = await gather_limited(sessions, setup)
+    pairs = await open_chats(url, sessions)
     for wire, chat in pairs:  # warm: the first turn names the session
         await wire.ask(chat, "hello")
         wire.frames = 0
@@ -683,11 +685,7 @@ def _gaps_ms(times: list[float]) -> list[float]:
 
 
 async def host_many(url: str, connections: int, words: int) -> dict[str, Any]:
-    async def setup(_: int) -> tuple[Wire, str]:
-        wire = await Wire.initialized(url)
-        return wire, await wire.open_chat()
-
-    pairs = await gather_limited(connections, setup)
+    pairs = await open_chats(url, connections)
     text = text_of(words)
     ends = []
     for wire, chat in pairs:
