@@ -157,8 +157,14 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
 
 
 @contextlib.contextmanager
-def host_process(persist: bool, coalesce_ms: float | None = None) -> Iterator[tuple[str, int]]:
-    """The real host (``python -m ahp_server serve``) on loopback; yields (url, pid)."""
+def host_process(
+    persist: bool, coalesce_ms: float | None = None, profile: Path | None = None
+) -> Iterator[tuple[str, int]]:
+    """The real host (``python -m ahp_server serve``) on loopback; yields (url, pid).
+
+    With ``profile``, the host runs under ``cProfile`` and writes its stats there
+    when it stops (``bench/profile.py``).
+    """
     with tempfile.TemporaryDirectory(prefix="ahp-suite-") as tmp:
         lines = [
             "[server]",
@@ -180,9 +186,11 @@ def host_process(persist: bool, coalesce_ms: float | None = None) -> Iterator[tu
         data_dir = str(Path(tmp) / "data") if persist else ":memory:"
         log_path = Path(tmp) / "host.log"
         with open(log_path, "wb") as log:
+            profiler = ["-m", "cProfile", "-o", str(profile)] if profile else []
             process = subprocess.Popen(
                 [
                     sys.executable,
+                    *profiler,
                     "-m",
                     "ahp_server",
                     "serve",

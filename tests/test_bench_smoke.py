@@ -230,3 +230,16 @@ def test_model_benchmark_produces_every_figure(tmp_path: Path) -> None:
         for figure in ("ttft_p50_ms", "ttft_p99_ms", "us_per_token", "tokens_per_s"):
             assert positive(row[figure])
     assert set(results["host_added"]) == {"ttft_p50_ms", "ttft_p99_ms", "us_per_token"}
+
+
+def test_profile_subtracts_a_small_run_from_a_large_one(tmp_path: Path) -> None:
+    from bench.profile import marginal, report
+
+    rows = marginal("short-turns", persist=True, workdir=tmp_path, sizes=(1, 3))
+    calls = {name: n for name, n, _, _ in rows}
+    # Per extra turn: the turn runner ran once, and the store committed something.
+    run = next(n for name, n in calls.items() if name.startswith("turns.py") and "(_run)" in name)
+    assert run == 1.0
+    assert any(name.startswith("sqlite.py") and n > 0 for name, n in calls.items())
+    assert sum(calls.values()) > 100
+    assert "marginal cost per turn" in report("short-turns", rows, True, 10)

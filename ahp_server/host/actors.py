@@ -642,13 +642,15 @@ class ChatActor(ChannelActor[ChatState]):
             case _ if len(turns) > len(previous) and not isinstance(
                 self.state.active_turn, ActiveTurn
             ):
-                # A turn ended: append it to the stored history.
+                # A turn ended: append it to the stored history. No snapshot here:
+                # a load takes the stored turns up to the snapshot's turn count and
+                # replays the rest from the log (docs/durability.md), and snapshots
+                # stay amortized (_maybe_snapshot) however short the turns.
                 turn = turns[-1]
                 position = self.turn_offset + len(turns) - 1
                 if self._durable:
                     store.put_turn(self.uri, position, turn.id, codec.encode(turn))
                 store.set_unfinished(self.uri, None)
-                self.snapshot()
             case _:
                 pass
 

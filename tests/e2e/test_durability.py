@@ -176,6 +176,50 @@ async def test_old_turns_page_in_from_disk(tmp_path: Path) -> None:
         await daemon.close()
 
 
+@pytest.mark.parametrize("snapshot_every", ["4", "100000"])
+async def test_kill_9_after_many_turns_rebuilds_them_from_turns_and_log(
+    tmp_path: Path, snapshot_every: str
+) -> None:
+    """A turn end writes its turn row, not a snapshot: after kill -9 the chat is its
+    snapshot, the stored turns up to the snapshot's count, and the log replayed
+    after it (4: snapshots in between; 100000: none since the chat was created)."""
+    config = tmp_path / "host.toml"
+    config.write_text(f"[storage]\nsnapshot_every = {snapshot_every}\n", encoding="utf-8")
+    daemon = Daemon(tmp_path / "data", "--config", str(config))
+    try:
+        url = await daemon.start()
+        async with AhpClient.connect(url) as client:
+            chat = await client.open_chat()
+            for i in range(10):
+                await client.ask(chat, f"turn {i}", timeout=TIMEOUT)
+        async with AhpClient.connect(url) as client:
+            session = (await client.list_sessions()).items[0].resource
+        before = await exact_states(url, [session, chat])
+        await daemon.kill()
+        url = await daemon.start()
+        assert await exact_states(url, [session, chat]) == before
+        async with AhpClient.connect(url) as client:
+            state = await client.subscribe(chat, turns=2)
+            assert isinstance(state, ChatState)
+            while isinstance(client.confirmed(chat, ChatState).turns_next_cursor, str):
+                cursor = client.confirmed(chat, ChatState).turns_next_cursor
+                await client.request("fetchTurns", {"channel": chat, "cursor": cursor})
+            texts = [t.message.text for t in client.confirmed(chat, ChatState).turns]
+            assert texts == [f"turn {i}" for i in range(10)]
+            assert await client.ask(chat, "turn 10", timeout=TIMEOUT) == "turn 10"
+        await daemon.kill()
+        url = await daemon.start()
+        async with AhpClient.connect(url) as client:
+            await client.subscribe(chat, turns=1)
+            while isinstance(client.confirmed(chat, ChatState).turns_next_cursor, str):
+                cursor = client.confirmed(chat, ChatState).turns_next_cursor
+                await client.request("fetchTurns", {"channel": chat, "cursor": cursor})
+            texts = [t.message.text for t in client.confirmed(chat, ChatState).turns]
+            assert texts == [f"turn {i}" for i in range(11)]
+    finally:
+        await daemon.close()
+
+
 async def test_dispose_deletes_stored_data(daemon: Daemon) -> None:
     url = await daemon.start()
     async with AhpClient.connect(url) as client:

@@ -116,6 +116,34 @@ async def test_snapshots_prune_the_log_and_channels_are_deleted(tmp_path: Path) 
     await store.close()
 
 
+async def test_a_channel_deleted_in_the_batch_of_its_envelopes_leaves_no_log(
+    tmp_path: Path,
+) -> None:
+    # A commit writes its envelopes before its other writes: a deletion queued
+    # after a channel's envelopes still removes them (no orphaned log rows).
+    path = tmp_path / "ahp.db"
+    store = SqliteStore(path)
+    store.open()
+    for uri in ("ahp-chat:/c", "ahp-chat:/d"):
+        store.put_channel(uri, "chat", "ahp-session:/s", "2026-01-01T00:00:00.000Z", None)
+    for seq in range(1, 7):
+        channel = "ahp-chat:/c" if seq % 2 else "ahp-chat:/d"
+        store.append_envelope(seq, channel, float(seq), b"{}", lambda: None)
+    store.delete_channel("ahp-chat:/c")
+    commits = store.commits
+    async with asyncio.timeout(TIMEOUT):
+        await store.flush()
+    assert store.commits == commits + 1  # one transaction
+    conn = sqlite3.connect(path)
+    channels = [c for (c,) in conn.execute("SELECT DISTINCT channel FROM log ORDER BY channel")]
+    assert channels == ["ahp-chat:/d"]
+    loaded = await store.load("ahp-chat:/d", retained_turns=10)
+    assert loaded is not None
+    assert [seq for seq, _, _ in loaded.envelopes] == [2, 4, 6]
+    await store.close()
+    assert SqliteStore(path).open() == 6
+
+
 def test_bad_synchronous_setting_is_refused(tmp_path: Path) -> None:
     with pytest.raises(StoreError):
         SqliteStore(tmp_path / "x.db", synchronous="sometimes")
@@ -287,6 +315,46 @@ async def test_schema_3_marks_sessions_without_a_chat_as_maybe_creating(tmp_path
         "ahp-session:/busy": None,
         "ahp-chat:/c": None,
     }
+
+
+async def test_schema_5_moves_the_log_and_turns_into_serverseq_order(tmp_path: Path) -> None:
+    path = tmp_path / "ahp.db"
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.executescript("BEGIN;" + "".join(MIGRATIONS[n] for n in range(4)) + "COMMIT;")
+    conn.execute("INSERT INTO meta VALUES ('schema_version', 4)")
+    for uri in ("ahp-chat:/a", "ahp-chat:/b"):
+        conn.execute(
+            "INSERT INTO channels (uri, kind, session, created_at) VALUES (?, 'chat', 's', 'x')",
+            (uri,),
+        )
+    segments = [("ahp-chat:/b", 1, 2), ("ahp-chat:/a", 3, 3), ("ahp-chat:/b", 4, 5)]
+    for channel, first, last in segments:
+        entries = b"[" + b",".join(b"[%d,1.0,{}]" % n for n in range(first, last + 1)) + b"]"
+        conn.execute("INSERT INTO log VALUES (?, ?, ?, ?)", (channel, first, last, entries))
+    for position in (1, 0):
+        conn.execute(
+            "INSERT INTO turns VALUES ('ahp-chat:/a', ?, ?, ?)",
+            (position, f"t{position}", b'{"id":"t%d"}' % position),
+        )
+    conn.close()
+    store = SqliteStore(path)
+    assert store.open() == 5
+    b = await store.load("ahp-chat:/b", retained_turns=10)
+    assert b is not None
+    assert [seq for seq, _, _ in b.envelopes] == [1, 2, 4, 5]
+    assert await store.turns("ahp-chat:/a", 2, 10) == [b'{"id":"t0"}', b'{"id":"t1"}']
+    store.put_turn("ahp-chat:/a", 1, "t1b", b'{"id":"t1b"}')  # a position is replaced
+    store.append_envelope(6, "ahp-chat:/a", 1.0, b"{}", lambda: None)
+    await store.close()
+    check = sqlite3.connect(path)
+    version = check.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    assert int(version[0]) == 5
+    assert [r[0] for r in check.execute("SELECT first_seq FROM log ORDER BY rowid")] == [1, 3, 4, 6]
+    check.close()
+    store = SqliteStore(path)
+    assert store.open() == 6  # the trigger keeps the high-water mark on the new table
+    assert await store.turns("ahp-chat:/a", 2, 10) == [b'{"id":"t0"}', b'{"id":"t1b"}']
+    await store.close()
 
 
 async def test_a_commit_window_groups_writes_across_loop_iterations(tmp_path: Path) -> None:
