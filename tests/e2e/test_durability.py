@@ -92,6 +92,14 @@ async def test_kill_9_mid_stream_loses_nothing_any_client_saw(daemon: Daemon) ->
             assert await carol.ask(chat, "still works", timeout=TIMEOUT) == "still works"
 
 
+async def every_turn_text(client: AhpClient, chat: str) -> list[str]:
+    """Page every older turn in (``fetchTurns``); the texts of all, oldest first."""
+    while isinstance(client.confirmed(chat, ChatState).turns_next_cursor, str):
+        cursor = client.confirmed(chat, ChatState).turns_next_cursor
+        await client.request("fetchTurns", {"channel": chat, "cursor": cursor})
+    return [t.message.text for t in client.confirmed(chat, ChatState).turns]
+
+
 async def exact_states(url: str, channels: list[str]) -> dict[str, Any]:
     """The host's own states, field by field (fresh snapshots, not client folds)."""
     async with AhpClient.connect(url) as observer:
@@ -167,10 +175,7 @@ async def test_old_turns_page_in_from_disk(tmp_path: Path) -> None:
             state = await client.subscribe(chat, turns=2)
             assert isinstance(state, ChatState)
             assert [t.message.text for t in state.turns] == ["turn 6", "turn 7"]
-            while isinstance(client.confirmed(chat, ChatState).turns_next_cursor, str):
-                cursor = client.confirmed(chat, ChatState).turns_next_cursor
-                await client.request("fetchTurns", {"channel": chat, "cursor": cursor})
-            texts = [t.message.text for t in client.confirmed(chat, ChatState).turns]
+            texts = await every_turn_text(client, chat)
             assert texts == [f"turn {i}" for i in range(8)]
     finally:
         await daemon.close()
@@ -201,20 +206,14 @@ async def test_kill_9_after_many_turns_rebuilds_them_from_turns_and_log(
         async with AhpClient.connect(url) as client:
             state = await client.subscribe(chat, turns=2)
             assert isinstance(state, ChatState)
-            while isinstance(client.confirmed(chat, ChatState).turns_next_cursor, str):
-                cursor = client.confirmed(chat, ChatState).turns_next_cursor
-                await client.request("fetchTurns", {"channel": chat, "cursor": cursor})
-            texts = [t.message.text for t in client.confirmed(chat, ChatState).turns]
+            texts = await every_turn_text(client, chat)
             assert texts == [f"turn {i}" for i in range(10)]
             assert await client.ask(chat, "turn 10", timeout=TIMEOUT) == "turn 10"
         await daemon.kill()
         url = await daemon.start()
         async with AhpClient.connect(url) as client:
             await client.subscribe(chat, turns=1)
-            while isinstance(client.confirmed(chat, ChatState).turns_next_cursor, str):
-                cursor = client.confirmed(chat, ChatState).turns_next_cursor
-                await client.request("fetchTurns", {"channel": chat, "cursor": cursor})
-            texts = [t.message.text for t in client.confirmed(chat, ChatState).turns]
+            texts = await every_turn_text(client, chat)
             assert texts == [f"turn {i}" for i in range(11)]
     finally:
         await daemon.close()
