@@ -1167,8 +1167,8 @@ def build_rows(scenarios: dict[str, Any]) -> list[dict[str, Any]]:
                     "p50 µs",
                     h["p50_us"],
                     f["p50_us"],
-                    "<= 2x floor",
-                    h["p50_us"] <= 2 * f["p50_us"],
+                    "<= 1.5x floor",
+                    h["p50_us"] <= 1.5 * f["p50_us"],
                 )
             )
             rows.append(
@@ -1177,8 +1177,8 @@ def build_rows(scenarios: dict[str, Any]) -> list[dict[str, Any]]:
                     "p99 µs",
                     h["p99_us"],
                     f["p99_us"],
-                    "<= 5x floor",
-                    h["p99_us"] <= 5 * f["p99_us"],
+                    "<= 3x floor",
+                    h["p99_us"] <= 3 * f["p99_us"],
                 )
             )
         elif kind == "reconnect":

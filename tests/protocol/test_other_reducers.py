@@ -913,3 +913,20 @@ def test_random_sequences_never_raise_or_mutate(
         result = after
     assert codec.encode(state) == snapshot
     del name
+
+
+@pytest.mark.parametrize(
+    ("ms", "expected"),
+    [
+        # What JavaScript's new Date(ms).toISOString() prints for each.
+        (0, "1970-01-01T00:00:00.000Z"),
+        (1733150000123.7, "2024-12-02T14:33:20.123Z"),
+        (-1, "1969-12-31T23:59:59.999Z"),
+        (-62135596800000, "0001-01-01T00:00:00.000Z"),
+        (253402300799999, "9999-12-31T23:59:59.999Z"),
+    ],
+)
+def test_iso_timestamp_prints_what_javascript_prints(ms: float, expected: str) -> None:
+    from ahp_server.protocol.reducers import iso_timestamp
+
+    assert iso_timestamp(ms) == expected
