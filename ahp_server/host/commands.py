@@ -146,6 +146,23 @@ class Commands:
             "listSessions": ListSessionsParams,
         }
 
+    def register(
+        self,
+        method: str,
+        handler: Callable[[Connection, Any], Awaitable[bytes]],
+        params_type: type[Any] | None = None,
+    ) -> None:
+        """Answer ``method`` with ``handler`` (params decoded as ``params_type``, if given).
+
+        The workspace services (resources, terminals, resource watches,
+        changesets) register their commands here.
+        """
+        if method in self._requests:
+            raise ValueError(f"{method!r} is already handled")
+        self._requests[method] = handler
+        if params_type is not None:
+            self._params[method] = params_type
+
     # -- routing ------------------------------------------------------------------------------
 
     async def handle(

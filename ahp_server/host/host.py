@@ -128,6 +128,9 @@ class Host:
         self.session_index: dict[str, tuple[str, SessionSummary | None]] = {}
         #: Every chat the host knows: chat URI -> session URI.
         self.chat_index: dict[str, str] = {}
+        #: Live channels of the workspace services: terminals, changesets,
+        #: resource watches (registered by those services).
+        self.workspace_channels: dict[str, ChannelActor[Any]] = {}
         self._loading: dict[str, asyncio.Future[Any]] = {}
         #: client id -> negotiated protocol version, for ``reconnect`` (LRU-bounded).
         self.clients: OrderedDict[str, str] = OrderedDict()
@@ -261,9 +264,7 @@ class Host:
                 f"unknown provider {name!r}", code=AhpErrorCode.ProviderNotFound
             ) from None
 
-    async def actor(
-        self, channel: str
-    ) -> ChannelActor[RootState] | SessionActor | ChatActor | None:
+    async def actor(self, channel: str) -> ChannelActor[Any] | None:
         """The actor of ``channel``, loading it from the store if needed."""
         if channel == ROOT:
             return self.root
@@ -271,7 +272,7 @@ class Host:
             return await self.session(channel)
         if channel in self.chat_index:
             return await self.chat(channel)
-        return None
+        return self.workspace_channels.get(channel)
 
     async def agent_session_ready(self, session: str) -> None:
         """``Runtime``: the provider holds ``session`` (restored once after a restart)."""
@@ -281,7 +282,12 @@ class Host:
         await self.agent_sessions.ready(actor.state.provider, actor)
 
     def knows(self, channel: str) -> bool:
-        return channel == ROOT or channel in self.session_index or channel in self.chat_index
+        return (
+            channel == ROOT
+            or channel in self.session_index
+            or channel in self.chat_index
+            or channel in self.workspace_channels
+        )
 
     async def session(self, uri: str) -> SessionActor | None:
         actor = self.sessions.get(uri)
