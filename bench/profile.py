@@ -65,11 +65,23 @@ _Func = tuple[str, int, str]
 _Row = tuple[float, float, float, float]
 
 
+def _io(pid: int) -> dict[str, int]:
+    """The process's I/O counters (``wchar``: bytes written to files; sockets not counted)."""
+    with open(f"/proc/{pid}/io", encoding="ascii") as io:
+        return {key: int(value) for key, value in (line.split(":") for line in io)}
+
+
 def _profiled(scenario: Scenario, size: int, persist: bool, out: Path) -> dict[_Func, _Row]:
     with suite.host_process(persist, profile=out) as (url, pid):
         asyncio.run(asyncio.wait_for(scenario.drive(url, pid, size), suite.JOB_TIMEOUT))
+        io = _io(pid)
     raw: dict[_Func, tuple[int, int, float, float, Any]] = pstats.Stats(str(out)).stats  # type: ignore[attr-defined]
-    return {func: (cc, nc, tt, ct) for func, (cc, nc, tt, ct, _) in raw.items()}
+    rows = {func: (cc, nc, tt, ct) for func, (cc, nc, tt, ct, _) in raw.items()}
+    # File writes ride along as pseudo-functions (bytes and write calls), so
+    # they are subtracted like the rest.
+    rows[("~", 0, "<file bytes written>")] = (0, io["wchar"], 0.0, 0.0)
+    rows[("~", 0, "<file write calls>")] = (0, io["syscw"], 0.0, 0.0)
+    return rows
 
 
 def _name(func: _Func) -> str:
@@ -93,6 +105,8 @@ def marginal(
     units = scenario.units(large_size) - scenario.units(small_size)
     rows = []
     for func, (_, calls, own, cumulative) in large.items():
+        if func[2].startswith("<file "):
+            continue  # reported apart (see report)
         _, calls0, own0, cumulative0 = small.get(func, (0, 0, 0.0, 0.0))
         rows.append(
             (
@@ -102,16 +116,23 @@ def marginal(
                 (cumulative - cumulative0) / units * 1e6,
             )
         )
+    for key in ("<file bytes written>", "<file write calls>"):
+        func = ("~", 0, key)
+        rows.append((key, (large[func][1] - small[func][1]) / units, 0.0, 0.0))
     return rows
 
 
 def report(name: str, rows: list[tuple[str, float, float, float]], persist: bool, top: int) -> str:
     unit = SCENARIOS[name].unit
+    files = {r[0]: r[1] for r in rows if r[0].startswith("<file ")}
+    rows = [r for r in rows if not r[0].startswith("<file ")]
     calls = sum(r[1] for r in rows)
     own = sum(r[2] for r in rows)
     lines = [
         f"{name} (persist {'on' if persist else 'off'}), marginal cost per {unit} under cProfile:",
         f"  {calls:,.1f} function calls, {own:,.0f} µs of profiled CPU",
+        f"  {files['<file bytes written>']:,.0f} bytes written to files"
+        f" in {files['<file write calls>']:,.1f} write calls",
         "",
         f"{'calls/' + unit:>12} {'own µs':>9} {'cum µs':>9}  function (top {top} by own time)",
     ]

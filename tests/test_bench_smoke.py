@@ -242,4 +242,5 @@ def test_profile_subtracts_a_small_run_from_a_large_one(tmp_path: Path) -> None:
     assert run == 1.0
     assert any(name.startswith("sqlite.py") and n > 0 for name, n in calls.items())
     assert sum(calls.values()) > 100
+    assert calls["<file bytes written>"] > 0  # persistence on: the store wrote
     assert "marginal cost per turn" in report("short-turns", rows, True, 10)
