@@ -705,7 +705,10 @@ def _root_channel(channel: str) -> None:
 
 
 def _parse_offset(cursor: str) -> int:
+    # ASCII digits only (str.isdigit admits "²", which int() refuses) and at
+    # most 18 of them (int() refuses over 4,300): anything else is a bad
+    # cursor, -32602, never an internal error.
     prefix, _, value = cursor.partition(":")
-    if prefix != "offset" or not value.isdigit():
-        raise InvalidParams(f"unknown cursor {cursor!r}")
+    if prefix != "offset" or not (value.isascii() and value.isdigit()) or len(value) > 18:
+        raise InvalidParams(f"unknown cursor {cursor[:64]!r}")
     return int(value)

@@ -140,6 +140,7 @@ class RejectionCode(StrEnum):
     NotUserMessage = "not-user-message"
     NotInteractive = "not-interactive"
     TurnInProgress = "turn-in-progress"
+    DuplicateTurn = "duplicate-turn"
     NoActiveTurn = "no-active-turn"
     UnknownTurn = "unknown-turn"
     UnknownToolCall = "unknown-tool-call"
@@ -462,7 +463,7 @@ def _check_chat(
     chat: ChatState, action: object, client_id: str, session: SessionState | None
 ) -> Rejection | None:
     match action:
-        case ChatTurnStartedAction(message=message):
+        case ChatTurnStartedAction(message=message, turn_id=turn_id):
             if problem := _interactive(chat) or _user_message(message):
                 return problem
             if isinstance(chat.active_turn, ActiveTurn):
@@ -470,6 +471,12 @@ def _check_chat(
                 return Rejection(
                     RejectionCode.TurnInProgress,
                     "a turn is already in progress: queue or steer the message instead",
+                )
+            if any(turn.id == turn_id for turn in chat.turns):
+                # Turn ids name turns (fetchTurns cursors, tool calls, forks): the
+                # reducer would append a second turn with the same id.
+                return Rejection(
+                    RejectionCode.DuplicateTurn, f"turn id {turn_id!r} is already taken"
                 )
         case ChatPendingMessageSetAction(message=message):
             return _interactive(chat) or _user_message(message)

@@ -13,6 +13,7 @@ error (-32700 parse, -32600 invalid request, -32602 invalid params), and
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal, TypeAlias, TypeVar
 
 import msgspec
@@ -29,6 +30,7 @@ from ahp_server.protocol.errors import (
 )
 
 __all__ = [
+    "MAX_DEPTH",
     "JsonRpcError",
     "JsonRpcErrorResponse",
     "JsonRpcMessage",
@@ -108,6 +110,38 @@ class _Frame(msgspec.Struct, kw_only=True):
 _FRAME_DECODER = msgspec.json.Decoder(_Frame)
 _ERROR_DECODER = msgspec.json.Decoder(JsonRpcError)
 
+#: The deepest nesting of arrays and objects a frame may have (serde_json's
+#: default too). Decoding and later re-encoding recurse once per level, so a
+#: frame nested thousands of levels deep would otherwise exhaust the stack —
+#: while being parsed, or later, when the state holding it is encoded.
+MAX_DEPTH = 128
+_STRINGS = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_BRACKETS = re.compile(rb"[\[\]{}]")
+
+
+def nested_deeper_than(data: bytes | str, limit: int) -> bool:
+    """Whether JSON text ``data`` nests arrays/objects more than ``limit`` deep.
+
+    Linear, and nearly free for ordinary frames: with no more opening brackets
+    than ``limit`` it cannot be deeper. Otherwise brackets inside strings are
+    blanked out (regular expressions, in C) and the rest are counted.
+    """
+    if isinstance(data, str):
+        if data.count("[") + data.count("{") <= limit:
+            return False
+        data = data.encode()
+    elif data.count(b"[") + data.count(b"{") <= limit:
+        return False
+    depth = 0
+    for match in _BRACKETS.finditer(_STRINGS.sub(b'""', data)):
+        if match.group() in (b"[", b"{"):
+            depth += 1
+            if depth > limit:
+                return True
+        else:
+            depth -= 1
+    return False
+
 
 def _request_id(frame: _Frame) -> RequestId | None:
     value = frame.id
@@ -123,8 +157,12 @@ def parse_message(data: bytes | str) -> JsonRpcMessage:
     anything that is not a single JSON-RPC 2.0 object; the latter carries
     ``request_id`` when the frame's id could be read.
     """
+    if nested_deeper_than(data, MAX_DEPTH):
+        raise InvalidRequest(f"the frame nests arrays or objects more than {MAX_DEPTH} deep")
     try:
         frame = _FRAME_DECODER.decode(data)
+    except RecursionError:  # (a deep nesting the check above let through: never expected)
+        raise InvalidRequest("the frame nests arrays or objects too deep") from None
     except msgspec.ValidationError:
         # Valid JSON, but not an object (an array: a batch, which AHP does not use).
         raise InvalidRequest(
@@ -171,6 +209,8 @@ def decode_params(params: msgspec.Raw | UnsetType, type_: type[T]) -> T:
         return codec.decode(raw, type_)
     except msgspec.ValidationError as exc:
         raise InvalidParams(f"invalid params: {exc}") from None
+    except RecursionError:  # pragma: no cover - parse_message bounds the depth
+        raise InvalidParams("invalid params: nested too deep") from None
     except msgspec.DecodeError as exc:  # pragma: no cover - raw params were already valid JSON
         raise ParseError(f"invalid JSON: {exc}") from None
 

@@ -80,9 +80,14 @@ async def test_list_sessions_pages_with_a_cursor(running_host: RunningHost) -> N
             seen += [s.resource for s in page.items]
             cursor = page.next_cursor
         assert sorted(seen) == sorted(made)
-        with pytest.raises(RemoteError) as bad:
-            await client.list_sessions(cursor="garbage")
-        assert bad.value.code == -32602
+        # Malformed cursors are -32602, never an internal error: garbage, a
+        # number past int()'s 4,300-digit limit, a non-ASCII digit, a negative.
+        for cursor in ("garbage", "offset:" + "9" * 5000, "offset:²", "offset:-1", "offset:"):
+            with pytest.raises(RemoteError) as bad:
+                await client.list_sessions(cursor=cursor)
+            assert bad.value.code == -32602, cursor
+            assert len(bad.value.message) < 200  # the cursor is not echoed whole
+        assert await client.request("ping", {}) is None  # the connection is fine
 
 
 async def test_fork_and_side_chats(running_host: RunningHost) -> None:

@@ -15,7 +15,7 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 
 from ahp_server.config import Settings
-from tests.conftest import RunningHost
+from tests.conftest import RunningHost, captured_logs
 
 TIMEOUT = 5.0
 INIT = {
@@ -70,6 +70,42 @@ async def test_malformed_frames_get_errors_and_the_connection_lives(
         assert reply["error"]["code"] == code
         assert reply["error"]["message"]
         assert (await call(ws, 9, "ping", {"channel": "ahp-root://"}))["result"] is None
+
+
+DEEP = "[" * 10_000 + "]" * 10_000
+
+
+@pytest.mark.parametrize(
+    "frame",
+    [
+        '{"jsonrpc":"2.0","id":3,"method":"ping","params":{"a":DEEP}}'.replace("DEEP", DEEP),
+        '{"jsonrpc":"2.0","id":DEEP,"method":"ping"}'.replace("DEEP", DEEP),
+        '{"jsonrpc":"2.0","id":3,"method":"ping","unknown":DEEP}'.replace("DEEP", DEEP),
+        (
+            '{"jsonrpc":"2.0","method":"dispatchAction","params":{"channel":"ahp-root://",'
+            '"clientSeq":1,"action":{"type":"x","deep":DEEP}}}'
+        ).replace("DEEP", DEEP),
+        # Brackets inside strings do not count: this one is fine.
+        '{"jsonrpc":"2.0","id":3,"method":"ping","params":{"a":"DEEP"}}'.replace("DEEP", DEEP),
+    ],
+    ids=["params", "id", "unknown-key", "dispatched-action", "in-a-string"],
+)
+async def test_deeply_nested_frames_get_an_error_and_the_connection_lives(
+    running_host: RunningHost, frame: str
+) -> None:
+    async with connect(running_host.url, max_size=None) as ws:
+        await call(ws, 1, "initialize", INIT)
+        with captured_logs() as logs:
+            await ws.send(frame)
+            if '"a":"' in frame:
+                assert (await recv_json(ws)) == {"jsonrpc": "2.0", "id": 3, "result": None}
+            else:
+                reply = await recv_json(ws)
+                assert reply["error"]["code"] == -32600
+                assert reply["id"] is None
+                assert "128 deep" in reply["error"]["message"]
+            assert (await call(ws, 9, "ping", {"channel": "ahp-root://"}))["result"] is None
+        assert not [e for e in logs if e.get("log_level") in ("error", "critical")]
 
 
 async def test_error_keeps_the_request_id_when_readable(running_host: RunningHost) -> None:

@@ -376,6 +376,14 @@ REJECTIONS: list[Case] = [
         turn_started(),
         Code.TurnInProgress,
     ),
+    # DuplicateTurn
+    reject(
+        "duplicate-turn/turn-started-with-a-completed-turns-id",
+        b.chat(turns=[b.turn_json("turn-1"), b.turn_json("turn-2")]),
+        turn_started(turn_id="turn-1"),
+        Code.DuplicateTurn,
+        "turn-1",
+    ),
     # NoActiveTurn
     reject("no-active-turn/turn-cancelled", b.chat(), cancel(), Code.NoActiveTurn),
     reject("no-active-turn/tool-call-confirmed", b.chat(), approve(), Code.NoActiveTurn),

@@ -133,3 +133,24 @@ def test_error_data_is_carried() -> None:
     assert encoded(jsonrpc.error_response(None, exc))["error"]["data"] == {
         "supportedVersions": ["0.7.0"]
     }
+
+
+@pytest.mark.parametrize("as_bytes", [False, True])
+def test_nesting_depth_is_measured_outside_strings(as_bytes: bool) -> None:
+    from ahp_server.protocol.jsonrpc import MAX_DEPTH, nested_deeper_than
+
+    def check(text: str) -> bool:
+        return nested_deeper_than(text.encode() if as_bytes else text, MAX_DEPTH)
+
+    at_limit = "[" * MAX_DEPTH + "]" * MAX_DEPTH
+    assert not check(at_limit)
+    assert check("[" + at_limit + "]")
+    assert check('{"a":' * (MAX_DEPTH + 1) + "1" + "}" * (MAX_DEPTH + 1))
+    many_flat = "[" + ",".join(["[]"] * 10_000) + "]"  # many brackets, depth 2
+    assert not check(many_flat)
+    in_string = '{"a":"' + "[" * 1000 + '"}'
+    assert not check(in_string)
+    escaped_quote = '{"a":"\\"' + "[" * 1000 + '"}'  # the \" does not end the string
+    assert not check(escaped_quote)
+    after_string = '["]", ' + "[" * (MAX_DEPTH + 1) + "]" * (MAX_DEPTH + 1) + "]"
+    assert check(after_string)
