@@ -93,6 +93,10 @@ class Settings:
     #: Browser ``Origin`` values allowed to connect (others get 403). Clients
     #: that send no Origin (IDEs, CLIs) are not affected.
     allowed_origins: tuple[str, ...] = ()
+    #: Serve the browser client at ``/`` (docs/web.md) and admit the page's own
+    #: origin: an Origin naming the Host the request was sent to, when that Host
+    #: is a loopback name or a token is configured.
+    web_ui: bool = True
 
     #: Largest accepted WebSocket message (bytes); larger ones close with 1009.
     max_message_bytes: int = 4 * 1024 * 1024
@@ -162,6 +166,42 @@ class Settings:
     #: Seconds a provider may take to close a session (dispose, host stop).
     session_close_timeout: float = 10.0
 
+    #: Terminal channels (``createTerminal``; docs/workspace.md "Terminals"):
+    #: at most this many at once (running or exited, the host's own and agents'),
+    #: each keeping at most this much output (the oldest is dropped), running
+    #: this command (empty: ``$SHELL``, else ``/bin/sh``), and given this many
+    #: seconds to end after SIGHUP/SIGTERM before SIGKILL.
+    max_terminals: int = 32
+    terminal_scrollback_bytes: int = 256 * 1024
+    terminal_shell: tuple[str, ...] = ()
+    terminal_kill_grace: float = 2.0
+
+    #: The ``resource*`` commands (docs/workspace.md "Resources"): the largest
+    #: file ``resourceRead`` returns (its base64 answer must fit in
+    #: ``outbox_max_bytes``), and the largest ``resourceWrite`` data (decoded;
+    #: a frame is also bounded by ``max_message_bytes``).
+    max_read_bytes: int = 8 * 1024 * 1024
+    max_write_bytes: int = 4 * 1024 * 1024
+
+    #: Resource watches (``createResourceWatch``; docs/workspace.md "Resource
+    #: watches"): at most this many on the host, and created by one connection;
+    #: changes are grouped for up to ``watch_debounce_ms`` into one batch, sent
+    #: as ``resourceWatch/changed`` actions of at most ``watch_batch_items``
+    #: changes; a batch of more than ``watch_window_items`` changes is replaced
+    #: by one ``updated`` change of the watched root (rescan it).
+    max_watches: int = 64
+    max_watches_per_connection: int = 16
+    watch_debounce_ms: int = 200
+    watch_batch_items: int = 500
+    watch_window_items: int = 10_000
+    #: Changesets (docs/workspace.md "Changesets"): the text kept of each side
+    #: of a changed file (over it the file is listed without content), the
+    #: content one changeset may hold in all (later files are listed without),
+    #: and the files it lists (later ones are left out and the changeset says so).
+    changeset_content_bytes: int = 256 * 1024
+    changeset_total_bytes: int = 4 * 1024 * 1024
+    changeset_max_files: int = 10_000
+
     #: Logging: "console", "json", or None (console on a terminal, else JSON).
     log_format: str | None = None
     log_level: str = "info"
@@ -173,6 +213,7 @@ _KEYS: dict[str, tuple[str, str]] = {
     "server.port": ("port", "port"),
     "server.token": ("token", "optstr"),
     "server.allowed_origins": ("allowed_origins", "strlist"),
+    "server.web_ui": ("web_ui", "bool"),
     "server.max_message_bytes": ("max_message_bytes", "posint"),
     "server.compression": ("compression", "bool"),
     "server.coalesce_ms": ("coalesce_ms", "nonnegfloat"),
@@ -199,6 +240,20 @@ _KEYS: dict[str, tuple[str, str]] = {
     "providers.client_tool_timeout": ("client_tool_timeout", "posfloat"),
     "providers.session_open_timeout": ("session_open_timeout", "posfloat"),
     "providers.session_close_timeout": ("session_close_timeout", "posfloat"),
+    "workspace.max_terminals": ("max_terminals", "posint"),
+    "workspace.terminal_scrollback_bytes": ("terminal_scrollback_bytes", "posint"),
+    "workspace.terminal_shell": ("terminal_shell", "strlist"),
+    "workspace.terminal_kill_grace": ("terminal_kill_grace", "posfloat"),
+    "workspace.max_read_bytes": ("max_read_bytes", "posint"),
+    "workspace.max_write_bytes": ("max_write_bytes", "posint"),
+    "workspace.max_watches": ("max_watches", "posint"),
+    "workspace.max_watches_per_connection": ("max_watches_per_connection", "posint"),
+    "workspace.watch_debounce_ms": ("watch_debounce_ms", "posint"),
+    "workspace.watch_batch_items": ("watch_batch_items", "posint"),
+    "workspace.watch_window_items": ("watch_window_items", "posint"),
+    "workspace.changeset_content_bytes": ("changeset_content_bytes", "posint"),
+    "workspace.changeset_total_bytes": ("changeset_total_bytes", "posint"),
+    "workspace.changeset_max_files": ("changeset_max_files", "posint"),
     "logging.format": ("log_format", "logformat"),
     "logging.level": ("log_level", "loglevel"),
 }
@@ -209,6 +264,7 @@ ENVIRONMENT: dict[str, str] = {
     "AHP_SERVER_PORT": "server.port",
     "AHP_SERVER_TOKEN": "server.token",
     "AHP_SERVER_ALLOWED_ORIGINS": "server.allowed_origins",
+    "AHP_SERVER_WEB_UI": "server.web_ui",
     "AHP_SERVER_DATA_DIR": "storage.data_dir",
     "AHP_SERVER_DURABILITY": "storage.durability",
     "AHP_SERVER_LOG_FORMAT": "logging.format",
@@ -251,6 +307,8 @@ _AGENT_FIELDS: dict[str, tuple[str, str]] = {
 _AGENT_ENV = re.compile(r"^AHP_SERVER_AGENTS_(?P<name>[A-Z0-9][A-Z0-9_]*?)_(?P<field>[A-Z_]+)$")
 _AGENT_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
 _BUILT_IN = frozenset({"echo"})
+#: Bytes of a ``resourceRead`` answer besides its data (JSON-RPC envelope, keys, type).
+READ_FRAME_OVERHEAD = 4096
 
 
 def _from_env(kind: str, text: str) -> object:
@@ -507,6 +565,21 @@ def load_settings(
             "providers.default",
             f"{settings.default_provider!r} is not an agent here "
             f"(one of {', '.join(sorted(names))})",
+        )
+    # A resourceRead answer is one frame in the client's outbox: a read cap
+    # whose base64 form cannot fit would disconnect every client that used it.
+    if 4 * ((settings.max_read_bytes + 2) // 3) + READ_FRAME_OVERHEAD > settings.outbox_max_bytes:
+        raise ConfigError(
+            "workspace.max_read_bytes",
+            f"{settings.max_read_bytes} bytes read make a base64 answer larger than "
+            f"limits.outbox_max_bytes ({settings.outbox_max_bytes}): lower it or raise that",
+        )
+    # A changeset's snapshot carries its content as base64 data: URIs, in one frame.
+    if 4 * ((settings.changeset_total_bytes + 2) // 3) * 2 > settings.outbox_max_bytes:
+        raise ConfigError(
+            "workspace.changeset_total_bytes",
+            f"{settings.changeset_total_bytes} bytes of content make a changeset snapshot "
+            f"larger than half of limits.outbox_max_bytes ({settings.outbox_max_bytes})",
         )
     if not is_loopback(settings.host) and not settings.token:
         raise ConfigError(

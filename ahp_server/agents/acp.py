@@ -37,6 +37,7 @@ import json
 import os
 import shutil
 import signal
+import stat
 import tempfile
 import time
 from collections import deque
@@ -95,7 +96,14 @@ from acp.schema import (
 from msgspec import UNSET
 
 from ahp_server import __version__
-from ahp_server.agents.base import AgentError, SessionContext, ToolCall, TurnIO, TurnRequest
+from ahp_server.agents.base import (
+    AgentError,
+    FileChange,
+    SessionContext,
+    ToolCall,
+    TurnIO,
+    TurnRequest,
+)
 from ahp_server.config import AgentConfig
 from ahp_server.protocol.types import (
     AgentCapabilities,
@@ -130,6 +138,9 @@ MAX_LINE_BYTES = 64 * 1024 * 1024
 MAX_PENDING_UPDATES = 100_000
 #: Largest file an agent may read or write through the host.
 MAX_FILE_BYTES = 16 * 1024 * 1024
+#: Text of a changed file handed to the host's changeset, each side (the host
+#: keeps less: ``[workspace] changeset_content_bytes``); larger: listed without.
+CHANGE_TEXT_BYTES = 1024 * 1024
 #: Prior turns given to an agent that cannot ``session/load`` (newest kept).
 HISTORY_TURNS = 20
 HISTORY_CHARS = 32_000
@@ -446,6 +457,30 @@ class AgentProcess:
         return chat, new
 
 
+def _old_text(path: str | os.PathLike[str]) -> tuple[bool, str | None]:
+    """Whether the file at ``path`` exists, and its text (``None``: not small UTF-8).
+
+    Small: at most :data:`CHANGE_TEXT_BYTES`. Never blocks on what is not a
+    regular file (opened non-blocking, checked before it is read).
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return False, None
+    except OSError:
+        return True, None
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return True, None
+        data = handle.read(CHANGE_TEXT_BYTES + 1)
+    if len(data) > CHANGE_TEXT_BYTES:
+        return True, None
+    try:
+        return True, data.decode("utf-8")
+    except UnicodeDecodeError:
+        return True, None
+
+
 def _refused(message: str, **data: Any) -> RequestError:
     """A JSON-RPC invalid-params error whose message says what was refused and why."""
     return RequestError(-32602, message, data or None)
@@ -540,7 +575,8 @@ class _BridgeClient:
         if len(data) > MAX_FILE_BYTES:
             raise _refused(f"the content is over {MAX_FILE_BYTES} bytes", path=path)
 
-        def write() -> None:
+        def write() -> tuple[bool, str | None]:
+            existed, before = _old_text(resolved)  # for the turn's changeset
             # Atomic: a reader never sees half a file.
             handle, temporary = tempfile.mkstemp(dir=resolved.parent, prefix=".ahp-write-")
             try:
@@ -551,8 +587,9 @@ class _BridgeClient:
                 with contextlib.suppress(OSError):
                     os.unlink(temporary)
                 raise
+            return existed, before
 
-        await asyncio.to_thread(write)
+        existed, before = await asyncio.to_thread(write)
         log.info(
             "agent wrote a file",
             agent=self._process.config.name,
@@ -560,6 +597,18 @@ class _BridgeClient:
             path=str(resolved),
             bytes=len(data),
         )
+        turn = chat.turn
+        if turn is not None:
+            change = FileChange(
+                str(resolved),
+                before=before,
+                after=content if len(data) <= CHANGE_TEXT_BYTES else None,
+                created=not existed,
+            )
+            try:
+                await turn.io.file_changed(change)  # listed before the agent hears "written"
+            except Exception:  # task boundary: host code; the file is written regardless
+                log.exception("agent file change not listed", agent=self._process.config.name)
         return WriteTextFileResponse()
 
     async def create_terminal(
@@ -587,6 +636,13 @@ class _BridgeClient:
             )
         except TerminalLimit as error:
             raise _refused(str(error)) from None
+        turn = chat.turn
+        if turn is not None:
+            # Users can watch it as an AHP terminal channel; showing it never fails the command.
+            try:
+                await turn.io.terminal_started(terminal)
+            except Exception:  # task boundary: host code; the command runs on regardless
+                log.exception("agent terminal could not be shown", agent=self._process.config.name)
         return CreateTerminalResponse(terminal_id=terminal.id)
 
     def _terminal(self, session_id: str, terminal_id: str) -> Terminal:
@@ -671,6 +727,8 @@ class _Turn:
         self._plan: ToolCall | None = None
         #: The content each open call shows (a completion without content keeps it).
         self._shown: dict[str, tuple[ToolResultContent, ...]] = {}
+        #: The diffs each open call showed, by path: (old text or None, new text).
+        self._diffs: dict[str, dict[str, tuple[str | None, str]]] = {}
         self._permissions: list[asyncio.Future[str | None]] = []
         self.overflow = False
 
@@ -809,10 +867,17 @@ class _Turn:
         if update.title:
             self._titles[update.tool_call_id] = update.title
         content = self._content(update.content)
+        for item in update.content or ():
+            if isinstance(item, FileEditToolCallContent):
+                diffs = self._diffs.setdefault(update.tool_call_id, {})
+                diffs[item.path] = (item.old_text, item.new_text)
         if update.status in ("completed", "failed"):
             title = self._titles.get(update.tool_call_id, "Tool")
             self._tools.pop(update.tool_call_id, None)
             content = content or self._shown.pop(update.tool_call_id, ())
+            diffs = self._diffs.pop(update.tool_call_id, {})
+            if update.status == "completed":
+                await self._diffs_done(diffs)
             await tool.complete(
                 ToolCallResult(
                     success=update.status == "completed",
@@ -823,6 +888,21 @@ class _Turn:
         elif content:
             self._shown[update.tool_call_id] = content
             await tool.set_content(content)
+
+    async def _diffs_done(self, diffs: dict[str, tuple[str | None, str]]) -> None:
+        """A completed call's diffs are changes: list them in the turn's changeset.
+
+        Only once the call completed: a diff shown while it waits for permission
+        is a proposal, and a denied or failed call changed nothing.
+        """
+        for path, (old, new) in diffs.items():
+            try:
+                resolved = confine(path, self._chat.roots)
+            except PathRefused as error:
+                log.info("agent diff outside the working directories", reason=str(error))
+                continue
+            change = FileChange(str(resolved), before=old, after=new, created=old is None)
+            await self.io.file_changed(change)
 
     def _content(self, items: Iterable[Any] | None) -> tuple[ToolResultContent, ...]:
         out: list[ToolResultContent] = []

@@ -48,6 +48,7 @@ Providers that keep nothing per session subclass :class:`StatelessProvider`.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -68,6 +69,8 @@ from ahp_server.protocol.types import (
 
 __all__ = [
     "AgentError",
+    "AgentTerminal",
+    "FileChange",
     "InputAnswer",
     "Provider",
     "SessionContext",
@@ -146,6 +149,59 @@ class InputAnswer:
     #: ``accept``, ``decline`` or ``cancel``.
     response: str
     answers: dict[str, ChatInputAnswer] = field(default_factory=dict)
+
+
+class AgentTerminal(Protocol):
+    """A command the agent runs through the host (ACP ``terminal/create``).
+
+    Reported with :meth:`TurnIO.terminal_started`, the host shows it to users
+    as an AHP terminal channel (``ahp-terminal:/…``, claimed by the turn's
+    session): its output as ``terminal/data``, its end as ``terminal/exited``.
+    ``workspace/terminals.py`` ``Terminal`` implements it.
+    """
+
+    @property
+    def command(self) -> str:
+        """The program run (for the title and the log; never its output)."""
+        ...
+
+    @property
+    def cwd(self) -> str:
+        """The directory it runs in (a path)."""
+        ...
+
+    def watch(
+        self, on_output: Callable[[bytes], None], on_exit: Callable[[int | None], None]
+    ) -> None:
+        """Get the output so far and every later chunk, then the exit code once.
+
+        Both callbacks run on the event loop, must not block, and ``on_exit``
+        (``None``: ended by a signal) comes after the last ``on_output``.
+        """
+        ...
+
+    def kill(self) -> None:
+        """End the command now (a user disposed its terminal channel)."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class FileChange:
+    """A file the agent changed during a turn (:meth:`TurnIO.file_changed`).
+
+    The host lists it in the turn's changeset (docs/workspace.md, "Changesets").
+    ``before`` and ``after`` are the file's text on each side, ``None`` when it
+    is not known (too large, not text, not read); the host keeps each side only
+    up to its own size cap. ``created``: the file did not exist before (then
+    ``before`` is ignored); ``deleted``: it no longer exists (``after`` ignored).
+    """
+
+    #: The file's absolute local path.
+    path: str
+    before: str | None = None
+    after: str | None = None
+    created: bool = False
+    deleted: bool = False
 
 
 class ToolCall(Protocol):
@@ -241,6 +297,24 @@ class TurnIO(Protocol):
         """Keep ``state`` for this chat across host restarts (``TurnRequest.agent_state``).
 
         Opaque to the host, never shown to clients; an agent's own session id, say.
+        """
+        ...
+
+    async def terminal_started(self, terminal: AgentTerminal) -> None:
+        """The agent started a command: the host may show it as a terminal channel.
+
+        Users can then watch it; it is claimed by this turn's session (and the
+        turn). Never raises for the host's reasons: a command goes on running
+        whether or not it can be shown.
+        """
+        ...
+
+    async def file_changed(self, change: FileChange) -> None:
+        """The agent changed a file: the host lists it in this turn's changeset.
+
+        Returns once the change is recorded (clients subscribed to the
+        changeset have it). Never raises for the host's reasons: the change
+        happened whether or not it can be listed.
         """
         ...
 

@@ -53,6 +53,7 @@ from ahp_server.protocol.reducers.chat import part_id_of
 from ahp_server.protocol.types import (
     ActionOrigin,
     ActiveTurn,
+    ChangesetState,
     ChatDeltaAction,
     ChatErrorAction,
     ChatInputCompletedAction,
@@ -76,6 +77,7 @@ from ahp_server.protocol.types import (
     PartialSessionSummary,
     PendingMessage,
     ReasoningResponsePart,
+    ResourceWatchState,
     ResponsePart,
     RootState,
     SessionChatInputRequest,
@@ -91,6 +93,7 @@ from ahp_server.protocol.types import (
     SessionToolAuthenticationRequest,
     SessionToolClientExecutionRequest,
     SessionToolConfirmationRequest,
+    TerminalState,
     ToolCallAuthRequiredState,
     ToolCallClientContributor,
     ToolCallPendingConfirmationState,
@@ -115,7 +118,9 @@ __all__ = [
 
 log = structlog.get_logger(__name__)
 
-S = TypeVar("S", RootState, SessionState, ChatState)
+S = TypeVar(
+    "S", RootState, SessionState, ChatState, TerminalState, ChangesetState, ResourceWatchState
+)
 R = TypeVar("R")
 
 ROOT = "ahp-root://"
@@ -896,6 +901,8 @@ class ChatActor(ChannelActor[ChatState]):
             ready=lambda: self.host.agent_session_ready(session_uri),
             client_tool_timeout=self.host.settings.client_tool_timeout,
             coalesce_ms=self.host.settings.coalesce_ms,
+            terminals=self.host.agent_terminal_started,
+            files=self.host.file_changed,
         )
         self.runner.start()
         if self.session.state.title == DEFAULT_SESSION_TITLE and message.text.strip():

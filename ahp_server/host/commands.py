@@ -463,6 +463,8 @@ class Commands:
         for chat_uri in host.chats_of(params.channel):
             await host.forget(chat_uri)
         await host.agent_sessions.close(actor, disposed=True)
+        for service in host.services:  # its terminals go with it
+            await service.session_disposed(params.channel)
         await host.forget(params.channel)
         host.hub.notify(
             ROOT, "root/sessionRemoved", SessionRemovedParams(channel=ROOT, session=params.channel)

@@ -24,10 +24,14 @@ from __future__ import annotations
 
 import structlog
 
+from ahp_server.host.changesets import Changesets
 from ahp_server.host.commands import Commands
 from ahp_server.host.fanout import CLOSE_POLICY, Connection, ConnState, Transport
 from ahp_server.host.host import Host
+from ahp_server.host.resources import ResourceCommands
 from ahp_server.host.sequencer import response_frame
+from ahp_server.host.terminals import TerminalService
+from ahp_server.host.watches import ResourceWatches
 from ahp_server.protocol import codec
 from ahp_server.protocol.errors import InvalidRequest, ParseError, ProtocolError
 from ahp_server.protocol.jsonrpc import (
@@ -51,6 +55,13 @@ class Gateway:
     def __init__(self, host: Host) -> None:
         self.host = host
         self.commands = Commands(host)
+        self.terminals = TerminalService(host)
+        self.terminals.register(self.commands.register)
+        ResourceCommands(host).register(self.commands)
+        self.watches = ResourceWatches(host)
+        self.watches.register(self.commands.register)
+        self.changesets = Changesets(host)
+        self.changesets.register(self.commands.register)
 
     def open(self, transport: Transport) -> Connection:
         """A new connection (its writer task starts now)."""

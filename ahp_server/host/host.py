@@ -22,14 +22,14 @@ import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import structlog
-from msgspec import UNSET
+from msgspec import UNSET, UnsetType
 from msgspec.structs import replace
 
 from ahp_server import __version__
-from ahp_server.agents.base import AgentError, Provider
+from ahp_server.agents.base import AgentError, AgentTerminal, FileChange, Provider, TurnRequest
 from ahp_server.agents.echo import EchoAgent
 from ahp_server.config import Settings
 from ahp_server.host.actors import (
@@ -62,10 +62,10 @@ from ahp_server.protocol.types import (
     SessionSummary,
     Turn,
 )
-from ahp_server.store.base import Store
+from ahp_server.store.base import ChannelRow, Store
 from ahp_server.store.sqlite import SqliteStore
 
-__all__ = ["DB_FILE", "Host"]
+__all__ = ["DB_FILE", "Host", "WorkspaceService"]
 
 log = structlog.get_logger(__name__)
 
@@ -94,6 +94,26 @@ def make_store(settings: Settings) -> Store:
         synchronous=settings.synchronous,
         commit_window=settings.commit_window_ms / 1000,
     )
+
+
+class WorkspaceService(Protocol):
+    """A service that keeps workspace channels (terminals…): told of the host's lifecycle.
+
+    Services sit above the host (``host/terminals.py``) and add themselves to
+    :attr:`Host.services`.
+    """
+
+    async def start(self, rows: Sequence[ChannelRow]) -> None:
+        """The host starts: take back this service's channels among the stored ``rows``."""
+        ...
+
+    async def session_disposed(self, session: str) -> None:
+        """``session`` was disposed: end what it owned."""
+        ...
+
+    async def stop(self) -> None:
+        """The host stops: end every process, keep the final state (before the last commit)."""
+        ...
 
 
 class Host:
@@ -131,6 +151,15 @@ class Host:
         #: Live channels of the workspace services: terminals, changesets,
         #: resource watches (registered by those services).
         self.workspace_channels: dict[str, ChannelActor[Any]] = {}
+        #: The services that keep them, told of start, session disposal and stop.
+        self.services: list[WorkspaceService] = []
+        #: Shows an agent's command as a terminal channel (set by the terminal service).
+        self.agent_terminals: Callable[[TurnRequest, AgentTerminal], Awaitable[None]] | None = None
+        #: Records a file an agent changed in its turn's changeset (set by the changeset service).
+        self.file_changes: Callable[[TurnRequest, FileChange], Awaitable[None]] | None = None
+        #: Workspace channels a service serves without keeping them live: loaded
+        #: from the store, or made, on first use (changesets). ``None``: not theirs.
+        self.channel_resolvers: list[Callable[[str], Awaitable[ChannelActor[Any] | None]]] = []
         self._loading: dict[str, asyncio.Future[Any]] = {}
         #: client id -> negotiated protocol version, for ``reconnect`` (LRU-bounded).
         self.clients: OrderedDict[str, str] = OrderedDict()
@@ -150,7 +179,8 @@ class Host:
             self.clients[client_id] = version  # reconnect works across restarts
         interrupted: list[str] = []
         creating: list[str] = []
-        for row in await self.store.channels():
+        rows = await self.store.channels()
+        for row in rows:
             if row.kind == "session":
                 summary = (
                     codec.decode(row.summary, SessionSummary) if row.summary is not None else None
@@ -158,7 +188,7 @@ class Host:
                 self.session_index[row.uri] = (row.created_at, summary)
                 if row.unfinished == CREATING:
                     creating.append(row.uri)
-            elif row.session is not None:
+            elif row.kind == "chat" and row.session is not None:
                 self.chat_index[row.uri] = row.session
                 if row.unfinished is not None:
                     interrupted.append(row.uri)
@@ -177,6 +207,8 @@ class Host:
                 await chat.session.call(_nothing)
         for uri in creating:
             await self._repair_creating(uri)
+        for service in self.services:
+            await service.start(rows)
         await self.store.flush()
         self.accepting = True
         log.info(
@@ -209,6 +241,8 @@ class Host:
             if chat.runner is not None:
                 await chat.call(chat.interrupt)
         await self.agent_sessions.close_all(self.sessions.values())
+        for service in self.services:
+            await service.stop()
         for chat in self.chats.values():
             chat.snapshot()
         for session in self.sessions.values():
@@ -272,7 +306,13 @@ class Host:
             return await self.session(channel)
         if channel in self.chat_index:
             return await self.chat(channel)
-        return self.workspace_channels.get(channel)
+        actor = self.workspace_channels.get(channel)
+        if actor is None:
+            for resolve in self.channel_resolvers:
+                actor = await resolve(channel)
+                if actor is not None:
+                    break
+        return actor
 
     async def agent_session_ready(self, session: str) -> None:
         """``Runtime``: the provider holds ``session`` (restored once after a restart)."""
@@ -280,6 +320,42 @@ class Host:
         if actor is None:
             raise AgentError("The session is gone.", error_type="sessionNotFound")
         await self.agent_sessions.ready(actor.state.provider, actor)
+
+    async def agent_terminal_started(self, request: TurnRequest, terminal: AgentTerminal) -> None:
+        """``Runtime``: show an agent's command as a terminal channel (if a service does that)."""
+        if self.agent_terminals is not None:
+            await self.agent_terminals(request, terminal)
+
+    async def file_changed(self, request: TurnRequest, change: FileChange) -> None:
+        """``Runtime``: list a file an agent changed in its turn's changeset (if a service does)."""
+        if self.file_changes is not None:
+            await self.file_changes(request, change)
+
+    def working_directories(self, *, excluding: str | None = None) -> list[str]:
+        """Every working directory of every session the host knows, loaded or not, and
+        of their chats (loaded sessions' catalogues, loaded chats): the roots the
+        workspace services confine paths to (docs/workspace.md). ``excluding``
+        leaves one session out (one being disposed)."""
+        found: dict[str, None] = {}
+
+        def add(directories: Sequence[str] | UnsetType | None) -> None:
+            if directories is not None and not isinstance(directories, UnsetType):
+                found.update(dict.fromkeys(directories))
+
+        for uri, (_, stored) in self.session_index.items():
+            if uri == excluding:
+                continue
+            session = self.sessions.get(uri)
+            if session is not None:
+                add(session.state.working_directories)
+                for chat_summary in session.state.chats:
+                    add(chat_summary.working_directories)
+            elif stored is not None:
+                add(stored.working_directories)
+        for chat in self.chats.values():
+            if chat.session.uri != excluding:
+                add(chat.state.working_directories)
+        return list(found)
 
     def knows(self, channel: str) -> bool:
         return (

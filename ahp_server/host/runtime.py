@@ -16,7 +16,7 @@ from collections.abc import Coroutine
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ahp_server.agents.base import Provider
+from ahp_server.agents.base import AgentTerminal, FileChange, Provider, TurnRequest
 from ahp_server.config import Settings
 from ahp_server.host.sequencer import Hub
 
@@ -63,5 +63,21 @@ class Runtime(Protocol):
         """Wait until the provider holds ``session`` (restoring it once after a restart).
 
         Raises :class:`~ahp_server.agents.base.AgentError` when it cannot.
+        """
+        ...
+
+    def agent_terminal_started(
+        self, request: TurnRequest, terminal: AgentTerminal
+    ) -> Coroutine[Any, Any, None]:
+        """Show a command the agent of ``request``'s turn started as a terminal channel.
+
+        A no-op when no terminal service runs (``host/terminals.py``).
+        """
+        ...
+
+    def file_changed(self, request: TurnRequest, change: FileChange) -> Coroutine[Any, Any, None]:
+        """Record a file the agent of ``request``'s turn changed in the turn's changeset.
+
+        A no-op when no changeset service runs (``host/changesets.py``); never raises.
         """
         ...

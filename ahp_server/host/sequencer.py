@@ -135,6 +135,10 @@ class Hub:
         self._replay_max_bytes = replay_max_bytes
         self._replay: dict[str, ReplayBuffer] = {}
         self._subscribers: dict[str, set[Connection]] = {}
+        #: Told synchronously when a channel's last subscriber leaves, and when a
+        #: connection is dropped (see :meth:`on_vacated`).
+        self._vacated: list[Callable[[str], None]] = []
+        self._dropped: list[Callable[[Connection], None]] = []
         self._base_floor = start_seq
         #: Published actions by action type, for metrics (one dict update per action).
         self.published_by_type: dict[str, int] = {}
@@ -289,10 +293,32 @@ class Hub:
             subscribers.discard(connection)
             if not subscribers:
                 del self._subscribers[channel]
+                for listener in self._vacated:
+                    listener(channel)
 
     def drop_connection(self, connection: Connection) -> None:
         for channel in tuple(connection.subscriptions):
             self.unsubscribe(connection, channel)
+        for listener in self._dropped:
+            listener(connection)
+
+    def on_vacated(
+        self,
+        vacated: Callable[[str], None],
+        dropped: Callable[[Connection], None] | None = None,
+    ) -> None:
+        """Call ``vacated(channel)`` when a channel's last subscriber leaves.
+
+        That is an ``unsubscribe`` or a dropped connection, never
+        :meth:`drop_channel`. ``dropped(connection)``, if given, is called
+        after a connection's subscriptions are gone. Both run synchronously
+        inside the hub's call: they must be quick and must not raise (spawn
+        any work). What a channel holds only for its subscribers — a resource
+        watch (WIRE-SUMMARY §12) — is released from here.
+        """
+        self._vacated.append(vacated)
+        if dropped is not None:
+            self._dropped.append(dropped)
 
     def subscribers(self, channel: str) -> frozenset[Connection]:
         return frozenset(self._subscribers.get(channel, ()))

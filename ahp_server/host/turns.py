@@ -30,7 +30,7 @@ import asyncio
 import contextlib
 import itertools
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, Protocol, TypeVar
 
 import structlog
@@ -38,6 +38,8 @@ from msgspec import UNSET
 
 from ahp_server.agents.base import (
     AgentError,
+    AgentTerminal,
+    FileChange,
     InputAnswer,
     Provider,
     ToolDecision,
@@ -189,8 +191,14 @@ class TurnRunner:
         ready: Callable[[], Coroutine[Any, Any, None]] | None = None,
         client_tool_timeout: float,
         coalesce_ms: float = 0.0,
+        terminals: Callable[[TurnRequest, AgentTerminal], Awaitable[None]] | None = None,
+        files: Callable[[TurnRequest, FileChange], Awaitable[None]] | None = None,
     ) -> None:
         self.actor = actor
+        #: Records a file the provider changed in the turn's changeset (the changeset service).
+        self._files = files
+        #: Shows a command the provider started as a terminal channel (the host's terminal service).
+        self._terminals = terminals
         self.provider = provider
         self.request = request
         #: Waits until the provider holds the session (raises AgentError if it cannot).
@@ -400,6 +408,15 @@ class TurnRunner:
         if self.closed:
             raise asyncio.CancelledError
         await self.actor.save_agent_state(state)
+
+    async def terminal_started(self, terminal: AgentTerminal) -> None:
+        if self._terminals is not None and not self.closed:
+            await self._terminals(self.request, terminal)
+
+    async def file_changed(self, change: FileChange) -> None:
+        # Recorded even when the turn was just aborted: the file did change.
+        if self._files is not None:
+            await self._files(self.request, change)
 
     async def take_steering(self) -> Message | None:
         steering = self.actor.peek().steering_message  # no need to fold streamed text

@@ -25,6 +25,8 @@ from ahp_server.protocol._base import UnknownVariant
 from ahp_server.protocol.types import (
     ActionType,
     ActiveTurn,
+    ChangesetFilesReviewChangedAction,
+    ChangesetState,
     ChatDraftChangedAction,
     ChatInputAnswerChangedAction,
     ChatInputAnswered,
@@ -56,6 +58,7 @@ from ahp_server.protocol.types import (
     ChatWorkingDirectorySetAction,
     InputRequestResponsePart,
     Message,
+    ResourceWatchState,
     RootConfigChangedAction,
     RootState,
     SessionActiveClientRemovedAction,
@@ -63,6 +66,12 @@ from ahp_server.protocol.types import (
     SessionConfigChangedAction,
     SessionState,
     SessionWorkingDirectoryRemovedAction,
+    TerminalClaimedAction,
+    TerminalClientClaim,
+    TerminalInputAction,
+    TerminalResizedAction,
+    TerminalSessionClaim,
+    TerminalState,
     ToolCallClientContributor,
     ToolCallPendingConfirmationState,
     ToolCallPendingResultConfirmationState,
@@ -73,10 +82,12 @@ from ahp_server.protocol.types import (
 
 __all__ = [
     "CLIENT_DISPATCHABLE",
+    "MAX_TERMINAL_SIZE",
     "Rejection",
     "RejectionCode",
     "check_dispatch",
     "is_client_dispatchable",
+    "valid_terminal_size",
 ]
 
 #: Every action type a client may dispatch (WIRE-SUMMARY §7). Everything else,
@@ -128,7 +139,13 @@ _CHANNEL_PREFIX: dict[type, str] = {
     RootState: "root/",
     SessionState: "session/",
     ChatState: "chat/",
+    TerminalState: "terminal/",
+    ChangesetState: "changeset/",
+    ResourceWatchState: "resourceWatch/",
 }
+
+#: The largest terminal a client may ask for (``terminal/resized``, ``createTerminal``).
+MAX_TERMINAL_SIZE = 10_000
 
 
 class RejectionCode(StrEnum):
@@ -156,6 +173,10 @@ class RejectionCode(StrEnum):
     NotOwnClient = "not-own-client"
     ConfigNotAvailable = "config-not-available"
     ConfigNotMutable = "config-not-mutable"
+    NotClaimHolder = "not-claim-holder"
+    InvalidSize = "invalid-size"
+    TerminalUnavailable = "terminal-unavailable"
+    UnknownFile = "unknown-file"
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,7 +203,12 @@ def is_client_dispatchable(action: object) -> bool:
 
 
 def check_dispatch(
-    state: RootState | SessionState | ChatState,
+    state: RootState
+    | SessionState
+    | ChatState
+    | TerminalState
+    | ChangesetState
+    | ResourceWatchState,
     action: object,
     client_id: str,
     *,
@@ -209,6 +235,12 @@ def check_dispatch(
         return _check_chat(state, action, client_id, session)
     if isinstance(state, SessionState):
         return _check_session(state, action, client_id)
+    if isinstance(state, TerminalState):
+        return _check_terminal(state, action, client_id)
+    if isinstance(state, ChangesetState):
+        return _check_changeset(state, action)
+    if isinstance(state, ResourceWatchState):
+        return None  # nothing on a watch is client-dispatchable: refused above
     return _check_root(state, action)
 
 
@@ -244,6 +276,59 @@ def _check_root(state: RootState, action: object) -> Rejection | None:
                 return Rejection(RejectionCode.ConfigNotMutable, f"unknown config key {key!r}")
             if prop.read_only is True:
                 return Rejection(RejectionCode.ConfigNotMutable, f"config key {key!r} is read-only")
+    return None
+
+
+# -- terminal ----------------------------------------------------------------------------
+
+
+def valid_terminal_size(cols: float, rows: float) -> bool:
+    """Both whole numbers from 1 to :data:`MAX_TERMINAL_SIZE` (terminal sizes)."""
+    return all(
+        float(value).is_integer() and 1 <= value <= MAX_TERMINAL_SIZE for value in (cols, rows)
+    )
+
+
+def _check_terminal(state: TerminalState, action: object, client_id: str) -> Rejection | None:
+    match action:
+        case TerminalClaimedAction(claim=claim):
+            # "The server SHOULD reject if the dispatching client does not currently
+            # hold the claim" (terminal.md). A terminal another *client* holds is
+            # refused; one a session holds may be taken or narrowed by a user
+            # (guide "Client Detaches a Terminal").
+            held = state.claim
+            if isinstance(held, TerminalClientClaim) and held.client_id != client_id:
+                return Rejection(
+                    RejectionCode.NotClaimHolder,
+                    f"the terminal is claimed by client {held.client_id!r}",
+                )
+            if not isinstance(claim, (TerminalClientClaim, TerminalSessionClaim)):
+                return Rejection(RejectionCode.UnknownAction, "unknown terminal claim kind")
+        case TerminalInputAction() if not isinstance(state.exit_code, UnsetType):
+            # The host also refuses input its process cannot take (host/terminals.py).
+            return Rejection(RejectionCode.TerminalUnavailable, "the terminal's process has ended")
+        case TerminalResizedAction(cols=cols, rows=rows):
+            if not valid_terminal_size(cols, rows):
+                return Rejection(
+                    RejectionCode.InvalidSize,
+                    f"cols and rows must be whole numbers from 1 to {MAX_TERMINAL_SIZE}",
+                )
+        case _:
+            pass
+    return None
+
+
+# -- changeset ---------------------------------------------------------------------------
+
+
+def _check_changeset(state: ChangesetState, action: object) -> Rejection | None:
+    # ``changeset/filesReviewChanged`` is the one client action (changeset.md).
+    # Ids that match no file would make it a no-op: refused instead, so a client
+    # that raced a file's removal learns it (its optimistic flag is dropped).
+    if isinstance(action, ChangesetFilesReviewChangedAction):
+        present = {file.id for file in state.files}
+        if not any(file_id in present for file_id in action.files):
+            return Rejection(RejectionCode.UnknownFile, "none of these files is in the changeset")
     return None
 
 

@@ -3,7 +3,8 @@
 Layer: workspace (below agents and host; no asyncio). The one place that
 decides whether a path is inside a chat's (or a session's) working
 directories — the ACP bridge's ``fs/*`` and ``terminal/create`` use it, and so
-will the resource commands.
+do the ``resource*`` commands (``workspace/files.py``), which also turn their
+``file:`` URIs into paths here (:func:`file_uri_to_path`).
 
 The rule (docs/agents.md, "What the host serves to the agent"):
 
@@ -16,27 +17,128 @@ The rule (docs/agents.md, "What the host serves to the agent"):
   devices, FIFOs and sockets are refused, so a read can never block on
   ``/dev/zero`` or a named pipe.
 
-Anything else raises :class:`PathRefused` with a message safe to show.
+Working directories may be given as ``file:`` URIs (what AHP sessions carry)
+or as absolute paths; anything else is not a root.
+
+Anything else raises :class:`PathRefused` with a message safe to show: the
+path as the caller named it, never where a link outside leads. Its subclasses
+say why — :class:`PathInvalid` (not a usable path or URI), :class:`PathOutside`
+(outside every root), :class:`PathNotFound`, :class:`PathNotRegular` — so a
+caller can map them to its own errors (the resource commands map them to
+``-32602``, ``-32009``, ``-32008``).
+
+What is checked is the path as it resolves *now*: a process that can write
+inside a root and swaps a directory for a symbolic link between the check and
+the use can still redirect an operation. The resource commands narrow that
+window (``O_NOFOLLOW`` on the last component, a check of what was opened).
 """
 
 from __future__ import annotations
 
 import os
 import stat
+import urllib.parse
 from collections.abc import Iterable
 from pathlib import Path
 
-__all__ = ["PathRefused", "confine", "confine_directory"]
+__all__ = [
+    "PathInvalid",
+    "PathNotFound",
+    "PathNotRegular",
+    "PathOutside",
+    "PathRefused",
+    "confine",
+    "confine_directory",
+    "confine_entry",
+    "confine_path",
+    "file_uri",
+    "file_uri_to_path",
+    "root_paths",
+]
 
 
 class PathRefused(Exception):
     """A path outside the working directories, relative, or not a regular file."""
 
 
+class PathInvalid(PathRefused):
+    """Not a usable path: empty, relative, with a NUL, or not a local ``file:`` URI."""
+
+
+class PathOutside(PathRefused):
+    """The path resolves outside every working directory (or there is none)."""
+
+
+class PathNotFound(PathRefused):
+    """The path had to exist and does not."""
+
+
+class PathNotRegular(PathRefused):
+    """A directory where a file was needed, or a device, FIFO or socket."""
+
+
+def file_uri_to_path(uri: str) -> str:
+    """The local path a ``file:`` URI names (RFC 8089), percent-decoded; else :class:`PathInvalid`.
+
+    Only ``file:`` is accepted, with an empty or ``localhost`` authority
+    (``file:///a/b``, ``file://localhost/a/b``, ``file:/a/b``); a query or a
+    fragment is refused (a ``#`` or ``?`` in a file name must be encoded).
+    Percent-escapes are decoded to bytes, so a name that is not UTF-8 comes
+    back as the operating system spells it; the result is not resolved yet
+    (``..`` and links are left to :func:`confine_path`).
+    """
+    if "\x00" in uri:
+        raise PathInvalid("the URI contains a NUL character")
+    scheme, colon, rest = uri.partition(":")
+    if not colon or scheme.lower() != "file":
+        shown = f"scheme {scheme.lower()!r}" if colon and scheme else "no scheme"
+        raise PathInvalid(f"{uri!r} is not a file: URI ({shown}); only file: URIs are served")
+    if "?" in rest or "#" in rest:
+        raise PathInvalid(f"{uri!r} has a query or a fragment: encode '?' and '#' as %3F and %23")
+    if rest.startswith("//"):
+        authority, slash, path = rest[2:].partition("/")
+        if authority.lower() not in ("", "localhost"):
+            raise PathInvalid(f"{uri!r} names another host ({authority!r}): only local files")
+        path = slash + path
+    else:
+        path = rest
+    if not path.startswith("/"):
+        raise PathInvalid(f"{uri!r} is not an absolute file: URI")
+    decoded = os.fsdecode(urllib.parse.unquote_to_bytes(path))
+    if "\x00" in decoded:
+        raise PathInvalid(f"{uri!r} contains an encoded NUL character")
+    return decoded
+
+
+def file_uri(path: str | Path) -> str:
+    """The ``file:`` URI of an absolute path (percent-encoded; ``file:///…``)."""
+    return Path(path).as_uri()
+
+
+def root_paths(directories: Iterable[str]) -> list[str]:
+    """The local paths of working directories given as ``file:`` URIs or absolute paths.
+
+    Anything else (another scheme, a relative path, a malformed URI) is not a
+    root and is left out.
+    """
+    paths: list[str] = []
+    for directory in directories:
+        if not directory:
+            continue
+        if directory.startswith("/"):
+            paths.append(directory)
+            continue
+        try:
+            paths.append(file_uri_to_path(directory))
+        except PathInvalid:
+            continue
+    return paths
+
+
 def _roots(roots: Iterable[str]) -> list[Path]:
-    resolved = [Path(os.path.realpath(root)) for root in roots if root]
+    resolved = list(dict.fromkeys(Path(os.path.realpath(root)) for root in root_paths(roots)))
     if not resolved:
-        raise PathRefused("this chat has no working directory: no file can be reached")
+        raise PathOutside("there is no working directory: no file can be reached")
     return resolved
 
 
@@ -44,18 +146,56 @@ def _inside(path: Path, roots: list[Path]) -> bool:
     return any(path == root or path.is_relative_to(root) for root in roots)
 
 
-def _resolve(path: str, roots: Iterable[str]) -> Path:
+def _check_syntax(path: str) -> None:
     if not path:
-        raise PathRefused("the path is empty")
+        raise PathInvalid("the path is empty")
     if "\x00" in path:
-        raise PathRefused("the path contains a NUL character")
+        raise PathInvalid("the path contains a NUL character")
     if not os.path.isabs(path):
-        raise PathRefused(f"{path!r} is not an absolute path")
+        raise PathInvalid(f"{path!r} is not an absolute path")
+
+
+def _outside(path: str, allowed: list[Path]) -> PathOutside:
+    shown = ", ".join(str(r) for r in allowed)
+    return PathOutside(f"{path!r} is outside the working directories ({shown})")
+
+
+def _resolve(path: str, roots: Iterable[str]) -> Path:
+    _check_syntax(path)
     allowed = _roots(roots)
     resolved = Path(os.path.realpath(path))
     if not _inside(resolved, allowed):
-        shown = ", ".join(str(r) for r in allowed)
-        raise PathRefused(f"{path!r} is outside the working directories ({shown})")
+        raise _outside(path, allowed)
+    return resolved
+
+
+def confine_path(path: str, roots: Iterable[str]) -> Path:
+    """The resolved ``path`` (every link followed), which must lie inside ``roots``.
+
+    It may be anything, or not exist yet: the caller checks what it finds there.
+    """
+    return _resolve(path, roots)
+
+
+def confine_entry(path: str, roots: Iterable[str], *, allow_root: bool = False) -> Path:
+    """The directory entry ``path`` names, its last component *not* followed.
+
+    For operations on the entry itself (delete, move, ``lstat``): a symbolic
+    link inside the roots is the link, wherever it points. The parent is
+    resolved and must lie inside ``roots``; a working directory itself is
+    refused unless ``allow_root`` (no client deletes or moves a root).
+    """
+    _check_syntax(path)
+    allowed = _roots(roots)
+    parent, name = os.path.split(path.rstrip("/") or "/")
+    if name in ("", ".", ".."):
+        resolved = Path(os.path.realpath(path))  # a directory, never a link
+    else:
+        resolved = Path(os.path.realpath(parent)) / name
+    if not _inside(resolved, allowed):
+        raise _outside(path, allowed)
+    if not allow_root and resolved in allowed:
+        raise PathOutside(f"{path!r} is a working directory itself: it cannot be changed")
     return resolved
 
 
@@ -70,13 +210,13 @@ def confine(path: str, roots: Iterable[str], *, must_exist: bool = False) -> Pat
         mode = os.stat(resolved).st_mode
     except FileNotFoundError:
         if must_exist:
-            raise PathRefused(f"{path!r} does not exist") from None
+            raise PathNotFound(f"{path!r} does not exist") from None
         return resolved
     except OSError as error:
         raise PathRefused(f"{path!r} cannot be read: {error.strerror}") from None
     if not stat.S_ISREG(mode):
         kind = "a directory" if stat.S_ISDIR(mode) else "not a regular file"
-        raise PathRefused(f"{path!r} is {kind}")
+        raise PathNotRegular(f"{path!r} is {kind}")
     return resolved
 
 
@@ -84,5 +224,5 @@ def confine_directory(path: str, roots: Iterable[str]) -> Path:
     """The resolved path of an existing *directory* inside ``roots``, or :class:`PathRefused`."""
     resolved = _resolve(path, roots)
     if not resolved.is_dir():
-        raise PathRefused(f"{path!r} is not a directory")
+        raise PathNotRegular(f"{path!r} is not a directory")
     return resolved

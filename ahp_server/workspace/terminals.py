@@ -22,7 +22,7 @@ import contextlib
 import itertools
 import os
 import signal
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import structlog
@@ -49,14 +49,30 @@ class TerminalExit:
 
 
 class Terminal:
-    """One running (or finished) command and the tail of its output."""
+    """One running (or finished) command and the tail of its output.
 
-    def __init__(self, terminal_id: str, process: asyncio.subprocess.Process, limit: int) -> None:
+    It implements ``agents.base.AgentTerminal``: the host may :meth:`watch`
+    it to show the command as an AHP terminal channel.
+    """
+
+    def __init__(
+        self,
+        terminal_id: str,
+        process: asyncio.subprocess.Process,
+        limit: int,
+        *,
+        command: str = "",
+        cwd: str = "",
+    ) -> None:
         self.id = terminal_id
+        self.command = command
+        self.cwd = cwd
         self._process = process
         self._limit = limit
         self._buffer = bytearray()
         self.truncated = False
+        self._watchers: list[Callable[[bytes], None]] = []
+        self._exit_watchers: list[asyncio.Task[None]] = []
         self._reader = asyncio.get_running_loop().create_task(
             self._read(), name=f"terminal {terminal_id}"
         )
@@ -70,6 +86,8 @@ class Terminal:
         assert stream is not None
         while chunk := await stream.read(_READ_CHUNK):
             self._buffer += chunk
+            for watcher in self._watchers:
+                watcher(chunk)
             excess = len(self._buffer) - self._limit
             if excess > 0:
                 del self._buffer[:excess]
@@ -85,6 +103,26 @@ class Terminal:
                 start += 1
             data = data[start:]
         return data.decode("utf-8", errors="replace")
+
+    def watch(
+        self, on_output: Callable[[bytes], None], on_exit: Callable[[int | None], None]
+    ) -> None:
+        """Call ``on_output`` with the output kept so far and each chunk read after it, then
+        ``on_exit`` once with the exit code (``None``: ended by a signal) after the last chunk.
+
+        Both are called on the event loop and must not block (``AgentTerminal.watch``).
+        """
+        if self._buffer:
+            on_output(bytes(self._buffer))
+        self._watchers.append(on_output)
+
+        async def report() -> None:
+            status = await self.wait()
+            on_exit(status.exit_code)
+
+        self._exit_watchers.append(
+            asyncio.get_running_loop().create_task(report(), name=f"terminal {self.id} exit")
+        )
 
     def exit_status(self) -> TerminalExit | None:
         code = self._process.returncode
@@ -117,6 +155,8 @@ class Terminal:
         self._reader.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await self._reader
+        if self._exit_watchers:  # their exits are reported before close returns
+            await asyncio.gather(*self._exit_watchers, return_exceptions=True)
 
 
 class Terminals:
@@ -164,7 +204,9 @@ class Terminals:
             )
         except OSError as error:
             raise TerminalLimit(f"cannot run {command!r}: {error.strerror or error}") from None
-        terminal = Terminal(f"term-{next(self._ids)}", process, max(0, limit))
+        terminal = Terminal(
+            f"term-{next(self._ids)}", process, max(0, limit), command=command, cwd=cwd
+        )
         self._terminals[terminal.id] = terminal
         log.info("terminal started", terminal=terminal.id, command=command, cwd=cwd)
         return terminal

@@ -11,6 +11,10 @@ chosen by the prompt's last text block:
 ``/plan``              a plan of three entries, then text
 ``/read PATH``         ``fs/read_text_file``; answers the content or the error
 ``/write PATH TEXT``   ``fs/write_text_file``; answers ``written`` or the error
+``/writes PATH T1 T2``  two ``fs/write_text_file`` of the same file (T1, then T2)
+``/diff PATH OLD NEW``  an ``edit`` tool call showing a ``diff`` (OLD ``-``: a new file),
+                       completed; it writes nothing itself
+``/diff-denied PATH``   an ``edit`` tool call showing a diff, then ``failed``
 ``/terminal CMD…``     ``terminal/create`` in the session's cwd, waits, shows its output
 ``/terminal-in DIR``   ``terminal/create`` with ``cwd = DIR`` (confinement test)
 ``/sleep``             ``terminal/create sleep 600`` then waits for it (cancel kills it)
@@ -47,6 +51,7 @@ from acp.helpers import (
     start_tool_call,
     text_block,
     tool_content,
+    tool_diff_content,
     tool_terminal_ref,
     update_agent_message_text,
     update_agent_thought_text,
@@ -210,6 +215,32 @@ class ScriptedAgent:
             await self.say(session_id, "written")
         except Exception as error:  # noqa: BLE001 - reported back as text
             await self.say(session_id, f"write error: {error}")
+
+    async def do_writes(self, session_id: str, rest: str, prompt: list[Any]) -> None:
+        path, first, second = rest.split(" ", 2)
+        for content in (first, second):
+            await self.conn.write_text_file(session_id=session_id, path=path, content=content)
+        await self.say(session_id, "written twice")
+
+    async def _diff(self, session_id: str, path: str, old: str | None, new: str, ok: bool) -> None:
+        diff = tool_diff_content(path, new, old)
+        await self.conn.session_update(
+            session_id,
+            start_tool_call(
+                "call-d", "Edit a file", kind="edit", status="in_progress", content=[diff]
+            ),
+        )
+        await self.conn.session_update(
+            session_id, update_tool_call("call-d", status="completed" if ok else "failed")
+        )
+        await self.say(session_id, "edited" if ok else "edit failed")
+
+    async def do_diff(self, session_id: str, rest: str, prompt: list[Any]) -> None:
+        path, old, new = rest.split(" ", 2)
+        await self._diff(session_id, path, None if old == "-" else old, new, True)
+
+    async def do_diff_denied(self, session_id: str, rest: str, prompt: list[Any]) -> None:
+        await self._diff(session_id, rest.strip(), "old", "new", False)
 
     async def _terminal(self, session_id: str, command: list[str], cwd: str | None) -> None:
         try:

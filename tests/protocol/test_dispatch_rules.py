@@ -30,7 +30,14 @@ from ahp_server.protocol.dispatch_rules import (
     check_dispatch,
     is_client_dispatchable,
 )
-from ahp_server.protocol.types import ActionType, ChatState, RootState, SessionState
+from ahp_server.protocol.types import (
+    ActionType,
+    ChangesetState,
+    ChatState,
+    ResourceWatchState,
+    RootState,
+    SessionState,
+)
 from tests.protocol import builders as b
 from tests.protocol.builders import (
     CHAT,
@@ -229,9 +236,74 @@ def accept(
     return Case(id, state, act, None, (), client_id, session)
 
 
+def terminal(**fields: Any) -> Any:
+    """A ``TerminalState`` (wire keys), claimed by ``ME`` unless ``claim`` says otherwise."""
+    from ahp_server.protocol.types import TerminalState
+
+    wire = {"title": "sh", "content": [], "claim": {"kind": "client", "clientId": ME}, **fields}
+    return codec.convert(wire, TerminalState)
+
+
+def changeset() -> Any:
+    """A ``ChangesetState`` with one file, ``file:///w/a``."""
+    wire = {"status": "ready", "files": [{"id": "file:///w/a", "edit": {}}]}
+    return codec.convert(wire, ChangesetState)
+
+
 # -- rejection table -----------------------------------------------------------------------
 
 REJECTIONS: list[Case] = [
+    # terminal channels (more in test_terminal_rules.py)
+    reject(
+        "terminal/data-is-server-only",
+        terminal(),
+        action("terminal/data", data="forged"),
+        Code.ServerOnly,
+        "terminal/data",
+    ),
+    reject(
+        "terminal/claimed-held-by-another-client",
+        terminal(claim={"kind": "client", "clientId": OTHER_CLIENT}),
+        action("terminal/claimed", claim={"kind": "client", "clientId": ME}),
+        Code.NotClaimHolder,
+        OTHER_CLIENT,
+    ),
+    reject(
+        "terminal/resized-to-nothing",
+        terminal(),
+        action("terminal/resized", cols=0, rows=24),
+        Code.InvalidSize,
+        "cols and rows",
+    ),
+    reject(
+        "terminal/input-after-exit",
+        terminal(exitCode=3),
+        action("terminal/input", data="ls\r"),
+        Code.TerminalUnavailable,
+        "ended",
+    ),
+    # changeset and resource-watch channels (more in test_changeset_rules.py)
+    reject(
+        "changeset/fileSet-is-server-only",
+        changeset(),
+        action("changeset/fileSet", file={"id": "file:///w/a", "edit": {}}),
+        Code.ServerOnly,
+        "changeset/fileSet",
+    ),
+    reject(
+        "changeset/review-of-unknown-files",
+        changeset(),
+        action("changeset/filesReviewChanged", files=["file:///w/zzz"], reviewed=True),
+        Code.UnknownFile,
+        "none of these files",
+    ),
+    reject(
+        "resourceWatch/changed-is-server-only",
+        codec.convert({"root": "file:///w", "recursive": False}, ResourceWatchState),
+        action("resourceWatch/changed", changes={"items": []}),
+        Code.ServerOnly,
+        "resourceWatch/changed",
+    ),
     # UnknownAction
     reject(
         "unknown-action/unknown-variant-on-chat",

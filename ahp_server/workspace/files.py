@@ -1,0 +1,717 @@
+"""The file operations behind the ``resource*`` commands, confined to the working directories.
+
+Layer: workspace (blocking file I/O, no asyncio, no host; it may use protocol
+types and errors). The host runs every method of :class:`Files` in a worker
+thread (``host/resources.py``), so the event loop never waits for a disk.
+
+Every URI goes through ``workspace/paths.py`` — the one confinement module,
+shared with the ACP bridge — before anything is opened: only ``file:`` URIs
+(local, percent-decoded), resolved with every link followed, inside one of the
+roots. What the spec leaves to the server is decided here and written down in
+``docs/workspace.md`` ("Resources"); in short, the error codes are
+(``docs/reference/error-codes.md``):
+
+* ``-32602`` InvalidParams: not a local ``file:`` URI, a relative path, a NUL,
+  a bad ``encoding``/``mode``/``position``, invalid base64, a file over a
+  size cap, a directory where a file is needed (or the reverse), a non-empty
+  directory deleted without ``recursive``;
+* ``-32009`` PermissionDenied: outside every working directory (``..``, a
+  link leading out, an absolute path elsewhere), a working directory itself
+  deleted or moved, a device, FIFO or socket (never opened), the system's own
+  ``EACCES``/``EPERM``/``EROFS``;
+* ``-32008`` NotFound, ``-32010`` AlreadyExists (``createOnly``,
+  ``failIfExists``, mkdir over a file), ``-32011`` Conflict (``ifMatch``).
+
+A file is never read whole to learn that it is too big: it is ``stat``-ed
+first, and at most ``max_read_bytes + 1`` bytes are ever read. Devices, FIFOs
+and sockets are refused on ``stat``, before any ``open`` (opening some devices
+has effects of its own); what is then opened (``O_NOFOLLOW``, ``O_NONBLOCK``)
+must be the very file that was checked.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import contextlib
+import errno
+import hashlib
+import mimetypes
+import os
+import re
+import shutil
+import stat
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from msgspec import UNSET
+
+from ahp_server.protocol.errors import (
+    AhpErrorCode,
+    InternalError,
+    InvalidParams,
+    ProtocolError,
+)
+from ahp_server.protocol.reducers import iso_timestamp
+from ahp_server.protocol.types import (
+    DirectoryEntry,
+    ResourceListResult,
+    ResourceReadResult,
+    ResourceResolveResult,
+)
+from ahp_server.workspace.paths import (
+    PathInvalid,
+    PathNotFound,
+    PathNotRegular,
+    PathOutside,
+    PathRefused,
+    confine_entry,
+    confine_path,
+    file_uri,
+    file_uri_to_path,
+)
+
+__all__ = ["Change", "Files", "Limits", "base64_size", "etag_of"]
+
+#: ``ContentEncoding`` values (common.md ``resourceRead``).
+UTF8 = "utf-8"
+BASE64 = "base64"
+#: ``ResourceWriteMode`` values.
+TRUNCATE, APPEND, INSERT = "truncate", "append", "insert"
+
+_CHUNK = 1024 * 1024
+_OPEN_FLAGS = os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+#: Bytes JSON writes as a two-character escape, and the other control bytes
+#: it writes as ``\\u00XX`` (six characters).
+_SHORT_ESCAPES = b'"\\\b\f\n\r\t'
+_LONG_ESCAPES = bytes(c for c in range(0x20) if c not in _SHORT_ESCAPES)
+#: RFC 4648 base64, standard alphabet; the last group padded or not (as ``atob``
+#: accepts), nothing else: no whitespace, no surplus ``=``.
+_BASE64 = re.compile(r"(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}(?:==)?|[A-Za-z0-9+/]{3}=?)?")
+
+
+def base64_size(size: int) -> int:
+    """Characters of the base64 form of ``size`` bytes."""
+    return 4 * ((size + 2) // 3)
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """Size caps of the resource commands (``[workspace]`` settings)."""
+
+    #: Largest file ``resourceRead`` returns.
+    max_read_bytes: int
+    #: Largest ``data`` (decoded) ``resourceWrite`` accepts.
+    max_write_bytes: int
+    #: Most entries ``resourceList`` returns (a larger directory is refused).
+    max_list_entries: int = 100_000
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """What a mutating operation did, for the audit log (paths and sizes, never content)."""
+
+    path: str
+    size: int | None = None
+    destination: str | None = None
+    #: ``mkdir``: False when the directory was already there.
+    created: bool = True
+
+
+def etag_of(st: os.stat_result) -> str:
+    """An opaque version token of a file: changes with its inode, size, mtime and ctime.
+
+    Any write through this module changes at least one of them (a full
+    overwrite renames a new file into place; the other modes change the size
+    or the times). Timestamps are as fine as the file system keeps them.
+    """
+    key = f"{st.st_dev}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}"
+    return '"' + hashlib.blake2b(key.encode(), digest_size=12).hexdigest() + '"'
+
+
+def _content_type(path: str | Path) -> str | None:
+    return mimetypes.guess_type(os.fspath(path), strict=False)[0]
+
+
+def _refused(error: PathRefused) -> ProtocolError:
+    message = str(error)
+    if isinstance(error, PathInvalid):
+        return InvalidParams(message)
+    if isinstance(error, PathNotFound):
+        return ProtocolError(message, code=AhpErrorCode.NotFound)
+    if isinstance(error, PathNotRegular) and "directory" in message:
+        return InvalidParams(message)
+    return ProtocolError(message, code=AhpErrorCode.PermissionDenied)
+
+
+def _failure(error: OSError, uri: str) -> ProtocolError:
+    """An operating-system error as the client hears it (the URI it sent, not our paths)."""
+    reason = error.strerror or type(error).__name__
+    code = error.errno
+    if code == errno.ENOENT:
+        return ProtocolError(f"{uri} does not exist", code=AhpErrorCode.NotFound)
+    if code == errno.EEXIST:
+        return ProtocolError(f"{uri} already exists", code=AhpErrorCode.AlreadyExists)
+    if code in (errno.EACCES, errno.EPERM, errno.EROFS, errno.ELOOP):
+        return ProtocolError(f"{uri}: {reason}", code=AhpErrorCode.PermissionDenied)
+    if code in (errno.ENOTDIR, errno.EISDIR, errno.ENOTEMPTY, errno.ENAMETOOLONG, errno.EINVAL):
+        return InvalidParams(f"{uri}: {reason}")
+    if isinstance(error, shutil.Error):  # copytree: a list of (source, destination, why)
+        failed = error.args[0] if error.args and isinstance(error.args[0], list) else []
+        return InternalError(f"{uri}: {len(failed)} entries could not be copied")
+    return InternalError(f"{uri}: {reason}")
+
+
+@contextlib.contextmanager
+def _translated(uri: str) -> Iterator[None]:
+    """Refusals and OS errors inside the block become the protocol errors above."""
+    try:
+        yield
+    except PathRefused as error:
+        raise _refused(error) from None
+    except OSError as error:
+        raise _failure(error, uri) from None
+
+
+def _denied(message: str) -> ProtocolError:
+    return ProtocolError(message, code=AhpErrorCode.PermissionDenied)
+
+
+def _require_regular(uri: str, st: os.stat_result) -> None:
+    if stat.S_ISREG(st.st_mode):
+        return
+    if stat.S_ISDIR(st.st_mode):
+        raise InvalidParams(f"{uri} is a directory")
+    raise _denied(f"{uri} is not a regular file (a device, FIFO or socket): it is never opened")
+
+
+def _check_opened(fd: int, path: Path, uri: str, before: os.stat_result | None) -> os.stat_result:
+    """The descriptor is the regular file that was checked, at the path that was confined."""
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode) or (
+        before is not None and (st.st_dev, st.st_ino) != (before.st_dev, before.st_ino)
+    ):
+        raise _denied(f"{uri} changed while it was being opened")
+    with contextlib.suppress(OSError):  # no /proc: the checks above stand alone
+        if os.readlink(f"/proc/self/fd/{fd}") != str(path):
+            raise _denied(f"{uri} changed while it was being opened")
+    return st
+
+
+def _pwrite_all(fd: int, data: bytes | memoryview, offset: int) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.pwrite(fd, view, offset)
+        view = view[written:]
+        offset += written
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _splice(fd: int, offset: int, data: bytes, size: int) -> None:
+    """Insert ``data`` at ``offset``: shift the tail right chunk by chunk (bounded memory)."""
+    if not data:
+        return
+    shift = len(data)
+    end = size
+    while end > offset:
+        length = min(_CHUNK, end - offset)
+        end -= length
+        chunk = os.pread(fd, length, end)
+        if len(chunk) != length:
+            raise InternalError("the file shrank while data was being inserted")
+        _pwrite_all(fd, chunk, end + shift)
+    _pwrite_all(fd, data, offset)
+
+
+def _position(value: int | float | None) -> int:
+    if value is None:
+        return 0
+    if isinstance(value, float):
+        if not value.is_integer():
+            raise InvalidParams(f"position must be a whole number of bytes, not {value}")
+        value = int(value)
+    if value < 0:
+        raise InvalidParams(f"position must not be negative, not {value}")
+    return value
+
+
+class Files:
+    """File operations on ``roots`` (working directories: ``file:`` URIs or absolute paths).
+
+    Each method takes the URIs as the client sent them and raises
+    :class:`~ahp_server.protocol.errors.ProtocolError` (module docstring).
+    """
+
+    def __init__(self, roots: list[str], limits: Limits) -> None:
+        self.roots = roots
+        self.limits = limits
+
+    # -- confinement ------------------------------------------------------------------------
+
+    def _path(self, uri: str) -> Path:
+        """The resolved path of ``uri`` (every link followed), inside the roots."""
+        with _translated(uri):
+            return confine_path(file_uri_to_path(uri), self.roots)
+
+    def _entry(self, uri: str, *, allow_root: bool = False) -> Path:
+        """The directory entry ``uri`` names (its last link not followed), inside the roots."""
+        with _translated(uri):
+            return confine_entry(file_uri_to_path(uri), self.roots, allow_root=allow_root)
+
+    # -- resourceRead -----------------------------------------------------------------------
+
+    def read(self, uri: str, encoding: str | None) -> ResourceReadResult:
+        """``resourceRead``: the file's bytes, as ``utf-8`` when asked and possible, else base64.
+
+        common.md ``ResourceReadResult``: the server SHOULD honour the asked
+        encoding and MUST otherwise fall back to base64 or utf-8. Bytes that
+        are not UTF-8 fall back to base64; so does UTF-8 whose JSON escapes
+        (control characters) would make the answer larger than the base64 of
+        the read cap. Without ``encoding``: utf-8 when the bytes are UTF-8.
+        """
+        if encoding not in (None, UTF8, BASE64):
+            raise InvalidParams(f"encoding must be 'utf-8' or 'base64', not {encoding!r}")
+        path = self._path(uri)
+        with _translated(uri):
+            raw = self._read_bytes(uri, path)
+        content_type = _content_type(path)
+        text: str | None = None
+        if encoding != BASE64:
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                text = None
+            if text is not None and self._escaped_size(raw) > base64_size(
+                self.limits.max_read_bytes
+            ):
+                text = None
+        if text is not None:
+            data, used = text, UTF8
+        else:
+            data, used = base64.b64encode(raw).decode("ascii"), BASE64
+        return ResourceReadResult(
+            data=data,
+            encoding=used,
+            content_type=UNSET if content_type is None else content_type,
+        )
+
+    @staticmethod
+    def _escaped_size(raw: bytes) -> int:
+        """An upper bound of the JSON string length of UTF-8 ``raw`` (escapes counted)."""
+        short = len(raw) - len(raw.translate(None, _SHORT_ESCAPES))
+        long = len(raw) - len(raw.translate(None, _LONG_ESCAPES))
+        return len(raw) + short + 5 * long + 2
+
+    def _read_bytes(self, uri: str, path: Path) -> bytes:
+        cap = self.limits.max_read_bytes
+        before = os.stat(path)
+        _require_regular(uri, before)
+        if before.st_size > cap:
+            raise self._too_big(uri, before.st_size)
+        fd = os.open(path, os.O_RDONLY | _OPEN_FLAGS)
+        try:
+            _check_opened(fd, path, uri, before)
+            chunks: list[bytes] = []
+            total = 0
+            while total <= cap:
+                chunk = os.read(fd, min(_CHUNK, cap + 1 - total))
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                total += len(chunk)
+        finally:
+            os.close(fd)
+        if total > cap:
+            raise self._too_big(uri, total)  # it grew after the stat
+        return b"".join(chunks)
+
+    def _too_big(self, uri: str, size: int) -> ProtocolError:
+        cap = self.limits.max_read_bytes
+        return InvalidParams(
+            f"{uri} is {size} bytes, over this host's read limit of {cap} bytes "
+            "(workspace.max_read_bytes)",
+            data={"size": size, "limit": cap},
+        )
+
+    # -- resourceWrite ----------------------------------------------------------------------
+
+    def decode(self, data: str, encoding: str) -> bytes:
+        """``resourceWrite.data`` as bytes, checked against the write cap before decoding."""
+        cap = self.limits.max_write_bytes
+        if encoding == BASE64:
+            if len(data) // 4 * 3 > cap + 2:
+                raise self._write_too_big(len(data) // 4 * 3)
+            if _BASE64.fullmatch(data) is None:
+                raise InvalidParams("data is not valid base64 (RFC 4648, standard alphabet)")
+            try:
+                raw = base64.b64decode(data + "=" * (-len(data) % 4), validate=True)
+            except (binascii.Error, ValueError) as error:
+                raise InvalidParams(f"data is not valid base64: {error}") from None
+        elif encoding == UTF8:
+            if len(data) > cap:  # a character is at least one byte
+                raise self._write_too_big(len(data))
+            try:
+                raw = data.encode("utf-8")
+            except UnicodeEncodeError:
+                raise InvalidParams("data is not valid Unicode (a lone surrogate)") from None
+        else:
+            raise InvalidParams(f"encoding must be 'utf-8' or 'base64', not {encoding!r}")
+        if len(raw) > cap:
+            raise self._write_too_big(len(raw))
+        return raw
+
+    def _write_too_big(self, size: int) -> ProtocolError:
+        cap = self.limits.max_write_bytes
+        return InvalidParams(
+            f"data is {size} bytes, over this host's write limit of {cap} bytes "
+            "(workspace.max_write_bytes)",
+            data={"size": size, "limit": cap},
+        )
+
+    def write(
+        self,
+        uri: str,
+        raw: bytes,
+        *,
+        mode: str | None = None,
+        position: int | float | None = None,
+        create_only: bool = False,
+        if_match: str | None = None,
+    ) -> Change:
+        """``resourceWrite`` (common.md, ``ResourceWriteMode``).
+
+        * ``truncate`` at 0 (the default) replaces the file atomically: a
+          temporary file in the same directory, renamed over it (mode and, when
+          allowed, owner kept). At ``position`` > 0 the file is cut there and
+          ``data`` written from there.
+        * ``append``: ``data`` goes ``position`` bytes before the end
+          (``O_APPEND`` at 0); ``insert``: ``position`` bytes from the start.
+          The bytes after it move right, a chunk at a time.
+        * A position past the end is refused (-32602); the parent directory
+          must exist (-32008: ``resourceMkdir`` first).
+        """
+        mode = TRUNCATE if mode is None else mode
+        if mode not in (TRUNCATE, APPEND, INSERT):
+            raise InvalidParams(f"mode must be 'truncate', 'append' or 'insert', not {mode!r}")
+        offset = _position(position)
+        path = self._path(uri)
+        with _translated(uri):
+            try:
+                before: os.stat_result | None = os.stat(path)
+            except FileNotFoundError:
+                before = None
+            if before is not None:
+                _require_regular(uri, before)
+                if create_only:
+                    raise ProtocolError(f"{uri} already exists", code=AhpErrorCode.AlreadyExists)
+            if if_match is not None and (before is None or etag_of(before) != if_match):
+                # common.md ResourceWriteParams.ifMatch: MUST fail with Conflict.
+                raise ProtocolError(
+                    f"{uri} is not at version {if_match}: resolve it again",
+                    code=AhpErrorCode.Conflict,
+                )
+            if before is None:
+                self._create(uri, path, raw, offset)
+            elif mode == TRUNCATE and offset == 0:
+                self._replace(uri, path, raw, before)
+            else:
+                self._in_place(uri, path, raw, before, mode, offset)
+        return Change(path=str(path), size=len(raw))
+
+    def _past_end(self, offset: int, size: int) -> ProtocolError:
+        return InvalidParams(f"position {offset} is past the end of the file ({size} bytes)")
+
+    def _create(self, uri: str, path: Path, raw: bytes, offset: int) -> None:
+        if offset:
+            raise self._past_end(offset, 0)
+        if not path.parent.is_dir():
+            raise ProtocolError(
+                f"the directory of {uri} does not exist (create it with resourceMkdir)",
+                code=AhpErrorCode.NotFound,
+            )
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _OPEN_FLAGS, 0o666)
+        except FileExistsError:
+            raise ProtocolError(
+                f"{uri} appeared while it was being created: write again",
+                code=AhpErrorCode.Conflict,
+            ) from None
+        try:
+            _check_opened(fd, path, uri, None)
+            _write_all(fd, raw)
+        finally:
+            os.close(fd)
+
+    def _replace(self, uri: str, path: Path, raw: bytes, before: os.stat_result) -> None:
+        fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        try:
+            try:
+                _write_all(fd, raw)
+                os.fchmod(fd, stat.S_IMODE(before.st_mode))
+                if (before.st_uid, before.st_gid) != (os.geteuid(), os.getegid()):
+                    with contextlib.suppress(PermissionError):
+                        os.fchown(fd, before.st_uid, before.st_gid)
+            finally:
+                os.close(fd)
+            os.replace(temporary, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
+            raise
+
+    def _in_place(
+        self, uri: str, path: Path, raw: bytes, before: os.stat_result, mode: str, offset: int
+    ) -> None:
+        at_end = mode == APPEND and offset == 0
+        flags = os.O_WRONLY | os.O_APPEND if at_end else os.O_RDWR
+        fd = os.open(path, flags | _OPEN_FLAGS)
+        try:
+            size = _check_opened(fd, path, uri, before).st_size
+            if offset > size:
+                raise self._past_end(offset, size)
+            if at_end:
+                _write_all(fd, raw)  # O_APPEND: atomic against other appenders
+            elif mode == TRUNCATE:
+                os.ftruncate(fd, offset)
+                _pwrite_all(fd, raw, offset)
+            else:
+                _splice(fd, size - offset if mode == APPEND else offset, raw, size)
+        finally:
+            os.close(fd)
+
+    # -- resourceList -----------------------------------------------------------------------
+
+    def list_directory(self, uri: str) -> ResourceListResult:
+        """``resourceList``: the directory's entries, sorted by name.
+
+        A link is listed by what it leads to — a directory only if that is a
+        directory inside the roots; devices, FIFOs and sockets show as files
+        (every operation that would open them refuses them).
+        """
+        path = self._path(uri)
+        limit = self.limits.max_list_entries
+        entries: list[DirectoryEntry] = []
+        with _translated(uri):
+            st = os.stat(path)
+            if not stat.S_ISDIR(st.st_mode):
+                raise InvalidParams(f"{uri} is not a directory")
+            with os.scandir(path) as scan:
+                for entry in scan:
+                    if len(entries) >= limit:
+                        raise InvalidParams(
+                            f"{uri} holds more than {limit} entries: too many to list"
+                        )
+                    entries.append(DirectoryEntry(name=entry.name, type=self._kind(entry)))
+        entries.sort(key=lambda e: e.name)
+        return ResourceListResult(entries=tuple(entries))
+
+    def _kind(self, entry: os.DirEntry[str]) -> str:
+        try:
+            if not entry.is_symlink():
+                return "directory" if entry.is_dir(follow_symlinks=False) else "file"
+            target = confine_path(entry.path, self.roots)
+            return "directory" if target.is_dir() else "file"
+        except (OSError, PathRefused):
+            return "file"
+
+    # -- resourceResolve --------------------------------------------------------------------
+
+    def resolve(self, uri: str, follow_symlinks: bool = True) -> ResourceResolveResult:
+        """``resourceResolve``: ``stat`` + ``realpath`` (common.md).
+
+        ``uri`` in the result is the canonical URI when links are followed,
+        the requested one otherwise (or when nothing was resolved away).
+        ``ctime`` (creation time) is left out: Linux ``st_ctime`` is the
+        inode change time, not a creation time. ``etag`` is given for files.
+        """
+        with _translated(uri):
+            if follow_symlinks:
+                path = self._path(uri)
+                st = os.stat(path)
+                canonical = uri if str(path) == file_uri_to_path(uri) else file_uri(path)
+            else:
+                path = self._entry(uri, allow_root=True)
+                st = os.lstat(path)
+                canonical = uri
+        mtime = iso_timestamp(st.st_mtime_ns / 1_000_000)
+        if stat.S_ISLNK(st.st_mode):
+            return ResourceResolveResult(
+                uri=canonical, type="symlink", size=st.st_size, mtime=mtime
+            )
+        if stat.S_ISDIR(st.st_mode):
+            return ResourceResolveResult(uri=canonical, type="directory", mtime=mtime)
+        _require_regular(uri, st)
+        content_type = _content_type(path)
+        return ResourceResolveResult(
+            uri=canonical,
+            type="file",
+            size=st.st_size,
+            mtime=mtime,
+            content_type=UNSET if content_type is None else content_type,
+            etag=etag_of(st),
+        )
+
+    # -- resourceMkdir ----------------------------------------------------------------------
+
+    def mkdir(self, uri: str) -> Change:
+        """``resourceMkdir``: ``mkdir -p``; an existing directory is a success, a file -32010."""
+        path = self._path(uri)
+        with _translated(uri):
+            try:
+                st = os.stat(path)
+            except FileNotFoundError:
+                try:
+                    os.makedirs(path, exist_ok=True)
+                except (FileExistsError, NotADirectoryError):
+                    raise ProtocolError(
+                        f"{uri} (or a directory above it) exists and is not a directory",
+                        code=AhpErrorCode.AlreadyExists,
+                    ) from None
+                return Change(path=str(path))
+            if not stat.S_ISDIR(st.st_mode):
+                raise ProtocolError(
+                    f"{uri} exists and is not a directory", code=AhpErrorCode.AlreadyExists
+                )
+        return Change(path=str(path), created=False)
+
+    # -- resourceDelete ---------------------------------------------------------------------
+
+    def delete(self, uri: str, recursive: bool = False) -> Change:
+        """``resourceDelete``: the entry itself (a link, not what it leads to).
+
+        A directory needs ``recursive`` unless it is empty (-32602 otherwise);
+        the recursive delete never follows a link out of it. A working
+        directory itself cannot be deleted (-32009).
+        """
+        path = self._entry(uri)
+        with _translated(uri):
+            st = os.lstat(path)
+            if stat.S_ISDIR(st.st_mode):
+                if recursive:
+                    shutil.rmtree(path)
+                else:
+                    try:
+                        os.rmdir(path)
+                    except OSError as error:
+                        if error.errno in (errno.ENOTEMPTY, errno.EEXIST):
+                            raise InvalidParams(
+                                f"{uri} is a directory that is not empty: "
+                                "delete it with recursive: true"
+                            ) from None
+                        raise
+            else:
+                os.unlink(path)
+        return Change(path=str(path), size=None if stat.S_ISDIR(st.st_mode) else st.st_size)
+
+    # -- resourceCopy / resourceMove --------------------------------------------------------
+
+    def _destination(
+        self, uri: str, source: Path, fail_if_exists: bool, *, clear_files: bool
+    ) -> Path | None:
+        """The destination entry, ready to be written; None if it is the source itself.
+
+        An existing destination is removed first (common.md: overwritten
+        unless ``failIfExists``) when it is a directory, or when
+        ``clear_files``: a copy must not write through a link it finds there.
+        A rename replaces a file (or a link) atomically by itself.
+        """
+        target = self._entry(uri)
+        with _translated(uri):
+            if not target.parent.is_dir():
+                raise ProtocolError(
+                    f"the directory of {uri} does not exist (create it with resourceMkdir)",
+                    code=AhpErrorCode.NotFound,
+                )
+            if target == source:
+                return None
+            if source.is_dir() and not source.is_symlink() and target.is_relative_to(source):
+                raise InvalidParams(f"{uri} is inside the directory it would be a copy of")
+            if source.is_relative_to(target):
+                raise InvalidParams(f"{uri} holds the source: overwriting it would remove it")
+            if os.path.lexists(target):
+                if fail_if_exists:
+                    raise ProtocolError(f"{uri} already exists", code=AhpErrorCode.AlreadyExists)
+                if stat.S_ISDIR(os.lstat(target).st_mode):
+                    shutil.rmtree(target)
+                elif clear_files or (source.is_dir() and not source.is_symlink()):
+                    os.unlink(target)
+        return target
+
+    def copy(self, source: str, destination: str, fail_if_exists: bool = False) -> Change:
+        """``resourceCopy``: a file, or a directory tree (links in it copied as links).
+
+        The source's links are followed (its content is copied, from inside
+        the roots); the destination is the entry named. A tree holding a
+        device, FIFO or socket is refused before anything is copied.
+        """
+        origin = self._path(source)
+        with _translated(source):
+            st = os.stat(origin)
+            if stat.S_ISDIR(st.st_mode):
+                self._check_tree(source, origin)
+            else:
+                _require_regular(source, st)
+        target = self._destination(destination, origin, fail_if_exists, clear_files=True)
+        if target is None:
+            raise InvalidParams(f"{source} cannot be copied onto itself")
+        with _translated(destination):
+            if stat.S_ISDIR(st.st_mode):
+                shutil.copytree(origin, target, symlinks=True, copy_function=_copy_regular)
+            else:
+                _copy_regular(str(origin), str(target))
+        return Change(
+            path=str(origin),
+            destination=str(target),
+            size=None if stat.S_ISDIR(st.st_mode) else st.st_size,
+        )
+
+    def _check_tree(self, uri: str, root: Path) -> None:
+        for directory, _, names in os.walk(root):
+            for name in names:
+                mode = os.lstat(os.path.join(directory, name)).st_mode
+                if not (stat.S_ISREG(mode) or stat.S_ISLNK(mode)):
+                    raise _denied(
+                        f"{uri} holds {name!r}, a device, FIFO or socket: it is not copied"
+                    )
+
+    def move(self, source: str, destination: str, fail_if_exists: bool = False) -> Change:
+        """``resourceMove``: rename the entry (a link moves as a link); across file systems, copy
+        and delete. Moving onto itself does nothing; a working directory cannot be moved."""
+        origin = self._entry(source)
+        with _translated(source):
+            os.lstat(origin)
+        target = self._destination(destination, origin, fail_if_exists, clear_files=False)
+        if target is None:
+            return Change(path=str(origin), destination=str(origin))
+        with _translated(destination):
+            try:
+                os.rename(origin, target)
+            except OSError as error:
+                if error.errno != errno.EXDEV:
+                    raise
+                shutil.move(origin, target)
+        return Change(path=str(origin), destination=str(target))
+
+    # -- resourceRequest --------------------------------------------------------------------
+
+    def request(self, uri: str) -> Path:
+        """``resourceRequest``: granted (the path) if ``uri`` lies inside the roots, else -32009.
+
+        Every root is readable and writable to every initialized client, so
+        ``read``/``write`` ask for nothing more; the URI need not exist yet.
+        """
+        return self._path(uri)
+
+
+def _copy_regular(source: str, destination: str) -> str:
+    """``shutil`` copy function that opens only regular files (never a device or FIFO)."""
+    if not stat.S_ISREG(os.lstat(source).st_mode):
+        raise PathOutside(f"{source!r} is not a regular file: it is not copied")
+    return shutil.copy2(source, destination)
