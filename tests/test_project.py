@@ -56,3 +56,20 @@ def test_cli_entry_point_runs() -> None:
     )
     assert result.returncode == 0
     assert "0.7.0" in result.stdout
+
+
+def test_ci_checks_the_web_build_before_the_test_command() -> None:
+    # docs/web.md: the committed build must match a fresh one, and the browser
+    # tests (run by the test command) need Chromium and web/node_modules first.
+    script = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    steps = [
+        "apt-get install -y -qq chromium",
+        "npm ci",
+        'diff -r "$web_build" ahp_server/web/static',
+        "npx vitest run",
+        'bash -c "$TEST_COMMAND"',
+    ]
+    positions = [script.index(step) for step in steps]
+    assert positions == sorted(positions)
+    assert (ROOT / "web" / "package-lock.json").is_file()
+    assert (ROOT / "ahp_server" / "web" / "static" / "index.html").is_file()

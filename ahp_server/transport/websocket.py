@@ -7,8 +7,15 @@ Before the upgrade (``process_request``), in this order:
 * ``GET /healthz`` → 200 while the process runs; ``GET /readyz`` → 200 once the
   store is open and the host accepts connections, else 503; ``GET /metrics`` →
   Prometheus text. These need no token (they expose counts, never content).
+* a plain (non-upgrade) ``GET /`` or ``/assets/…`` → the browser client's files
+  (``static.py``), when ``web_ui`` is on. They hold no secret: no token needed.
 * ``Origin`` not in ``allowed_origins`` → 403 (a web page must not drive a
-  local host; clients without an Origin header are not browsers).
+  local host; clients without an Origin header are not browsers). With
+  ``web_ui`` on, the page's own origin is admitted too: an Origin naming the
+  host the request was sent to (its ``Host`` header) — when a token is
+  configured (it still has to be given), or when that Host is a loopback name
+  (``localhost``, ``127.0.0.1``, ``[::1]``: a DNS-rebinding page has its own
+  name there, so it stays out). docs/web.md.
 * a configured token missing or wrong (``Authorization: Bearer`` or
   ``?tkn=``, compared in constant time) → 401.
 * ``max_connections`` reached → 503.
@@ -35,6 +42,7 @@ from ahp_server.config import ConfigError, is_loopback
 from ahp_server.host import metrics
 from ahp_server.host.gateway import Gateway
 from ahp_server.host.host import Host
+from ahp_server.transport.static import StaticFiles, host_name, same_origin
 
 __all__ = ["WebSocketTransport", "start_server"]
 
@@ -96,8 +104,25 @@ def gatekeeper(host: Host):  # type: ignore[no-untyped-def]
     settings = host.settings
     expected = settings.token.encode() if settings.token else None
     origins = frozenset(settings.allowed_origins)
+    page = StaticFiles() if settings.web_ui else None
+
+    def admitted(origin: str, request: Request) -> bool:
+        if origin in origins:
+            return True
+        if page is None:
+            return False
+        # The page this host served, from a name that cannot be rebound, or guarded by the token.
+        host_header = request.headers.get("Host")
+        if not same_origin(origin, host_header):
+            return False
+        name = host_name(host_header)
+        return expected is not None or (name is not None and is_loopback(name))
 
     async def process_request(connection: ServerConnection, request: Request) -> Response | None:
+        if page is not None and "websocket" not in request.headers.get("Upgrade", "").lower():
+            answer = page.respond(request)
+            if answer is not None:
+                return answer
         path = urlsplit(request.path).path
         if path == "/healthz":
             return _plain(HTTPStatus.OK, "ok\n")
@@ -108,7 +133,7 @@ def gatekeeper(host: Host):  # type: ignore[no-untyped-def]
         if path == "/metrics":
             return _plain(HTTPStatus.OK, metrics.render(host), metrics.CONTENT_TYPE)
         origin = request.headers.get("Origin")
-        if origin is not None and origin not in origins:
+        if origin is not None and not admitted(origin, request):
             log.info("origin refused", origin=origin)
             return _plain(HTTPStatus.FORBIDDEN, "origin not allowed\n")
         if expected is not None:

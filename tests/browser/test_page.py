@@ -1,0 +1,333 @@
+"""The browser client in a real browser, against a real host process.
+
+Each test starts ``python -m ahp_server serve`` (a subprocess on a loopback
+port, like a user would) and runs one scenario of ``web/browser/scenarios.mjs``
+in headless Chromium (Debian's ``/usr/bin/chromium`` driven by Node's
+``playwright-core``; nothing is downloaded). The scenario clicks and types like
+a person; this side restarts the host or cuts the network when the scenario
+asks, then checks what the page showed against what the host holds.
+
+Needs Node, ``web/node_modules`` (``npm ci`` in ``web/``), Chromium and the
+built page (``ahp_server/web/static``); ``.ci/run`` provides all four. Without
+them the module is skipped locally, and fails under ``CI=true``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import shutil
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ahp_server.client import AhpClient
+from ahp_server.protocol.types import ChatState, MarkdownResponsePart
+from tests.e2e.helpers import Daemon
+
+ROOT = Path(__file__).resolve().parents[2]
+WEB = ROOT / "web"
+RUNNER = WEB / "browser" / "run.mjs"
+CHROMIUM = os.environ.get("AHP_CHROMIUM", "/usr/bin/chromium")
+NODE = shutil.which("node")
+#: Where the scenarios save screenshots: a temporary folder, or the docs with
+#: ``AHP_WEB_SCREENSHOTS=docs`` (how docs/web-page.png and web-narrow.png are made).
+SCREENSHOTS_ENV = "AHP_WEB_SCREENSHOTS"
+SCENARIO_TIMEOUT = 180.0
+
+_missing = [
+    what
+    for what, present in (
+        ("node", NODE is not None),
+        ("web/node_modules (npm ci in web/)", (WEB / "node_modules" / "playwright-core").is_dir()),
+        (f"chromium at {CHROMIUM}", Path(CHROMIUM).exists()),
+        (
+            "the built page (npm run build in web/)",
+            (ROOT / "ahp_server/web/static/index.html").is_file(),
+        ),
+    )
+    if not present
+]
+if _missing:
+    if os.environ.get("CI"):
+        raise RuntimeError(f"browser tests need {', '.join(_missing)}: .ci/run provides them")
+    pytest.skip(f"browser tests need {', '.join(_missing)}", allow_module_level=True)
+
+
+class Host:
+    """A host process on a fixed loopback port: restartable on the same port (same origin)."""
+
+    def __init__(self, data_dir: Path, *extra: str, env: dict[str, str] | None = None) -> None:
+        self.data_dir = data_dir
+        self.extra = extra
+        self.env = env
+        self.daemon: Daemon | None = None
+        self.port = 0
+
+    async def start(self) -> str:
+        extra = (*self.extra, "--port", str(self.port)) if self.port else self.extra
+        daemon = Daemon(self.data_dir, *extra)
+        if self.env is not None:
+            with _environment(self.env):
+                url = await daemon.start()
+        else:
+            url = await daemon.start()
+        self.daemon = daemon
+        self.port = int(url.rsplit(":", 1)[1])
+        return url
+
+    @property
+    def ws_url(self) -> str:
+        return f"ws://127.0.0.1:{self.port}"
+
+    async def restart(self) -> None:
+        """SIGKILL, then the same data and port: a crash and a supervisor bringing it back."""
+        assert self.daemon is not None
+        await self.daemon.kill()
+        for _ in range(50):  # the port is free at once after a kill; retry if not
+            try:
+                await self.start()
+                return
+            except AssertionError:
+                await asyncio.sleep(0.1)
+        raise AssertionError("the host did not come back on its port")
+
+    async def close(self) -> None:
+        if self.daemon is not None:
+            await self.daemon.close()
+
+
+@contextlib.contextmanager
+def _environment(values: dict[str, str]):  # type: ignore[no-untyped-def]
+    saved = {key: os.environ.get(key) for key in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+class Proxy:
+    """A TCP relay in front of the host whose connections can be cut: a network drop.
+
+    The page is loaded through it, so its origin is the relay's; the host sees
+    the same Host header and admits it as the page's own origin.
+    """
+
+    def __init__(self, target_port: int) -> None:
+        self.target_port = target_port
+        self.server: asyncio.Server | None = None
+        self.writers: set[asyncio.StreamWriter] = set()
+        self.refusing = False
+
+    async def start(self) -> int:
+        self.server = await asyncio.start_server(self._relay, "127.0.0.1", 0)
+        return int(self.server.sockets[0].getsockname()[1])
+
+    async def _relay(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if self.refusing:
+            writer.close()
+            return
+        try:
+            up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.target_port)
+        except OSError:
+            writer.close()
+            return
+        self.writers.update((writer, up_writer))
+
+        async def pipe(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
+            with contextlib.suppress(OSError, asyncio.CancelledError):
+                while data := await src.read(65536):
+                    dst.write(data)
+                    await dst.drain()
+            dst.close()
+
+        await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
+        self.writers.difference_update((writer, up_writer))
+
+    async def cut(self, ms: int) -> None:
+        """Drop every connection and refuse new ones for ``ms`` milliseconds."""
+        self.refusing = True
+        for writer in list(self.writers):
+            transport = writer.transport
+            transport.abort()  # type: ignore[attr-defined]
+        await asyncio.sleep(ms / 1000)
+        self.refusing = False
+
+    async def close(self) -> None:
+        if self.server is not None:
+            self.server.close()
+            for writer in list(self.writers):
+                writer.transport.abort()  # type: ignore[attr-defined]
+
+
+async def run_scenario(
+    name: str,
+    page_url: str,
+    answer: Any = None,
+    env: dict[str, str] | None = None,
+    screenshots: Path | None = None,
+) -> dict[str, Any]:
+    """Run a scenario; ``answer(request)`` handles its ``ask`` lines. Returns its result."""
+    assert NODE is not None
+    folder = os.environ.get(SCREENSHOTS_ENV)
+    shots = (ROOT / folder) if folder else screenshots
+    process = await asyncio.create_subprocess_exec(
+        NODE,
+        str(RUNNER),
+        name,
+        page_url,
+        *([str(shots)] if shots else []),
+        cwd=WEB,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env={**os.environ, **(env or {})},
+    )
+    assert process.stdin
+    assert process.stdout
+    assert process.stderr
+    result: dict[str, Any] | None = None
+    try:
+        async with asyncio.timeout(SCENARIO_TIMEOUT):
+            while line := await process.stdout.readline():
+                message = json.loads(line)
+                if "ask" in message:
+                    try:
+                        reply = await answer(message["ask"])
+                    except Exception as error:  # noqa: BLE001 (handed to the scenario, which fails on it)
+                        reply = {"error": repr(error)}
+                    process.stdin.write((json.dumps(reply or {"ok": True}) + "\n").encode())
+                    await process.stdin.drain()
+                elif "result" in message:
+                    result = message["result"]
+            stderr = (await process.stderr.read()).decode()
+            code = await process.wait()
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+    assert code == 0, f"scenario {name} failed:\n{stderr}"
+    assert result is not None, stderr
+    return result
+
+
+@pytest.fixture
+async def host(tmp_path: Path) -> AsyncIterator[Host]:
+    running = Host(tmp_path / "data")
+    await running.start()
+    try:
+        yield running
+    finally:
+        await running.close()
+
+
+def page_url(host: Host) -> str:
+    return f"http://127.0.0.1:{host.port}/"
+
+
+async def host_chat(host: Host, chat: str) -> ChatState:
+    """The chat as the host holds it, read by a separate protocol client."""
+    async with AhpClient.connect(host.ws_url) as client:
+        await client.subscribe(chat)  # no view: every retained turn
+        return client.confirmed(chat, ChatState)
+
+
+def answers_of(state: ChatState) -> list[str]:
+    return [
+        "".join(p.content for p in turn.response_parts if isinstance(p, MarkdownResponsePart))
+        for turn in state.turns
+    ]
+
+
+async def test_a_reply_streams_in_and_the_layout_narrows(host: Host, tmp_path: Path) -> None:
+    result = await run_scenario("stream", page_url(host), screenshots=tmp_path)
+    state = await host_chat(host, result["chat"])
+    assert next(t.message.text for t in state.turns) == "Hello **browser**\nsecond line"
+    if not os.environ.get(SCREENSHOTS_ENV):
+        assert (tmp_path / "web-page.png").stat().st_size > 10_000
+        assert (tmp_path / "web-narrow.png").stat().st_size > 5_000
+
+
+async def test_a_tool_call_is_confirmed_and_an_input_request_answered(host: Host) -> None:
+    result = await run_scenario("tool_and_input", page_url(host))
+    state = await host_chat(host, result["chat"])
+    assert [t.state for t in state.turns] == ["complete", "complete"]
+
+
+async def test_cancel_steer_and_queue(host: Host) -> None:
+    result = await run_scenario("cancel_steer_queue", page_url(host))
+    state = await host_chat(host, result["chat"])
+    assert [t.state for t in state.turns] == ["cancelled", "complete", "complete"]
+    assert "steered: go left" in answers_of(state)[1]
+
+
+async def test_hostile_markdown_is_rendered_inert(host: Host) -> None:
+    result = await run_scenario("hostile", page_url(host))
+    # The scenario proved nothing ran and nothing dangerous reached the DOM. The
+    # host's Content-Security-Policy is in force as well: Chromium reports the
+    # inline handlers it refused to compile when DOMPurify parsed the payload in
+    # its inert document (a report at parse time, not an attempt to run).
+    assert any("Content Security Policy" in line for line in result["csp"])
+
+
+async def test_two_tabs_stay_in_sync(host: Host) -> None:
+    result = await run_scenario("two_tabs", page_url(host))
+    state = await host_chat(host, result["chat"])
+    assert answers_of(state)[1] == "from tab b"
+
+
+async def test_older_turns_page_in_and_fork_and_side_chat_open(host: Host) -> None:
+    await run_scenario("paging_and_chats", page_url(host))
+
+
+async def test_the_page_recovers_from_a_host_restart_mid_stream(host: Host) -> None:
+    async def answer(request: dict[str, Any]) -> dict[str, Any]:
+        assert request["do"] == "restart"
+        await host.restart()
+        return {"ok": True}
+
+    result = await run_scenario("restart", page_url(host), answer)
+    state = await host_chat(host, result["chat"])
+    # What the page shows is what the host kept: every word once, none lost, none doubled.
+    assert [a.strip() for a in result["answers"]] == [a.strip() for a in answers_of(state)]
+    assert [t.state for t in state.turns] == ["complete", "error", "complete"]
+    interrupted = result["interrupted"].split()
+    assert interrupted == [f"w{i + 1}" for i in range(len(interrupted))]
+    assert len(interrupted) >= 3
+
+
+async def test_the_page_replays_what_it_missed_while_the_network_was_down(host: Host) -> None:
+    proxy = Proxy(host.port)
+    port = await proxy.start()
+    try:
+
+        async def answer(request: dict[str, Any]) -> dict[str, Any]:
+            assert request["do"] == "cut"
+            await proxy.cut(int(request["ms"]))
+            return {"ok": True}
+
+        result = await run_scenario("network_drop", f"http://127.0.0.1:{port}/", answer)
+    finally:
+        await proxy.close()
+    assert result["answer"].split() == result["words"].split()
+    state = await host_chat(host, result["chat"])
+    assert answers_of(state)[0].split() == result["words"].split()
+
+
+async def test_a_host_with_a_token_asks_for_it(tmp_path: Path) -> None:
+    token = "browser-test-token"
+    running = Host(tmp_path / "data", env={"AHP_SERVER_TOKEN": token})
+    await running.start()
+    try:
+        await run_scenario("token", page_url(running), env={"AHP_TEST_TOKEN": token})
+    finally:
+        await running.close()

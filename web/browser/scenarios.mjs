@@ -1,0 +1,354 @@
+/**
+ * The browser scenarios: what a person does with the page, and what must be
+ * true after. Each takes `{context, url, ask, trouble, newPage, screenshot}`
+ * (run.mjs) and returns data for the Python side to check against the host.
+ *
+ * Locators go by role and label, the way a person (or a screen reader) finds
+ * things, with a few data attributes for state the eye reads from style.
+ */
+import assert from 'node:assert/strict';
+
+const TIMEOUT = 20_000;
+
+async function openPage(newPage, url) {
+  const page = await newPage();
+  page.setDefaultTimeout(TIMEOUT);
+  await page.goto(url);
+  await connected(page);
+  return page;
+}
+
+async function connected(page) {
+  await page.locator('[data-status="open"]').waitFor({ timeout: TIMEOUT });
+}
+
+/** Record every connection status the page shows from now on (a short one too). */
+async function recordStatuses(page) {
+  await page.evaluate(() => {
+    const badge = document.querySelector('[data-status]');
+    window.__statuses = [badge.getAttribute('data-status')];
+    new MutationObserver(() => window.__statuses.push(badge.getAttribute('data-status'))).observe(badge, {
+      attributes: true,
+      attributeFilter: ['data-status'],
+    });
+  });
+}
+
+async function statusesSeen(page) {
+  return page.evaluate(() => window.__statuses);
+}
+
+async function newSession(page) {
+  await page.getByRole('button', { name: 'New session' }).click();
+  await page.getByRole('tab', { name: /Main/ }).waitFor();
+  await page.getByRole('textbox', { name: 'Message', exact: true }).waitFor();
+}
+
+/** Type `text` into the composer and press Enter (the keyboard way). */
+async function send(page, text) {
+  const box = page.getByRole('textbox', { name: 'Message', exact: true });
+  await box.fill(text);
+  await box.press('Enter');
+}
+
+function turns(page) {
+  return page.locator('.transcript article.turn');
+}
+
+function lastTurn(page) {
+  return turns(page).last();
+}
+
+async function turnEnded(page, state = 'complete', count) {
+  if (count !== undefined) await page.waitForFunction((n) => document.querySelectorAll('.transcript article.turn').length >= n, count);
+  await page.waitForFunction(
+    (wanted) => {
+      const all = document.querySelectorAll('.transcript article.turn');
+      const last = all[all.length - 1];
+      return last && last.getAttribute('data-state') === wanted;
+    },
+    state,
+    { timeout: TIMEOUT },
+  );
+}
+
+async function answerText(turn) {
+  return (await turn.locator('.markdown.answer').allInnerTexts()).join('');
+}
+
+export const scenarios = {
+  /** Create a session, watch a reply stream in, keyboard use, usage, reasoning folded, screenshots. */
+  async stream({ newPage, url, screenshot }) {
+    const page = await openPage(newPage, url);
+    await newSession(page);
+    // Shift+Enter makes a new line; Enter sends.
+    const box = page.getByRole('textbox', { name: 'Message', exact: true });
+    await box.click();
+    await box.type('Hello **browser**');
+    await box.press('Shift+Enter');
+    await box.type('second line');
+    assert.equal(await box.inputValue(), 'Hello **browser**\nsecond line');
+    await box.press('Enter');
+    await turnEnded(page, 'complete', 1);
+    const first = turns(page).nth(0);
+    assert.equal(await first.locator('.user-message .text').innerText(), 'Hello **browser**\nsecond line');
+    assert.equal(await first.locator('.markdown.answer strong').innerText(), 'browser');
+    const reasoning = first.locator('details.reasoning');
+    assert.equal(await reasoning.getAttribute('open'), null, 'reasoning starts folded');
+    assert.match(await first.locator('.usage').innerText(), /tokens/);
+
+    // A slow stream: the answer grows while the turn runs.
+    await send(page, '/slow 120 one two three four five six seven eight');
+    const growing = turns(page).nth(1);
+    await page.waitForFunction(() => document.querySelector('.transcript article.turn:last-child')?.getAttribute('data-state') === 'active');
+    const seen = new Set();
+    for (let i = 0; i < 60 && seen.size < 3; i++) {
+      const text = await answerText(growing);
+      if (text) seen.add(text);
+      await page.waitForTimeout(50);
+    }
+    assert.ok(seen.size >= 3, `the answer grew in steps (saw ${[...seen].join(' | ')})`);
+    await turnEnded(page, 'complete', 2);
+    assert.equal((await answerText(growing)).trim(), 'one two three four five six seven eight');
+    await reasoning.locator('summary').click();
+    await screenshot(page, 'web-page.png');
+    await page.setViewportSize({ width: 390, height: 800 });
+    await page.getByRole('textbox', { name: 'Message', exact: true }).waitFor();
+    await screenshot(page, 'web-narrow.png');
+    // The narrow layout stacks the sessions above the chat.
+    const nav = await page.getByRole('navigation', { name: 'Sessions' }).boundingBox();
+    const main = await page.getByRole('main').boundingBox();
+    assert.ok(nav && main && nav.y + nav.height <= main.y + 1, 'sessions above the chat');
+    return { session: await sessionOf(page), chat: await chatOf(page) };
+  },
+
+  /** `/tool`: confirm the call; `/input`: answer the form. */
+  async tool_and_input({ newPage, url }) {
+    const page = await openPage(newPage, url);
+    await newSession(page);
+    await send(page, '/tool');
+    const call = page.locator('.tool-call[data-status="pending-confirmation"]');
+    await call.waitFor();
+    assert.match(await call.innerText(), /Allow the echo agent to write/);
+    await call.getByRole('button', { name: 'Allow' }).click();
+    await page.locator('.tool-call[data-status="completed"]').waitFor();
+    await turnEnded(page, 'complete', 1);
+    assert.match(await answerText(lastTurn(page)), /the \(pretend\) file is written/);
+
+    await send(page, '/input');
+    const form = page.locator('form.input-request');
+    await form.waitFor();
+    await form.getByLabel('What is your name?').fill('Ada');
+    await form.getByLabel('Red').check();
+    await form.getByRole('button', { name: 'Submit' }).click();
+    await turnEnded(page, 'complete', 2);
+    const answer = await answerText(lastTurn(page));
+    assert.match(answer, /name = Ada/);
+    assert.match(answer, /color = red/);
+    assert.match(await lastTurn(page).locator('.input-request.resolved').innerText(), /Answered: accept/);
+    return { chat: await chatOf(page) };
+  },
+
+  /** Cancel a running turn; steer one; queue a message that runs after it. */
+  async cancel_steer_queue({ newPage, url }) {
+    const page = await openPage(newPage, url);
+    await newSession(page);
+    await send(page, '/slow 250 alpha beta gamma delta epsilon zeta eta theta iota kappa');
+    await page.waitForFunction(() => document.querySelector('.transcript article.turn:last-child .markdown.answer')?.textContent?.includes('alpha'));
+    await page.getByRole('button', { name: 'Cancel turn' }).click();
+    await turnEnded(page, 'cancelled', 1);
+    assert.match(await lastTurn(page).innerText(), /Cancelled/);
+    assert.ok(!(await answerText(lastTurn(page))).includes('kappa'), 'the stream stopped');
+
+    await send(page, '/slow 150 one two three four five six seven eight nine ten');
+    await page.waitForFunction(() => document.querySelector('.transcript article.turn:last-child .markdown.answer')?.textContent?.includes('one'));
+    await page.getByRole('textbox', { name: 'Message', exact: true }).fill('go left');
+    await page.getByRole('button', { name: 'Steer' }).click();
+    await send(page, 'queued after'); // Enter while a turn runs queues
+    await page.locator('[data-pending="queued"]').waitFor();
+    await turnEnded(page, 'complete', 3); // the queued message became the third turn
+    await page.waitForFunction(() => document.querySelector('.transcript article.turn:nth-of-type(2) .markdown.answer')?.textContent?.includes('steered: go left'));
+    assert.equal(await lastTurn(page).locator('.user-message .text').innerText(), 'queued after');
+    assert.equal(await page.locator('[data-pending]').count(), 0);
+    return { chat: await chatOf(page) };
+  },
+
+  /** Agent output that tries to run script is shown inert. */
+  async hostile({ newPage, url, trouble }) {
+    const page = await openPage(newPage, url);
+    await newSession(page);
+    const payload = [
+      '<img src=x onerror="window.__pwned=1;alert(1)">',
+      '<script>window.__pwned=2;alert(2)</script>',
+      '[click me](javascript:window.__pwned=3;alert(3))',
+      '<a href="javascript:alert(4)" onclick="alert(5)">link</a>',
+      '<svg onload="alert(6)"><circle r=1 /></svg>',
+      '<iframe src="javascript:alert(7)"></iframe>',
+      '<div style="position:fixed;inset:0" onmouseover="alert(8)">cover</div>',
+      '<form action="javascript:alert(9)"><button>go</button></form>',
+      '**bold survives**',
+    ].join('\n\n');
+    await send(page, payload);
+    await turnEnded(page, 'complete', 1);
+    const answer = lastTurn(page).locator('.response');
+    assert.match(await answer.innerText(), /bold survives/);
+    await answer.locator('.markdown').getByText('click me', { exact: true }).click();
+    await answer.locator('.markdown').getByText('cover', { exact: true }).hover();
+    await page.waitForTimeout(300);
+    const found = await page.evaluate(() => {
+      const root = document.querySelector('.transcript');
+      const all = [...root.querySelectorAll('*')];
+      return {
+        pwned: window.__pwned ?? null,
+        scripts: root.querySelectorAll('script, iframe, svg, form, object, embed').length,
+        handlers: all.flatMap((el) => [...el.attributes].filter((a) => a.name.toLowerCase().startsWith('on')).map((a) => `${el.tagName}.${a.name}`)),
+        jsLinks: all.filter((el) => /^\s*javascript:/i.test(el.getAttribute('href') ?? el.getAttribute('src') ?? '')).length,
+        styled: root.querySelectorAll('.response [style]').length,
+      };
+    });
+    assert.deepEqual(found, { pwned: null, scripts: 0, handlers: [], jsLinks: 0, styled: 0 });
+    assert.deepEqual(trouble.dialogs, [], 'no dialog opened');
+    return { csp: trouble.csp };
+  },
+
+  /** Two tabs on one chat stay in sync, each acting on the other's turn. */
+  async two_tabs({ newPage, url }) {
+    const a = await openPage(newPage, url);
+    await newSession(a);
+    await a.waitForFunction(() => window.location.hash.includes('chat='));
+    const b = await openPage(newPage, a.url());
+    await b.getByRole('textbox', { name: 'Message', exact: true }).waitFor();
+    await send(a, '/tool');
+    const onB = b.locator('.tool-call[data-status="pending-confirmation"]');
+    await onB.waitFor();
+    await onB.getByRole('button', { name: 'Allow' }).click();
+    await a.locator('.tool-call[data-status="completed"]').waitFor();
+    await turnEnded(a, 'complete', 1);
+    await turnEnded(b, 'complete', 1);
+    await send(b, 'from tab b');
+    await turnEnded(a, 'complete', 2);
+    assert.equal((await answerText(lastTurn(a))).trim(), 'from tab b');
+    // The session list of both shows the same session.
+    const session = await sessionOf(a);
+    await b.locator(`[data-session="${session}"]`).waitFor();
+    const texts = async (p) => (await p.locator('.transcript').innerText()).replace(/\s+/g, ' ');
+    assert.equal(await texts(a), await texts(b));
+    return { chat: await chatOf(a) };
+  },
+
+  /** Older turns page in; fork and side chat open new chats. */
+  async paging_and_chats({ newPage, url }) {
+    const page = await openPage(newPage, url);
+    await newSession(page);
+    for (let i = 1; i <= 4; i++) {
+      await send(page, `message ${i}`);
+      await turnEnded(page, 'complete', i);
+    }
+    const chatUrl = page.url().replace(/#/, '#turns=2&');
+    await page.goto('about:blank');
+    await page.goto(chatUrl);
+    await connected(page);
+    await page.getByRole('button', { name: 'Load older turns' }).waitFor();
+    assert.equal(await turns(page).count(), 2);
+    await page.getByRole('button', { name: 'Load older turns' }).click();
+    await page.waitForFunction(() => document.querySelectorAll('.transcript article.turn').length === 4);
+    const order = await page.locator('.transcript .user-message .text').allInnerTexts();
+    assert.deepEqual(order, ['message 1', 'message 2', 'message 3', 'message 4']);
+
+    await turns(page).nth(1).getByRole('button', { name: 'Fork from here' }).click();
+    await page.getByRole('tab', { name: /Fork/, selected: true }).waitFor();
+    await page.waitForFunction(() => document.querySelectorAll('.transcript article.turn').length === 2);
+    await send(page, 'in the fork');
+    await turnEnded(page, 'complete', 3);
+
+    // Back on the main chat: subscribed afresh, with the same window of 2 turns.
+    await page.getByRole('tab', { name: 'Main' }).click();
+    await page.getByRole('button', { name: 'Load older turns' }).waitFor();
+    assert.equal(await lastTurn(page).locator('.user-message .text').innerText(), 'message 4');
+    await lastTurn(page).getByRole('button', { name: 'Side chat' }).click();
+    await page.getByRole('tab', { name: /Side/, selected: true }).waitFor();
+    assert.equal(await turns(page).count(), 0);
+    await page.getByRole('button', { name: 'New chat' }).click();
+    await page.waitForFunction(() => document.querySelectorAll('[role="tab"]').length === 4);
+    return {};
+  },
+
+  /** The host dies mid-stream and comes back on the same port: the page recovers. */
+  async restart({ newPage, url, ask }) {
+    const page = await openPage(newPage, url);
+    await newSession(page);
+    await send(page, 'before the restart');
+    await turnEnded(page, 'complete', 1);
+    const words = Array.from({ length: 40 }, (_, i) => `w${i + 1}`).join(' ');
+    await send(page, `/slow 150 ${words}`);
+    await page.waitForFunction(() => document.querySelector('.transcript article.turn:last-child .markdown.answer')?.textContent?.includes('w3'));
+    await recordStatuses(page);
+    await ask({ do: 'restart' });
+    await connected(page);
+    await turnEnded(page, 'error', 2);
+    assert.ok((await statusesSeen(page)).includes('reconnecting'), 'the page saw the host go');
+    const interrupted = await answerText(lastTurn(page));
+    await send(page, 'after the restart');
+    await turnEnded(page, 'complete', 3);
+    assert.equal((await answerText(lastTurn(page))).trim(), 'after the restart');
+    return {
+      chat: await chatOf(page),
+      answers: await Promise.all((await turns(page).all()).map(answerText)),
+      interrupted,
+    };
+  },
+
+  /** The network drops while a turn streams: reconnect replays what was missed. */
+  async network_drop({ newPage, url, ask }) {
+    const page = await openPage(newPage, url);
+    await newSession(page);
+    const words = Array.from({ length: 30 }, (_, i) => `n${i + 1}`).join(' ');
+    await send(page, `/slow 100 ${words}`);
+    await page.waitForFunction(() => document.querySelector('.transcript article.turn:last-child .markdown.answer')?.textContent?.includes('n2'));
+    await recordStatuses(page);
+    await ask({ do: 'cut', ms: 1200 });
+    await connected(page);
+    await turnEnded(page, 'complete', 1);
+    assert.ok((await statusesSeen(page)).includes('reconnecting'), 'the page saw the network go');
+    return { chat: await chatOf(page), answer: await answerText(lastTurn(page)), words };
+  },
+
+  /** A host with a token: the page asks for it, or takes it from the fragment. */
+  async token({ newPage, url }) {
+    const token = process.env.AHP_TEST_TOKEN;
+    assert.ok(token, 'AHP_TEST_TOKEN is set by the test');
+    const page = await newPage();
+    page.setDefaultTimeout(TIMEOUT);
+    await page.goto(url);
+    const field = page.getByLabel('Connection token');
+    await field.waitFor(); // refused without a token: the page asks
+    await field.fill('wrong');
+    await page.getByRole('button', { name: 'Connect' }).click();
+    await page.getByText('The token this tab has was not accepted').waitFor();
+    await field.fill(token);
+    await page.getByRole('button', { name: 'Connect' }).click();
+    await connected(page);
+
+    const sockets = [];
+    const linked = await newPage();
+    linked.setDefaultTimeout(TIMEOUT);
+    linked.on('websocket', (ws) => sockets.push(ws.url()));
+    await linked.goto(`${url}#token=${encodeURIComponent(token)}`);
+    await connected(linked);
+    assert.ok(!linked.url().includes('token='), 'the token left the address bar');
+    assert.equal(await linked.evaluate(() => sessionStorage.getItem('ahp-server.token')), token);
+    const origin = new URL(url);
+    assert.ok(sockets.length > 0);
+    for (const socket of sockets) assert.equal(new URL(socket).host, origin.host, 'the token only goes to this origin');
+    await newSession(linked);
+    return {};
+  },
+};
+
+async function chatOf(page) {
+  return new URLSearchParams(new URL(page.url()).hash.slice(1)).get('chat');
+}
+
+async function sessionOf(page) {
+  return new URLSearchParams(new URL(page.url()).hash.slice(1)).get('session');
+}

@@ -1,0 +1,678 @@
+/**
+ * The page: sessions on the left, the selected session's chats and transcript
+ * on the right, the composer at the bottom. Everything is rendered from the
+ * client's optimistic views; agent text only ever through `Markdown`.
+ */
+import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
+import { Fragment, type ComponentChildren } from 'preact';
+import { markdownOf, renderMarkdown } from '../markdown';
+import type { Json } from '../protocol/reducers';
+import { SessionStatus } from '../protocol/reducers';
+import { getToken, setToken } from '../token';
+import type { Store } from './store';
+
+function useStore(store: Store): void {
+  const [, setVersion] = useState(0);
+  useEffect(() => store.subscribe(() => setVersion((v) => v + 1)), [store]);
+}
+
+/** Sanitized Markdown (markdown.ts); re-rendered when the text grows. */
+function Markdown({ text, class: className }: { text: string; class?: string }) {
+  const ref = useRef<HTMLDivElement>(null);
+  useLayoutEffect(() => {
+    ref.current?.replaceChildren(renderMarkdown(text));
+  }, [text]);
+  return <div class={`markdown ${className ?? ''}`} ref={ref} />;
+}
+
+function activityOf(status: number | undefined): string {
+  const bits = (status ?? 0) & 0b11111;
+  if (bits === SessionStatus.InputNeeded) return 'needs input';
+  if (bits === SessionStatus.InProgress) return 'working';
+  if (bits === SessionStatus.Error) return 'error';
+  return 'idle';
+}
+
+export function App({ store }: { store: Store }) {
+  useStore(store);
+  const client = store.client;
+  return (
+    <div class="app">
+      <header class="top">
+        <h1>AHP</h1>
+        <ConnectionBadge store={store} />
+        {client.serverInfo?.name && (
+          <span class="server">
+            {client.serverInfo.name} {client.serverInfo.version ?? ''}
+          </span>
+        )}
+      </header>
+      {client.status === 'refused' && <TokenForm store={store} />}
+      <Notices store={store} />
+      <div class="layout">
+        <Sidebar store={store} />
+        <main class="main" aria-label="Chat">
+          {store.session ? <SessionView store={store} /> : <Welcome store={store} />}
+        </main>
+      </div>
+    </div>
+  );
+}
+
+function ConnectionBadge({ store }: { store: Store }) {
+  const labels = {
+    connecting: 'Connecting…',
+    open: 'Connected',
+    reconnecting: 'Reconnecting…',
+    refused: 'Refused',
+  } as const;
+  const status = store.client.status;
+  return (
+    <span class={`badge conn-${status}`} role="status" aria-live="polite" data-status={status}>
+      {labels[status]}
+    </span>
+  );
+}
+
+function TokenForm({ store }: { store: Store }) {
+  const [value, setValue] = useState('');
+  return (
+    <form
+      class="token"
+      onSubmit={(event) => {
+        event.preventDefault();
+        setToken(value.trim() || null);
+        store.client.retry();
+      }}
+    >
+      <p>
+        The host refused the connection: it needs a token (or this page's origin is not allowed).
+        {getToken() ? ' The token this tab has was not accepted.' : ''}
+      </p>
+      <label for="token-input">Connection token</label>
+      <input
+        id="token-input"
+        type="password"
+        autocomplete="off"
+        value={value}
+        onInput={(event) => setValue(event.currentTarget.value)}
+      />
+      <button type="submit">Connect</button>
+    </form>
+  );
+}
+
+function Notices({ store }: { store: Store }) {
+  if (store.notices.length === 0) return null;
+  return (
+    <div class="notices" role="alert">
+      {store.notices.map((notice) => (
+        <p key={notice.id} class={`notice ${notice.kind}`}>
+          <span>{notice.text}</span>
+          <button type="button" aria-label="Dismiss" onClick={() => store.dismiss(notice.id)}>
+            ×
+          </button>
+        </p>
+      ))}
+    </div>
+  );
+}
+
+function Sidebar({ store }: { store: Store }) {
+  const agents: Json[] = store.root?.agents ?? [];
+  const [provider, setProvider] = useState('');
+  const chosen = provider || agents[0]?.provider || '';
+  const sessions = [...store.client.sessions.values()].sort((a, b) =>
+    String(b.modifiedAt).localeCompare(String(a.modifiedAt)),
+  );
+  return (
+    <nav class="sidebar" aria-label="Sessions">
+      <form
+        class="new-session"
+        onSubmit={(event) => {
+          event.preventDefault();
+          if (chosen) void store.newSession(chosen).catch(() => undefined);
+        }}
+      >
+        <label for="agent-select">Agent</label>
+        <select
+          id="agent-select"
+          value={chosen}
+          onChange={(event) => setProvider(event.currentTarget.value)}
+        >
+          {agents.map((agent) => (
+            <option key={agent.provider} value={agent.provider} title={agent.description}>
+              {agent.displayName || agent.provider}
+            </option>
+          ))}
+        </select>
+        <button type="submit" disabled={!store.client.ready || !chosen}>
+          New session
+        </button>
+      </form>
+      <h2>Sessions</h2>
+      <ul class="sessions">
+        {sessions.length === 0 && <li class="empty">No sessions yet.</li>}
+        {sessions.map((summary) => (
+          <li key={summary.resource}>
+            <button
+              type="button"
+              class="session-item"
+              data-session={summary.resource}
+              aria-current={summary.resource === store.session ? 'page' : undefined}
+              onClick={() => store.selectSession(summary.resource)}
+            >
+              <span class="title">{summary.title || 'Untitled'}</span>
+              <span class={`state ${activityOf(summary.status).replace(' ', '-')}`}>
+                {store.agentOf(summary.provider)?.displayName ?? summary.provider} ·{' '}
+                {activityOf(summary.status)}
+              </span>
+            </button>
+          </li>
+        ))}
+      </ul>
+    </nav>
+  );
+}
+
+function Welcome({ store }: { store: Store }) {
+  return (
+    <div class="welcome">
+      <h2>Welcome</h2>
+      <p>
+        Pick a session on the left, or start one with an agent.
+        {store.client.ready ? '' : ' (Waiting for the host…)'}
+      </p>
+    </div>
+  );
+}
+
+function chatLabel(chat: Json, defaultChat: string | undefined): string {
+  if (chat.resource === defaultChat) return 'Main';
+  const origin = chat.origin?.kind;
+  const title = chat.title && chat.title !== 'New chat' ? chat.title : '';
+  if (origin === 'fork') return title ? `Fork: ${title}` : 'Fork';
+  if (origin === 'sideChat') return title ? `Side: ${title}` : 'Side chat';
+  return title || 'Chat';
+}
+
+function SessionView({ store }: { store: Store }) {
+  const session = store.sessionState;
+  if (!session) return <p class="loading">Opening the session…</p>;
+  if (session.lifecycle === 'creationFailed') {
+    return <p class="error">The session could not be created: {session.creationError?.message}</p>;
+  }
+  const chats: Json[] = session.chats ?? [];
+  return (
+    <div class="session">
+      <div class="chat-tabs" role="tablist" aria-label="Chats of this session">
+        {chats.map((chat) => (
+          <button
+            key={chat.resource}
+            type="button"
+            role="tab"
+            data-chat={chat.resource}
+            aria-selected={chat.resource === store.chat}
+            onClick={() => store.selectChat(chat.resource)}
+          >
+            {chatLabel(chat, session.defaultChat)}
+            {(chat.status & 0b11111) !== SessionStatus.Idle && (
+              <span class="dot" aria-label={activityOf(chat.status)} />
+            )}
+          </button>
+        ))}
+        <button
+          type="button"
+          class="new-chat"
+          disabled={!store.client.ready || session.lifecycle !== 'ready'}
+          onClick={() => void store.newChat().catch(() => undefined)}
+        >
+          New chat
+        </button>
+      </div>
+      {session.lifecycle === 'creating' && <p class="loading">The agent is starting…</p>}
+      {store.chatState ? <ChatView store={store} /> : store.chat && <p class="loading">Opening the chat…</p>}
+    </div>
+  );
+}
+
+function ChatView({ store }: { store: Store }) {
+  const chat = store.chatState;
+  const session = store.sessionState;
+  const caps = store.agentOf(session?.provider)?.capabilities?.multipleChats ?? {};
+  const log = useRef<HTMLDivElement>(null);
+  const stick = useRef(true);
+  const turns: Json[] = chat.turns ?? [];
+  const active = chat.activeTurn;
+  if (active) store.sawTurn(active.id);
+  useLayoutEffect(() => {
+    const el = log.current;
+    if (el && stick.current) el.scrollTop = el.scrollHeight;
+  });
+  return (
+    <section class="chat" aria-label={chat.title || 'Chat'}>
+      {chat.origin?.kind === 'sideChat' && chat.origin.selection?.text && (
+        <blockquote class="selection">{chat.origin.selection.text}</blockquote>
+      )}
+      <div
+        class="transcript"
+        role="log"
+        aria-live="polite"
+        ref={log}
+        onScroll={(event) => {
+          const el = event.currentTarget;
+          stick.current = el.scrollHeight - el.scrollTop - el.clientHeight < 40;
+        }}
+      >
+        {chat.turnsNextCursor && (
+          <button type="button" class="older" onClick={() => void store.loadOlder().catch(() => undefined)}>
+            Load older turns
+          </button>
+        )}
+        {turns.map((turn) => (
+          <TurnView key={turn.id} store={store} turn={turn} caps={caps} />
+        ))}
+        {active && <TurnView key={active.id} store={store} turn={active} caps={caps} active />}
+      </div>
+      <Pending store={store} chat={chat} />
+      <Composer store={store} chat={chat} key={store.chat} />
+    </section>
+  );
+}
+
+function TurnView({
+  store,
+  turn,
+  caps,
+  active = false,
+}: {
+  store: Store;
+  turn: Json;
+  caps: Json;
+  active?: boolean;
+}) {
+  const parts: Json[] = turn.responseParts ?? [];
+  return (
+    <article class={`turn ${active ? 'active' : turn.state}`} data-turn={turn.id} data-state={active ? 'active' : turn.state}>
+      <div class="user-message">
+        <span class="who">You</span>
+        <p class="text">{turn.message?.text}</p>
+      </div>
+      <div class="response">
+        {parts.map((part, index) => (
+          <PartView key={part.id ?? part.toolCall?.toolCallId ?? part.request?.id ?? index} store={store} turn={turn} part={part} active={active} />
+        ))}
+        {active && parts.length === 0 && <p class="thinking">Working…</p>}
+      </div>
+      <footer class="turn-footer">
+        {turn.state === 'cancelled' && <span class="turn-state">Cancelled</span>}
+        {turn.state === 'error' && (
+          <span class="turn-state error">Error: {turn.error?.message ?? 'the turn failed'}</span>
+        )}
+        {turn.usage && <Usage usage={turn.usage} />}
+        {!active && caps.fork && (
+          <button
+            type="button"
+            class="link"
+            onClick={() => void store.newChat({ kind: 'fork', chat: store.chat, turnId: turn.id }).catch(() => undefined)}
+          >
+            Fork from here
+          </button>
+        )}
+        {caps.sideChat && (
+          <button
+            type="button"
+            class="link"
+            onClick={() => void store.newChat({ kind: 'sideChat', chat: store.chat, turnId: turn.id }).catch(() => undefined)}
+          >
+            Side chat
+          </button>
+        )}
+      </footer>
+    </article>
+  );
+}
+
+function Usage({ usage }: { usage: Json }) {
+  const pieces: string[] = [];
+  if (usage.inputTokens !== undefined) pieces.push(`${usage.inputTokens} in`);
+  if (usage.outputTokens !== undefined) pieces.push(`${usage.outputTokens} out`);
+  if (usage.cacheReadTokens !== undefined) pieces.push(`${usage.cacheReadTokens} cached`);
+  return (
+    <span class="usage" title={usage.model ?? ''}>
+      {pieces.join(' · ')} tokens{usage.model ? ` (${usage.model})` : ''}
+    </span>
+  );
+}
+
+function PartView({ store, turn, part, active }: { store: Store; turn: Json; part: Json; active: boolean }) {
+  switch (part.kind) {
+    case 'markdown':
+      return <Markdown text={part.content ?? ''} class="answer" />;
+    case 'reasoning':
+      return (
+        <details class="reasoning">
+          <summary>Reasoning</summary>
+          <Markdown text={part.content ?? ''} />
+        </details>
+      );
+    case 'toolCall':
+      return <ToolCall store={store} turn={turn} call={part.toolCall} active={active} />;
+    case 'inputRequest':
+      return <InputRequest store={store} part={part} active={active} />;
+    case 'systemNotification':
+      return (
+        <div class="system-note" role="note">
+          <Markdown text={markdownOf(part.content)} />
+        </div>
+      );
+    case 'contentRef':
+      return <p class="content-ref">Attached content: {part.contentType ?? 'unknown type'}</p>;
+    default:
+      return null;
+  }
+}
+
+const TOOL_STATUS: Record<string, string> = {
+  streaming: 'preparing',
+  'pending-confirmation': 'waiting for you',
+  running: 'running',
+  'auth-required': 'needs authentication',
+  'pending-result-confirmation': 'result to review',
+  completed: 'done',
+  cancelled: 'cancelled',
+};
+
+function ToolCall({ store, turn, call, active }: { store: Store; turn: Json; call: Json; active: boolean }) {
+  const status: string = call.status;
+  const failed = status === 'completed' && call.success === false;
+  const options: Json[] = call.options ?? [];
+  const heading = call.confirmationTitle ? markdownOf(call.confirmationTitle) : '';
+  return (
+    <div class={`tool-call ${status}${failed ? ' failed' : ''}`} data-tool-call={call.toolCallId} data-status={status}>
+      <div class="tool-head">
+        <span class="tool-name">{call.displayName || call.toolName}</span>
+        <span class="tool-status">{failed ? 'failed' : TOOL_STATUS[status] ?? status}</span>
+      </div>
+      {status === 'completed' && call.pastTenseMessage ? (
+        <Markdown text={markdownOf(call.pastTenseMessage)} class="tool-message" />
+      ) : (
+        call.invocationMessage && <Markdown text={markdownOf(call.invocationMessage)} class="tool-message" />
+      )}
+      {call.toolInput && (
+        <details class="tool-input">
+          <summary>Input</summary>
+          <pre>{call.toolInput}</pre>
+        </details>
+      )}
+      {(call.content ?? []).map((content: Json, index: number) =>
+        content.type === 'text' ? (
+          <pre key={index} class="tool-output">
+            {content.text}
+          </pre>
+        ) : null,
+      )}
+      {call.error?.message && <p class="error">{call.error.message}</p>}
+      {status === 'cancelled' && call.reason && <p class="muted">Reason: {call.reason}</p>}
+      {status === 'pending-confirmation' && active && (
+        <div class="confirm" role="group" aria-label={`Confirm ${call.displayName || call.toolName}`}>
+          {heading && <Markdown text={heading} class="confirm-title" />}
+          {options.length > 0 ? (
+            options.map((option) => (
+              <button
+                key={option.id}
+                type="button"
+                class={option.kind === 'deny' ? 'deny' : 'approve'}
+                onClick={() => store.confirmTool(turn.id, call, option.kind !== 'deny', option.id)}
+              >
+                {option.label}
+              </button>
+            ))
+          ) : (
+            <>
+              <button type="button" class="approve" onClick={() => store.confirmTool(turn.id, call, true)}>
+                Allow
+              </button>
+              <button type="button" class="deny" onClick={() => store.confirmTool(turn.id, call, false)}>
+                Deny
+              </button>
+            </>
+          )}
+        </div>
+      )}
+    </div>
+  );
+}
+
+type Draft = Record<string, unknown>;
+
+function initialDraft(questions: Json[]): Draft {
+  const draft: Draft = {};
+  for (const q of questions) {
+    if (q.kind === 'boolean') draft[q.id] = q.defaultValue ?? false;
+    else if (q.kind === 'single-select')
+      draft[q.id] = (q.options ?? []).find((o: Json) => o.recommended)?.id ?? '';
+    else if (q.kind === 'multi-select') draft[q.id] = [];
+    else draft[q.id] = q.defaultValue ?? '';
+  }
+  return draft;
+}
+
+function answersOf(questions: Json[], draft: Draft): Json {
+  const answers: Json = {};
+  for (const q of questions) {
+    const value = draft[q.id];
+    let answer: Json | undefined;
+    if (q.kind === 'boolean') answer = { kind: 'boolean', value: Boolean(value) };
+    else if (q.kind === 'single-select' && value) answer = { kind: 'selected', value };
+    else if (q.kind === 'multi-select' && Array.isArray(value) && value.length > 0)
+      answer = { kind: 'selected-many', value };
+    else if ((q.kind === 'number' || q.kind === 'integer') && value !== '')
+      answer = { kind: 'number', value: Number(value) };
+    else if (q.kind === 'text' && value !== '') answer = { kind: 'text', value: String(value) };
+    if (answer) answers[q.id] = { state: 'submitted', value: answer };
+  }
+  return answers;
+}
+
+function describeAnswer(answer: Json): string {
+  if (!answer) return '—';
+  if (answer.state === 'skipped') return 'skipped';
+  const value = answer.value?.value;
+  return Array.isArray(value) ? value.join(', ') : String(value);
+}
+
+function InputRequest({ store, part, active }: { store: Store; part: Json; active: boolean }) {
+  const request = part.request;
+  const questions: Json[] = request.questions ?? [];
+  const [draft, setDraft] = useState<Draft>(() => initialDraft(questions));
+  const formId = `input-${request.id}`;
+  if (part.response || !active) {
+    return (
+      <div class="input-request resolved" data-request={request.id}>
+        {request.message && <p>{request.message}</p>}
+        <p class="muted">{part.response ? `Answered: ${part.response}` : 'Not answered'}</p>
+        <dl>
+          {questions.map((q) => (
+            <Fragment key={q.id}>
+              <dt>{q.title || q.message}</dt>
+              <dd>{describeAnswer(request.answers?.[q.id])}</dd>
+            </Fragment>
+          ))}
+        </dl>
+      </div>
+    );
+  }
+  const set = (id: string, value: unknown) => setDraft({ ...draft, [id]: value });
+  return (
+    <form
+      class="input-request"
+      data-request={request.id}
+      aria-label={request.message || 'Input request'}
+      onSubmit={(event) => {
+        event.preventDefault();
+        store.answerInput(request.id, 'accept', answersOf(questions, draft));
+      }}
+    >
+      {request.message && <p class="prompt">{request.message}</p>}
+      {request.url && <p class="muted">Review: {request.url}</p>}
+      {questions.map((q) => {
+        const id = `${formId}-${q.id}`;
+        if (q.kind === 'boolean') {
+          return (
+            <div class="field checkbox" key={q.id}>
+              <input id={id} type="checkbox" checked={Boolean(draft[q.id])} onChange={(e) => set(q.id, e.currentTarget.checked)} />
+              <label for={id}>{q.message}</label>
+            </div>
+          );
+        }
+        if (q.kind === 'single-select' || q.kind === 'multi-select') {
+          const many = q.kind === 'multi-select';
+          const chosen = draft[q.id];
+          return (
+            <fieldset class="field" key={q.id}>
+              <legend>
+                {q.message}
+                {q.required ? ' *' : ''}
+              </legend>
+              {(q.options ?? []).map((option: Json) => {
+                const optionId = `${id}-${option.id}`;
+                const checked = many ? (chosen as string[]).includes(option.id) : chosen === option.id;
+                return (
+                  <div class="choice" key={option.id}>
+                    <input
+                      id={optionId}
+                      type={many ? 'checkbox' : 'radio'}
+                      name={id}
+                      checked={checked}
+                      onChange={(e) => {
+                        if (!many) set(q.id, option.id);
+                        else {
+                          const list = (chosen as string[]).filter((x) => x !== option.id);
+                          set(q.id, e.currentTarget.checked ? [...list, option.id] : list);
+                        }
+                      }}
+                    />
+                    <label for={optionId}>{option.label}</label>
+                  </div>
+                );
+              })}
+            </fieldset>
+          );
+        }
+        return (
+          <div class="field" key={q.id}>
+            <label for={id}>
+              {q.message}
+              {q.required ? ' *' : ''}
+            </label>
+            {q.kind === 'number' || q.kind === 'integer' ? (
+              <input
+                id={id}
+                type="number"
+                required={Boolean(q.required)}
+                value={String(draft[q.id] ?? '')}
+                onInput={(e) => set(q.id, e.currentTarget.value)}
+              />
+            ) : (
+              <input
+                id={id}
+                type="text"
+                required={Boolean(q.required)}
+                value={String(draft[q.id] ?? '')}
+                onInput={(e) => set(q.id, e.currentTarget.value)}
+              />
+            )}
+          </div>
+        );
+      })}
+      <div class="actions">
+        <button type="submit" class="approve">
+          Submit
+        </button>
+        <button type="button" class="deny" onClick={() => store.answerInput(request.id, 'decline')}>
+          Decline
+        </button>
+      </div>
+    </form>
+  );
+}
+
+function Pending({ store, chat }: { store: Store; chat: Json }) {
+  const steering = chat.steeringMessage;
+  const queued: Json[] = chat.queuedMessages ?? [];
+  if (!steering && queued.length === 0) return null;
+  const item = (kind: 'steering' | 'queued', entry: Json, label: string): ComponentChildren => (
+    <li key={`${kind}-${entry.id}`} class={`pending-item ${kind}`} data-pending={kind}>
+      <span class="kind">{label}</span>
+      <span class="text">{entry.message?.text}</span>
+      <button type="button" class="link" aria-label={`Remove ${label.toLowerCase()} message`} onClick={() => store.removePending(kind, entry.id)}>
+        Remove
+      </button>
+    </li>
+  );
+  return (
+    <ul class="pending" aria-label="Waiting messages">
+      {steering && item('steering', steering, 'Steering')}
+      {queued.map((entry) => item('queued', entry, 'Queued'))}
+    </ul>
+  );
+}
+
+function Composer({ store, chat }: { store: Store; chat: Json }) {
+  const uri = store.chat ?? '';
+  const [text, setText] = useState(() => store.restored.get(uri) ?? '');
+  const restored = store.restored.get(uri);
+  useEffect(() => {
+    if (restored !== undefined) {
+      setText((current) => (current ? `${current}\n${restored}` : restored));
+      store.restored.delete(uri);
+    }
+  }, [restored, uri, store]);
+  const busy = Boolean(chat.activeTurn);
+  const ready = store.client.ready;
+  const submit = (mode: 'send' | 'queue' | 'steer') => {
+    if (store.send(text, mode)) setText('');
+  };
+  return (
+    <form
+      class="composer"
+      onSubmit={(event) => {
+        event.preventDefault();
+        submit(busy ? 'queue' : 'send');
+      }}
+    >
+      <label for="message-input" class="visually-hidden">
+        Message
+      </label>
+      <textarea
+        id="message-input"
+        rows={3}
+        placeholder={busy ? 'Queue a message, or steer the running turn…' : 'Message (Enter sends, Shift+Enter for a new line)'}
+        value={text}
+        onInput={(event) => setText(event.currentTarget.value)}
+        onKeyDown={(event) => {
+          if (event.key === 'Enter' && !event.shiftKey && !event.isComposing) {
+            event.preventDefault();
+            if (ready) submit(busy ? 'queue' : 'send');
+          }
+        }}
+      />
+      <div class="composer-actions">
+        <button type="submit" class="primary" disabled={!ready || !text.trim()}>
+          {busy ? 'Queue' : 'Send'}
+        </button>
+        {busy && (
+          <button type="button" disabled={!ready || !text.trim()} onClick={() => submit('steer')}>
+            Steer
+          </button>
+        )}
+        {busy && (
+          <button type="button" class="deny" disabled={!ready} onClick={() => store.cancel()}>
+            Cancel turn
+          </button>
+        )}
+      </div>
+    </form>
+  );
+}

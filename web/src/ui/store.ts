@@ -1,0 +1,331 @@
+/**
+ * The page's controller: one AhpClient, what the user has selected, and the
+ * commands the components call. Components read the client's optimistic views
+ * (`client.view(uri)`) and re-render on `subscribe`.
+ *
+ * Selection lives in the URL fragment (`#session=…&chat=…`), so a reload or a
+ * second tab opens the same chat.
+ */
+import { uuid } from '../ids';
+import { AhpClient, ConnectionLost, RemoteError, ROOT } from '../protocol/client';
+import type { PendingAction } from '../protocol/reconcile';
+import type { Json } from '../protocol/reducers';
+import { socketUrl } from '../token';
+
+export interface Notice {
+  id: number;
+  text: string;
+  kind: 'error' | 'info';
+}
+
+const VERSION = '0.7.0';
+
+export class Store {
+  readonly client: AhpClient;
+  session: string | undefined;
+  chat: string | undefined;
+  notices: Notice[] = [];
+  /** Text given back to the composer, per chat (a message the host never got). */
+  readonly restored = new Map<string, string>();
+  /** Turns this page has seen start, by id: when (our clock) — for `duration` on cancel. */
+  private readonly turnSeenAt = new Map<string, number>();
+  /** Client-tool calls already answered. */
+  private readonly answeredTools = new Set<string>();
+  private readonly listeners = new Set<() => void>();
+  private scheduled = false;
+  private noticeId = 0;
+  /** Completed turns a chat subscription asks for (`subscribe.view.turns`); older ones page in. */
+  readonly turnsWindow: number;
+
+  constructor(params: URLSearchParams) {
+    this.session = params.get('session') ?? undefined;
+    this.chat = params.get('chat') ?? undefined;
+    const window_ = Number(params.get('turns'));
+    this.turnsWindow = Number.isInteger(window_) && window_ > 0 ? window_ : 50;
+    this.client = new AhpClient({
+      url: socketUrl,
+      clientId: uuid(),
+      clientInfo: { name: 'ahp-server-web', version: VERSION },
+      onChange: () => this.changed(),
+      onDropped: (actions) => this.dropped(actions),
+      onRejected: (action, reason) =>
+        this.notify(`The host refused ${describe(action.action)}: ${reason}`, 'error'),
+      probe: async () => {
+        const answer = await fetch('/', { method: 'GET', cache: 'no-store' });
+        return answer.ok;
+      },
+    });
+  }
+
+  start(): void {
+    this.client.start();
+  }
+
+  subscribe(listener: () => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /**
+   * Coalesce a burst of envelopes into one render per frame. A hidden tab gets
+   * no animation frames, so a timer runs it too: its subscriptions and client
+   * tools are kept up while nobody looks.
+   */
+  changed(): void {
+    if (this.scheduled) return;
+    this.scheduled = true;
+    const run = () => {
+      if (!this.scheduled) return;
+      this.scheduled = false;
+      this.sync();
+      for (const listener of this.listeners) listener();
+    };
+    requestAnimationFrame(run);
+    setTimeout(run, 250);
+  }
+
+  notify(text: string, kind: Notice['kind'] = 'info'): void {
+    this.notices = [...this.notices.slice(-4), { id: ++this.noticeId, text, kind }];
+    this.changed();
+  }
+
+  dismiss(id: number): void {
+    this.notices = this.notices.filter((n) => n.id !== id);
+    this.changed();
+  }
+
+  // -- what the page shows ---------------------------------------------------------------
+
+  get root(): Json {
+    return this.client.view(ROOT);
+  }
+
+  get sessionState(): Json {
+    return this.session ? this.client.view(this.session) : undefined;
+  }
+
+  get chatState(): Json {
+    return this.chat ? this.client.view(this.chat) : undefined;
+  }
+
+  agentOf(provider: string | undefined): Json {
+    return (this.root?.agents ?? []).find((a: Json) => a.provider === provider);
+  }
+
+  /** Runs after every change: subscriptions follow the selection; our client tools get answered. */
+  private sync(): void {
+    const client = this.client;
+    if (!client.ready) return;
+    if (this.session && !client.state.subscriptions.includes(this.session)) {
+      this.follow(this.session);
+    }
+    const session = this.sessionState;
+    if (session && !this.chat && session.defaultChat) this.chat = session.defaultChat;
+    if (this.chat && session && !(session.chats ?? []).some((c: Json) => c.resource === this.chat)) {
+      if (session.lifecycle === 'ready' && session.defaultChat !== this.chat) {
+        this.chat = session.defaultChat; // the chat was removed
+      }
+    }
+    if (this.chat && !client.state.subscriptions.includes(this.chat)) this.follow(this.chat);
+    for (const uri of client.state.subscriptions) {
+      if (uri !== ROOT && uri !== this.session && uri !== this.chat) client.unsubscribe(uri);
+    }
+    this.writeLocation();
+    this.answerClientTools();
+  }
+
+  private following = new Set<string>();
+
+  private follow(uri: string): void {
+    if (this.following.has(uri)) return;
+    this.following.add(uri);
+    const view = uri.startsWith('ahp-chat:') ? { turns: this.turnsWindow } : undefined;
+    this.client
+      .subscribe(uri, view)
+      .catch((error) => {
+        if (error instanceof RemoteError) {
+          this.notify(`Cannot open ${uri}: ${error.message}`, 'error');
+          if (uri === this.session) this.session = this.chat = undefined;
+          if (uri === this.chat) this.chat = undefined;
+        }
+      })
+      .finally(() => {
+        this.following.delete(uri);
+        this.changed();
+      });
+  }
+
+  private writeLocation(): void {
+    const params = new URLSearchParams();
+    if (this.session) params.set('session', this.session);
+    if (this.chat) params.set('chat', this.chat);
+    if (this.turnsWindow !== 50) params.set('turns', String(this.turnsWindow));
+    const hash = params.toString() ? `#${params}` : '';
+    if (window.location.hash !== hash) {
+      window.history.replaceState(window.history.state, '', window.location.pathname + hash);
+    }
+  }
+
+  /** A client-provided tool assigned to this page: we provide none, so we deny it (spec §11.5). */
+  private answerClientTools(): void {
+    for (const uri of this.client.state.subscriptions) {
+      const turn = uri.startsWith('ahp-chat:') ? this.client.view(uri)?.activeTurn : undefined;
+      for (const part of turn?.responseParts ?? []) {
+        const call = part.kind === 'toolCall' ? part.toolCall : undefined;
+        if (
+          call?.status !== 'running' ||
+          call.contributor?.kind !== 'client' ||
+          call.contributor.clientId !== this.client.clientId ||
+          this.answeredTools.has(call.toolCallId)
+        ) {
+          continue;
+        }
+        this.answeredTools.add(call.toolCallId);
+        this.act(uri, {
+          type: 'chat/toolCallComplete',
+          turnId: turn.id,
+          toolCallId: call.toolCallId,
+          result: {
+            success: false,
+            pastTenseMessage: `Not run: this page provides no tool "${call.toolName}"`,
+            error: { message: `the browser client does not implement ${call.toolName}` },
+          },
+        });
+      }
+    }
+  }
+
+  // -- commands ----------------------------------------------------------------------------
+
+  selectSession(uri: string): void {
+    this.session = uri;
+    this.chat = undefined;
+    this.changed();
+  }
+
+  selectChat(uri: string): void {
+    this.chat = uri;
+    this.changed();
+  }
+
+  async newSession(provider: string): Promise<void> {
+    const uri = `ahp-session:/${uuid()}`;
+    await this.call('createSession', { channel: uri, provider });
+    this.selectSession(uri);
+  }
+
+  async newChat(source?: Json): Promise<void> {
+    if (!this.session) return;
+    const chat = `ahp-chat:/${uuid()}`;
+    await this.call('createChat', source ? { channel: this.session, chat, source } : { channel: this.session, chat });
+    this.selectChat(chat);
+  }
+
+  async loadOlder(): Promise<void> {
+    const chat = this.chat;
+    const cursor = chat ? this.client.view(chat)?.turnsNextCursor : undefined;
+    if (chat && cursor) await this.call('fetchTurns', { channel: chat, cursor });
+  }
+
+  /** Send `text` as a new turn, or queue it / steer with it while a turn runs. */
+  send(text: string, mode: 'send' | 'queue' | 'steer'): boolean {
+    const chat = this.chat;
+    if (!chat || !text.trim()) return false;
+    const message = { text, origin: { kind: 'user' } };
+    if (mode === 'send') {
+      const turnId = uuid();
+      this.turnSeenAt.set(turnId, performance.now());
+      return this.act(chat, {
+        type: 'chat/turnStarted',
+        turnId,
+        startedAt: new Date().toISOString(),
+        message,
+      });
+    }
+    const kind = mode === 'steer' ? 'steering' : 'queued';
+    return this.act(chat, { type: 'chat/pendingMessageSet', kind, id: uuid(), message });
+  }
+
+  cancel(): void {
+    const chat = this.chat;
+    const turn = this.chatState?.activeTurn;
+    if (!chat || !turn) return;
+    const seen = this.turnSeenAt.get(turn.id);
+    // The producer's own measure (spec: never derived from another clock's timestamps).
+    const duration = seen === undefined ? 0 : Math.round(performance.now() - seen);
+    this.act(chat, { type: 'chat/turnCancelled', turnId: turn.id, duration });
+  }
+
+  removePending(kind: 'steering' | 'queued', id: string): void {
+    if (this.chat) this.act(this.chat, { type: 'chat/pendingMessageRemoved', kind, id });
+  }
+
+  confirmTool(turnId: string, call: Json, approve: boolean, optionId?: string): void {
+    if (!this.chat) return;
+    const base = { type: 'chat/toolCallConfirmed', turnId, toolCallId: call.toolCallId };
+    const option = optionId ? { selectedOptionId: optionId } : {};
+    this.act(
+      this.chat,
+      approve
+        ? { ...base, approved: true, confirmed: 'user-action', ...option }
+        : { ...base, approved: false, reason: 'denied', ...option },
+    );
+  }
+
+  answerInput(requestId: string, response: 'accept' | 'decline' | 'cancel', answers?: Json): void {
+    if (!this.chat) return;
+    const action: Json = { type: 'chat/inputCompleted', requestId, response };
+    if (answers && Object.keys(answers).length > 0) action.answers = answers;
+    this.act(this.chat, action);
+  }
+
+  /** Note when this page first saw a turn (for the `duration` of a cancel). */
+  sawTurn(turnId: string): void {
+    if (!this.turnSeenAt.has(turnId)) this.turnSeenAt.set(turnId, performance.now());
+  }
+
+  private act(channel: string, action: Json): boolean {
+    try {
+      this.client.dispatch(channel, action);
+      return true;
+    } catch (error) {
+      this.notify(error instanceof ConnectionLost ? 'Not connected: try again in a moment.' : String(error), 'error');
+      return false;
+    }
+  }
+
+  private async call(method: string, params: Json): Promise<Json> {
+    try {
+      return await this.client.request(method, params);
+    } catch (error) {
+      this.notify(`${method} failed: ${error instanceof Error ? error.message : String(error)}`, 'error');
+      throw error;
+    }
+  }
+
+  private dropped(actions: PendingAction[]): void {
+    for (const { channel, action } of actions) {
+      const text = action?.message?.text;
+      if (
+        typeof text === 'string' &&
+        (action.type === 'chat/turnStarted' || action.type === 'chat/pendingMessageSet')
+      ) {
+        const before = this.restored.get(channel);
+        this.restored.set(channel, before ? `${before}\n${text}` : text);
+        this.notify('The connection dropped before the host got your message: it is back in the message box.', 'error');
+      }
+    }
+  }
+}
+
+function describe(action: Json): string {
+  const names: Record<string, string> = {
+    'chat/turnStarted': 'the message',
+    'chat/turnCancelled': 'the cancel',
+    'chat/toolCallConfirmed': 'the tool decision',
+    'chat/inputCompleted': 'the answers',
+    'chat/pendingMessageSet': 'the queued message',
+    'chat/pendingMessageRemoved': 'the removal',
+  };
+  return names[action?.type] ?? String(action?.type ?? 'the action');
+}
