@@ -272,6 +272,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"configuration ok ({args.config or 'built-in defaults'})")
         return 0
     if command == "backup":
+        if settings.store is not None:  # not the SQLite file in data_dir (docs/durability.md)
+            print(
+                "ahp-server: backup copies the SQLite database; the store is PostgreSQL "
+                "(storage.store): use pg_dump",
+                file=sys.stderr,
+            )
+            return 1
         try:
             backup_database(Path(str(settings.data_dir)), Path(args.destination))
         except (OSError, sqlite3.Error, StoreError) as error:

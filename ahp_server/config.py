@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import ipaddress
+import os
 import re
 import shlex
 import tomllib
@@ -20,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["AgentConfig", "ConfigError", "Settings", "load_settings"]
+__all__ = ["AgentConfig", "ConfigError", "Settings", "UserConfig", "load_settings"]
 
 
 class ConfigError(Exception):
@@ -29,6 +30,21 @@ class ConfigError(Exception):
     def __init__(self, key: str, message: str) -> None:
         super().__init__(f"{key}: {message}")
         self.key = key
+
+
+@dataclass(frozen=True, slots=True)
+class UserConfig:
+    """One user of multi-user mode (a ``[[users]]`` table): a name and its token.
+
+    The token is read from the environment (``token_env``) or a file
+    (``token_file``) when the settings load; it is never printed (``repr``
+    leaves it out) or logged. docs/deploy.md "Identity and ownership".
+    """
+
+    name: str
+    token: str = dataclasses.field(repr=False)
+    #: An admin sees and may act on every session (and ownerless ones).
+    admin: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,6 +124,13 @@ class Settings:
     #: WebSocket keepalive pings (seconds; None disables).
     ping_interval: float | None = 20.0
     ping_timeout: float | None = 20.0
+    #: Seconds a client has to complete the HTTP upgrade (the opening
+    #: handshake); a slow-loris client that stalls mid-request is dropped.
+    handshake_timeout: float = 10.0
+    #: Seconds a client's active-client entries outlive its last connection;
+    #: then ``session/activeClientRemoved`` and its client tool calls fail
+    #: (WIRE-SUMMARY §3.4). A reconnect within the grace keeps them.
+    active_client_grace: float = 30.0
 
     #: Per-connection outbox: frames and bytes a client may lag behind before it
     #: is disconnected (close 1013; it reconnects and replays).
@@ -130,6 +153,10 @@ class Settings:
     #: Where the SQLite database lives; ``None`` keeps everything in memory
     #: (nothing survives a restart: for tests and throw-away hosts).
     data_dir: str | None = None
+    #: A PostgreSQL URL (``postgres://user@host/db``) to keep everything in
+    #: PostgreSQL instead of SQLite in ``data_dir`` (docs/durability.md).
+    #: ``None``: the embedded SQLite default, no extra service.
+    store: str | None = None
     #: SQLite ``synchronous``: "normal" (WAL: survives process crashes) or
     #: "full" (also survives power loss). docs/durability.md.
     synchronous: str = "normal"
@@ -143,10 +170,22 @@ class Settings:
     #: Completed turns a chat keeps in memory when loaded from disk (older
     #: ones are paged in by ``fetchTurns``).
     retained_turns: int = 200
+    #: Bytes of completed turns (as stored, JSON) one snapshot of a chat — or
+    #: one ``fetchTurns`` page — carries at most: the newest that fit, plus
+    #: ``turnsNextCursor`` for the rest. The newest turn always goes, even
+    #: alone over the budget (docs/protocol.md "Chat history is bounded in bytes").
+    snapshot_turn_bytes: int = 4 * 1024 * 1024
+    #: Bytes of completed turns a chat keeps in memory (durable store only):
+    #: over it the oldest are dropped from memory — they stay on disk and page
+    #: in with ``fetchTurns``. The newest turn always stays (docs/durability.md "History").
+    memory_turn_bytes: int = 16 * 1024 * 1024
 
     #: Limits at the door (docs/deploy.md): exceeding one gives an error or a
     #: rejection, never a crash.
     max_connections: int = 1_000
+    #: Open connections (and upgrades in progress) from one IP address,
+    #: loopback included; more get HTTP 429 at the door (docs/reliability.md).
+    max_connections_per_ip: int = 256
     max_subscriptions: int = 10_000
     max_chats_per_session: int = 1_000
     #: ``dispatchAction`` token bucket per connection: sustained rate per
@@ -156,6 +195,9 @@ class Settings:
 
     #: Configured agents (``[[agents]]``), offered beside the built-in echo agent.
     agents: tuple[AgentConfig, ...] = ()
+    #: Multi-user mode (``[[users]]``): each user's token names them at the door;
+    #: sessions belong to their creator. Empty: ``token`` (or none), one user.
+    users: tuple[UserConfig, ...] = ()
     #: Provider used by ``createSession`` without ``provider``.
     default_provider: str = "echo"
     #: Seconds a client-provided tool may take before the host fails it.
@@ -219,12 +261,18 @@ _KEYS: dict[str, tuple[str, str]] = {
     "server.coalesce_ms": ("coalesce_ms", "nonnegfloat"),
     "server.ping_interval": ("ping_interval", "optposfloat"),
     "server.ping_timeout": ("ping_timeout", "optposfloat"),
+    "server.handshake_timeout": ("handshake_timeout", "posfloat"),
+    "server.active_client_grace": ("active_client_grace", "nonnegfloat"),
     "storage.data_dir": ("data_dir", "optstr"),
+    "storage.store": ("store", "storeurl"),
     "storage.durability": ("synchronous", "durability"),
     "storage.commit_window_ms": ("commit_window_ms", "nonnegfloat"),
     "storage.snapshot_every": ("snapshot_every", "posint"),
     "storage.retained_turns": ("retained_turns", "posint"),
+    "storage.snapshot_turn_bytes": ("snapshot_turn_bytes", "posint"),
+    "storage.memory_turn_bytes": ("memory_turn_bytes", "posint"),
     "limits.max_connections": ("max_connections", "posint"),
+    "limits.max_connections_per_ip": ("max_connections_per_ip", "posint"),
     "limits.max_subscriptions": ("max_subscriptions", "posint"),
     "limits.max_chats_per_session": ("max_chats_per_session", "posint"),
     "limits.dispatch_rate": ("dispatch_rate", "posfloat"),
@@ -266,10 +314,13 @@ ENVIRONMENT: dict[str, str] = {
     "AHP_SERVER_ALLOWED_ORIGINS": "server.allowed_origins",
     "AHP_SERVER_WEB_UI": "server.web_ui",
     "AHP_SERVER_DATA_DIR": "storage.data_dir",
+    "AHP_SERVER_STORE": "storage.store",
     "AHP_SERVER_DURABILITY": "storage.durability",
     "AHP_SERVER_LOG_FORMAT": "logging.format",
     "AHP_SERVER_LOG_LEVEL": "logging.level",
     "AHP_SERVER_DEFAULT_PROVIDER": "providers.default",
+    # Behind a reverse proxy every client shares the proxy's address.
+    "AHP_SERVER_MAX_CONNECTIONS_PER_IP": "limits.max_connections_per_ip",
 }
 
 #: Before ``[[agents]]`` existed these lived in an ``[agents]`` table; such a
@@ -396,6 +447,17 @@ def _check(key: str, kind: str, value: object) -> object:
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise fail("a list of strings")
         return tuple(value)
+    if kind == "storeurl":
+        # Never echo the value: the URL may carry a password.
+        if not isinstance(value, str):
+            raise ConfigError(key, "must be a postgres:// URL (or empty for SQLite)")
+        if not value:
+            return None
+        if not re.match(r"^postgres(ql)?://[^\s]*$", value):
+            raise ConfigError(
+                key, "must be a postgres:// or postgresql:// URL (or empty for SQLite)"
+            )
+        return value
     if kind == "durability":
         if value not in ("normal", "full"):
             raise fail('"normal" or "full"')
@@ -501,6 +563,57 @@ def _agents(tables: object, environ: Mapping[str, str] | None) -> tuple[AgentCon
     return tuple(agents)
 
 
+def _users(tables: object, environ: Mapping[str, str]) -> tuple[UserConfig, ...]:
+    """``[[users]]`` tables: ``name``, ``token_env`` or ``token_file``, ``admin``."""
+    if tables is None:
+        return ()
+    if not isinstance(tables, list) or not all(isinstance(t, dict) for t in tables):
+        raise ConfigError("users", "must be [[users]] tables")
+    users: list[UserConfig] = []
+    tokens: set[str] = set()
+    for index, table in enumerate(tables):
+        where = f"users[{index}]"
+        unknown = set(table) - {"name", "token_env", "token_file", "admin"}
+        if unknown:
+            raise ConfigError(f"{where}.{sorted(unknown)[0]}", "unknown user setting")
+        name = table.get("name")
+        if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}", name):
+            raise ConfigError(f"{where}.name", "required: letters, digits, _ . @ - (at most 64)")
+        if any(user.name == name for user in users):
+            raise ConfigError(f"{where}.name", f"{name!r} is configured twice")
+        admin = table.get("admin", False)
+        if not isinstance(admin, bool):
+            raise ConfigError(f"{where}.admin", "must be true or false")
+        variable, file = table.get("token_env"), table.get("token_file")
+        if (variable is None) == (file is None):
+            raise ConfigError(f"{where}.token_env", "give exactly one of token_env, token_file")
+        if variable is not None:
+            if not isinstance(variable, str) or not environ.get(variable):
+                raise ConfigError(
+                    f"{where}.token_env", f"environment variable {variable!r} is not set"
+                )
+            token = environ[variable].strip()
+        else:
+            if not isinstance(file, str):
+                raise ConfigError(f"{where}.token_file", "must be a path")
+            try:
+                token = Path(file).expanduser().read_text(encoding="utf-8").strip()
+            except OSError as error:
+                raise ConfigError(
+                    f"{where}.token_file", f"cannot read it: {error.strerror}"
+                ) from None
+        if len(token) < 16:
+            raise ConfigError(
+                f"{where}.token_env" if variable else f"{where}.token_file",
+                "the token must be at least 16 characters",
+            )
+        if token in tokens:
+            raise ConfigError(f"{where}.name", "two users share a token")
+        tokens.add(token)
+        users.append(UserConfig(name=name, token=token, admin=admin))
+    return tuple(users)
+
+
 def _flatten(table: Mapping[str, Any], prefix: str = "") -> dict[str, object]:
     flat: dict[str, object] = {}
     for name, value in table.items():
@@ -530,6 +643,7 @@ def load_settings(
     """Defaults < TOML file < ``AHP_SERVER_*`` < ``overrides`` (dotted TOML keys)."""
     values: dict[str, object] = {}
     agent_tables: object = None
+    user_tables: object = None
     if path is not None:
         try:
             with open(path, "rb") as handle:
@@ -539,6 +653,7 @@ def load_settings(
         except tomllib.TOMLDecodeError as error:
             raise ConfigError("config", f"{path} is not valid TOML: {error}") from None
         agent_tables = table.pop("agents", None)
+        user_tables = table.pop("users", None)
         if isinstance(agent_tables, dict):  # the pre-[[agents]] [agents] settings table
             for name, value in agent_tables.items():
                 values[_LEGACY_AGENTS_TABLE.get(name, f"agents.{name}")] = value
@@ -558,6 +673,10 @@ def load_settings(
     if isinstance(data_dir, str) and data_dir.startswith("~"):
         fields["data_dir"] = str(Path(data_dir).expanduser())
     fields["agents"] = _agents(agent_tables, environ)
+    # Tokens named by [[users]] come from the real environment unless one is given.
+    fields["users"] = _users(user_tables, os.environ if environ is None else environ)
+    if fields["users"] and fields.get("token"):
+        raise ConfigError("server.token", "set either server.token or [[users]], not both")
     settings = dataclasses.replace(Settings(), **fields)  # type: ignore[arg-type]
     names = {"echo", *(agent.name for agent in settings.agents)}
     if settings.default_provider not in names:
@@ -581,7 +700,15 @@ def load_settings(
             f"{settings.changeset_total_bytes} bytes of content make a changeset snapshot "
             f"larger than half of limits.outbox_max_bytes ({settings.outbox_max_bytes})",
         )
-    if not is_loopback(settings.host) and not settings.token:
+    # A chat's snapshot is one frame in the client's outbox; its turns are
+    # what makes it large.
+    if settings.snapshot_turn_bytes * 2 > settings.outbox_max_bytes:
+        raise ConfigError(
+            "storage.snapshot_turn_bytes",
+            f"{settings.snapshot_turn_bytes} bytes of turns make a chat snapshot larger than "
+            f"half of limits.outbox_max_bytes ({settings.outbox_max_bytes})",
+        )
+    if not is_loopback(settings.host) and not settings.token and not settings.users:
         raise ConfigError(
             "server.token",
             f"required to listen on {settings.host}: set AHP_SERVER_TOKEN (or bind 127.0.0.1)",

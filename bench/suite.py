@@ -176,6 +176,8 @@ def host_process(
         lines += [
             "[limits]",
             "max_connections = 10000",
+            # every benchmark client is on loopback: one address
+            "max_connections_per_ip = 10000",
             "max_subscriptions = 1000000",
             "max_chats_per_session = 100000",
             "dispatch_rate = 1000000.0",

@@ -244,3 +244,22 @@ def test_profile_subtracts_a_small_run_from_a_large_one(tmp_path: Path) -> None:
     assert sum(calls.values()) > 100
     assert calls["<file bytes written>"] > 0  # persistence on: the store wrote
     assert "marginal cost per turn" in report("short-turns", rows, True, 10)
+
+
+def test_soak_holds_connections_with_churn_and_reports_every_figure() -> None:
+    from bench.soak import format_report
+    from bench.soak import run as run_soak
+
+    result = run_soak(connections=12, seconds=2.0, chats=3, workers=4)
+    assert result["churned"] > 0
+    assert result["churned_abruptly"] > 0
+    assert result["turns_streamed"] > 0
+    assert result["deliveries_to_current_clients"] > 0
+    for moment in ("start", "end"):
+        sample = result[moment]
+        assert sample["connections"] == 13  # the clients and the driver, nothing left over
+        assert positive(sample["rss_kb"])
+        assert positive(sample["fds"])
+        assert positive(sample["tasks"])
+    assert result["exceeded"] == []
+    assert "bounds held" in format_report(result)

@@ -29,6 +29,7 @@ def test_environment_overrides_the_file_and_flags_override_both() -> None:
             "AHP_SERVER_ALLOWED_ORIGINS": "https://a.example, https://b.example",
             "AHP_SERVER_DATA_DIR": "/var/lib/ahp",
             "AHP_SERVER_LOG_FORMAT": "json",
+            "AHP_SERVER_MAX_CONNECTIONS_PER_IP": "1000",
         },
         overrides={"server.port": 9100},
     )
@@ -38,6 +39,7 @@ def test_environment_overrides_the_file_and_flags_override_both() -> None:
     assert settings.allowed_origins == ("https://a.example", "https://b.example")
     assert settings.data_dir == "/var/lib/ahp"
     assert settings.log_format == "json"
+    assert settings.max_connections_per_ip == 1000
 
 
 @pytest.mark.parametrize(
@@ -48,6 +50,9 @@ def test_environment_overrides_the_file_and_flags_override_both() -> None:
         ("[server]\nallowed_origins = 'x'\n", "server.allowed_origins"),
         ('[storage]\ndurability = "sometimes"\n', "storage.durability"),
         ("[limits]\nmax_connections = 0\n", "limits.max_connections"),
+        ("[storage]\nmemory_turn_bytes = 0\n", "storage.memory_turn_bytes"),
+        # A chat snapshot must fit in the outbox (default 32 MiB) with room to spare.
+        ("[storage]\nsnapshot_turn_bytes = 20000000\n", "storage.snapshot_turn_bytes"),
         ("[server]\nhots = 'typo'\n", "server.hots"),
         ('[server]\nhost = "0.0.0.0"\n', "server.token"),
         ("not = [valid toml", "config"),
@@ -216,3 +221,63 @@ def test_check_config_validates_agents(tmp_path: Path) -> None:
     result = run_cli("check-config", "--config", str(bad))
     assert result.returncode == 2
     assert "agents[0].command" in result.stderr
+
+
+# -- [[users]] (multi-user mode, issue 16) ------------------------------------------------------
+
+
+def test_users_load_their_tokens_from_the_environment_or_a_file(tmp_path: Path) -> None:
+    secret = tmp_path / "ops-token"
+    secret.write_text("ops-token-0123456789abcdef\n", encoding="utf-8")
+    path = tmp_path / "users.toml"
+    path.write_text(
+        '[[users]]\nname = "alice"\ntoken_env = "ALICE_TOKEN"\n\n'
+        f'[[users]]\nname = "ops"\ntoken_file = "{secret}"\nadmin = true\n',
+        encoding="utf-8",
+    )
+    settings = load_settings(path, environ={"ALICE_TOKEN": "alice-token-0123456789abcdef"})
+    alice, ops = settings.users
+    assert (alice.name, alice.token, alice.admin) == (
+        "alice",
+        "alice-token-0123456789abcdef",
+        False,
+    )
+    assert (ops.name, ops.token, ops.admin) == ("ops", "ops-token-0123456789abcdef", True)
+    assert "0123456789abcdef" not in repr(settings)  # a token is never printed
+
+
+@pytest.mark.parametrize(
+    ("toml", "environ", "key"),
+    [
+        ('[[users]]\nname = "a"\n', {}, "users[0].token_env"),
+        ('[[users]]\nname = "a"\ntoken_env = "T"\n', {}, "users[0].token_env"),
+        ('[[users]]\nname = "a"\ntoken_env = "T"\n', {"T": "short"}, "users[0].token_env"),
+        ('[[users]]\nname = "a b"\ntoken_env = "T"\n', {"T": "x" * 16}, "users[0].name"),
+        (
+            '[[users]]\nname = "a"\ntoken_env = "T"\nadmin = "yes"\n',
+            {"T": "x" * 16},
+            "users[0].admin",
+        ),
+        ('[[users]]\nname = "a"\ntoken_file = "/nonexistent/t"\n', {}, "users[0].token_file"),
+        ('[[users]]\nname = "a"\ntoken_env = "T"\nrole = "x"\n', {"T": "x" * 16}, "users[0].role"),
+        (
+            '[[users]]\nname = "a"\ntoken_env = "T"\n[[users]]\nname = "a"\ntoken_env = "U"\n',
+            {"T": "x" * 16, "U": "y" * 16},
+            "users[1].name",
+        ),
+        (
+            '[server]\ntoken = "single"\n[[users]]\nname = "a"\ntoken_env = "T"\n',
+            {"T": "x" * 16},
+            "server.token",
+        ),
+    ],
+)
+def test_invalid_users_name_their_key(
+    tmp_path: Path, toml: str, environ: dict[str, str], key: str
+) -> None:
+    path = tmp_path / "users.toml"
+    path.write_text(toml, encoding="utf-8")
+    with pytest.raises(ConfigError) as caught:
+        load_settings(path, environ=environ)
+    assert caught.value.key == key
+    assert "x" * 16 not in str(caught.value)

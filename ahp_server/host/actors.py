@@ -24,7 +24,7 @@ import asyncio
 import contextlib
 import re
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Generic, TypeVar
@@ -99,12 +99,14 @@ from ahp_server.protocol.types import (
     ToolCallPendingConfirmationState,
     ToolCallPendingResultConfirmationState,
     ToolCallResponsePart,
+    ToolCallResult,
     ToolCallRunningState,
     Turn,
 )
 
 __all__ = [
     "CHAT_SCHEME",
+    "OWNER_META",
     "ROOT",
     "SESSION_SCHEME",
     "ChannelActor",
@@ -125,6 +127,9 @@ R = TypeVar("R")
 
 ROOT = "ahp-root://"
 SESSION_SCHEME = "ahp-session:/"
+#: The ``_meta`` key of a session's creator in multi-user mode (server-only:
+#: ``session/metaChanged`` is not client-dispatchable). docs/protocol.md.
+OWNER_META = "ahp-server/owner"
 CHAT_SCHEME = "ahp-chat:/"
 DEFAULT_SESSION_TITLE = "New Session"
 
@@ -193,6 +198,8 @@ class ChannelActor(Generic[S]):
         self._in_flight_limit = host.settings.actor_in_flight
         self.closed = False
         self._task: asyncio.Task[None] | None = None
+        #: The connection whose dispatch is being applied (only during that ``apply``).
+        self._sender: Connection | None = None
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -267,7 +274,7 @@ class ChannelActor(Generic[S]):
         """
         before = self.state
         at = self.host.now()  # one clock reading: the reducer's and the log's (replays match)
-        after = self.reduce(before, action, lambda: at)
+        after = self.settle(action, before, self.reduce(before, action, lambda: at))
         self.state = after
         seq = self._publish(action, origin, done, at, after)
         self.after_apply(action, before)
@@ -297,7 +304,9 @@ class ChannelActor(Generic[S]):
         """Publish ``action``; once delivered, ``token`` is shown (see :meth:`_show`)."""
         self._in_flight += 1
         hub = self.host.hub
-        seq = hub.publish(self.uri, action, origin, self, token, done, at_ms=at)
+        seq = hub.publish(
+            self.uri, action, origin, self, token, done, at_ms=at, sender=self._sender
+        )
         self.last_seq = seq
         self._since_snapshot += 1
         self._log_bytes += hub.last_envelope_size
@@ -312,6 +321,13 @@ class ChannelActor(Generic[S]):
             and self._log_bytes >= self._snapshot_bytes
         ):
             self.snapshot()
+
+    def settle(self, action: object, before: S, after: S) -> S:
+        """The host's own copy of the reduced state, before it is published.
+
+        The identity here; a chat drops old turns from memory (ChatActor).
+        """
+        return after
 
     def after_apply(self, action: object, before: S) -> None:
         """Synchronous bookkeeping right after an action is published (persistence)."""
@@ -359,7 +375,11 @@ class ChannelActor(Generic[S]):
                     )
                     self.host.hub.reject(connection, self.uri, action, origin, rejection.reason)
                     return
-                self.apply(action, origin)
+                self._sender = connection  # acknowledged even if not subscribed (§7.2)
+                try:
+                    self.apply(action, origin)
+                finally:
+                    self._sender = None
                 await self.after_client_action(action, origin.client_id)
             case _ServerAction():
                 if not self.accepts(message):
@@ -500,6 +520,7 @@ class SessionActor(ChannelActor[SessionState]):
                 SessionSummaryChangedParams(
                     channel=ROOT, session=self.uri, changes=PartialSessionSummary(**changes)
                 ),
+                about=self.uri,
             )
 
     async def handle_other(self, message: object) -> None:
@@ -582,6 +603,9 @@ class SourceContext:
     partial: tuple[ResponsePart, ...] = ()
 
 
+_NO_SIZES: Mapping[str, int] = {}
+
+
 class ChatActor(ChannelActor[ChatState]):
     """``ahp-chat:/<id>``: one chat, its turn engine, and its queue of pending messages."""
 
@@ -600,6 +624,7 @@ class ChatActor(ChannelActor[ChatState]):
         *,
         session: SessionActor,
         source: SourceContext | None = None,
+        turn_sizes: Mapping[str, int] = _NO_SIZES,
     ) -> None:
         super().__init__(host, uri, state)
         self.session = session
@@ -607,6 +632,14 @@ class ChatActor(ChannelActor[ChatState]):
         self.runner: TurnRunner | None = None
         #: Stored position of ``state.turns[0]`` (older turns stay on disk).
         self.turn_offset = 0
+        #: Encoded (stored) size of each completed turn in memory, by turn id,
+        #: and their sum: snapshots, pages and memory are bounded in bytes
+        #: without encoding a turn twice (docs/durability.md "History").
+        self.turn_sizes: dict[str, int] = {}
+        self.turn_bytes = 0
+        self._encoded_turn: bytes | None = None
+        self._loaded_sizes: Mapping[str, int] = _NO_SIZES
+        self._count_turns(state.turns, turn_sizes)  # a load knows the stored sizes
         #: What the chat's provider keeps across restarts (``TurnIO.save_agent_state``).
         self.agent_state: str | None = None
         self._message_clients: dict[str, str] = {}
@@ -622,6 +655,7 @@ class ChatActor(ChannelActor[ChatState]):
         store.put_channel(self.uri, "chat", self.session.uri, created_at, None)
         for position, turn in enumerate(self.state.turns):
             store.put_turn(self.uri, position, turn.id, codec.encode(turn))
+        self.trim_memory()
         self.snapshot()
 
     def snapshot(self) -> None:
@@ -634,33 +668,130 @@ class ChatActor(ChannelActor[ChatState]):
 
     def after_apply(self, action: object, before: ChatState) -> None:
         store = self.host.hub.store
-        turns, previous = self.state.turns, before.turns
+        turns = self.state.turns
         match action:
             case ChatTurnStartedAction(turn_id=turn_id):
                 store.set_unfinished(self.uri, turn_id)
-            case ChatTurnsLoadedAction():
-                self.turn_offset = max(0, self.turn_offset - (len(turns) - len(previous)))
             case ChatTruncatedAction():
                 store.truncate_turns(self.uri, self.turn_offset + len(turns))
                 store.set_unfinished(self.uri, None)
                 self.snapshot()
-            case _ if len(turns) > len(previous) and not isinstance(
-                self.state.active_turn, ActiveTurn
-            ):
+            case _ if self._encoded_turn is not None:
                 # A turn ended: append it to the stored history. No snapshot here:
                 # a load takes the stored turns up to the snapshot's turn count and
                 # replays the rest from the log (docs/durability.md), and snapshots
                 # stay amortized (_maybe_snapshot) however short the turns.
+                # ``settle`` encoded it (to measure it) and may have dropped old
+                # turns from memory, moving ``turn_offset`` as far: the newest
+                # turn's position is unchanged.
                 turn = turns[-1]
                 position = self.turn_offset + len(turns) - 1
+                encoded, self._encoded_turn = self._encoded_turn, None
                 if self._durable:
-                    store.put_turn(self.uri, position, turn.id, codec.encode(turn))
+                    store.put_turn(self.uri, position, turn.id, encoded or codec.encode(turn))
                 store.set_unfinished(self.uri, None)
             case _:
                 pass
 
     def reduce(self, state: ChatState, action: object, now: Clock) -> ChatState:
         return reduce_chat(state, action, now)
+
+    # -- completed turns in bytes (docs/durability.md "History") -----------------------------
+    #
+    # Dropping old turns from memory is host-internal: it is not an action and
+    # not in the log. Clients keep their own copies; what changes for them is
+    # only that a later snapshot carries fewer turns and a cursor, exactly as
+    # for a chat loaded from disk. A replay after a restart reduces the log
+    # over the stored turns and trims the same way (Host._load_chat), so it
+    # differs from the live state at most in how many old turns are in memory.
+
+    def settle(self, action: object, before: ChatState, after: ChatState) -> ChatState:
+        turns, previous = after.turns, before.turns
+        if turns is previous:
+            return after
+        added = len(turns) - len(previous)
+        if type(action) is ChatTurnsLoadedAction:
+            self.turn_offset = max(0, self.turn_offset - added)
+            if added >= 0 and turns[added:] == previous:
+                self._count_turns(turns[:added], self._loaded_sizes)
+            else:
+                self.turn_sizes, self.turn_bytes = {}, 0
+                self._count_turns(turns, self._loaded_sizes)
+        elif (
+            added > 0
+            and type(action) is not ChatTruncatedAction
+            and not isinstance(after.active_turn, ActiveTurn)
+        ):
+            # A turn ended: measure it as it will be stored (after_apply stores
+            # these bytes, even when trimming leaves fewer turns than before).
+            turn = turns[-1]
+            self._encoded_turn = encoded = codec.encode(turn)
+            self._add_size(turn.id, len(encoded))
+        elif added < 0 and turns == previous[: len(turns)]:  # truncated
+            for turn in previous[len(turns) :]:
+                self.turn_bytes -= self.turn_sizes.pop(turn.id, 0)
+        else:  # anything else: recount what is left (rare)
+            self.turn_sizes, self.turn_bytes = {}, 0
+            self._count_turns(turns)
+        return self._trimmed(after)
+
+    def load_turns(
+        self, page: tuple[Turn, ...], sizes: Mapping[str, int], cursor: str | None
+    ) -> asyncio.Future[int]:
+        """Apply ``chat/turnsLoaded`` for ``page`` (§11.2), whose stored sizes are known.
+
+        The future resolves once the envelope is delivered (committed): the
+        ``fetchTurns`` reply must not overtake it.
+        """
+        done: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        self._loaded_sizes = sizes
+        try:
+            action = ChatTurnsLoadedAction(turns=page, turns_next_cursor=cursor or UNSET)
+            self.apply(action, done=done)
+        finally:
+            self._loaded_sizes = _NO_SIZES
+        return done
+
+    def trim_memory(self) -> None:
+        """Drop the oldest completed turns over ``memory_turn_bytes`` (load, fork)."""
+        trimmed = self._trimmed(self.state)
+        if trimmed is not self.state:
+            self.state = trimmed
+            self.visible = trimmed
+
+    def turn_size(self, turn: Turn) -> int:
+        """A completed turn's stored size (encoded only if it was never measured)."""
+        size = self.turn_sizes.get(turn.id)
+        return len(codec.encode(turn)) if size is None else size
+
+    def _add_size(self, turn_id: str, size: int) -> None:
+        self.turn_bytes += size - self.turn_sizes.get(turn_id, 0)
+        self.turn_sizes[turn_id] = size
+
+    def _count_turns(self, turns: tuple[Turn, ...], known: Mapping[str, int] = _NO_SIZES) -> None:
+        for turn in turns:
+            size = known.get(turn.id)
+            self._add_size(turn.id, len(codec.encode(turn)) if size is None else size)
+
+    def _trimmed(self, state: ChatState) -> ChatState:
+        """``state`` without its oldest completed turns over the memory budget.
+
+        Only with a durable store (the in-memory one keeps no turns to page
+        back in); the newest turn always stays.
+        """
+        budget = self.host.settings.memory_turn_bytes
+        if self.turn_bytes <= budget or not self._durable:
+            return state
+        turns = state.turns
+        drop = 0  # O(turns dropped), however many small turns stay
+        while self.turn_bytes > budget and drop < len(turns) - 1:
+            self.turn_bytes -= self.turn_sizes.pop(turns[drop].id, 0)
+            drop += 1
+        if drop == 0:
+            return state
+        self.turn_offset += drop
+        kept = turns[drop:]
+        return replace(state, turns=kept, turns_next_cursor=turns_cursor(kept[0].id))
 
     # -- streamed text in O(1) per delta ---------------------------------------------------
     #
@@ -789,6 +920,38 @@ class ChatActor(ChannelActor[ChatState]):
             self.runner.abort()
             self.runner = None
         await super().stop()
+
+    async def fail_client_tools(self, client_id: str, message: str) -> None:
+        """Fail the running tool calls that ``client_id`` was to run: it is gone.
+
+        WIRE-SUMMARY §3.4: when a client is released after its grace period,
+        its running client-tool calls complete with ``success: false`` (the
+        agent gets the same result and goes on).
+        """
+
+        async def fail() -> None:
+            turn = self.state.active_turn
+            if not isinstance(turn, ActiveTurn):
+                return
+            for part in turn.response_parts:
+                call = part.tool_call if isinstance(part, ToolCallResponsePart) else None
+                if not (
+                    isinstance(call, ToolCallRunningState)
+                    and isinstance(call.contributor, ToolCallClientContributor)
+                    and call.contributor.client_id == client_id
+                ):
+                    continue
+                result = ToolCallResult(success=False, past_tense_message=message)
+                action = ChatToolCallCompleteAction(
+                    turn_id=turn.id, tool_call_id=call.tool_call_id, result=result
+                )
+                self.apply(action)
+                if self.runner is not None:
+                    self.runner.resolve_client_result(call.tool_call_id, result)
+                await self._mirror(action)
+
+        if not self.closed:
+            await self.call(fail)
 
     async def save_agent_state(self, state: str | None) -> None:
         """``TurnSink``: keep the provider's state for this chat (in the actor: one writer)."""
@@ -1032,13 +1195,25 @@ class ChatActor(ChannelActor[ChatState]):
     def snapshot_state(self, turns: int | None) -> ChatState:
         """The state a subscriber sees: at most ``turns`` newest completed turns.
 
-        Without a view, the newest ``retained_turns``: snapshots stay bounded
-        however long the chat; ``turnsNextCursor`` leads to the rest.
+        Without a view, the newest ``retained_turns``; and never more than
+        ``snapshot_turn_bytes`` of them (but at least the newest, unless the
+        view asks for none): snapshots stay bounded however long the chat and
+        however large its turns; ``turnsNextCursor`` leads to the rest.
         """
         state = self.visible
-        limit = self.host.settings.retained_turns
-        turns = limit if turns is None else min(turns, limit)
-        if turns is None or turns >= len(state.turns):
+        settings = self.host.settings
+        turns = settings.retained_turns if turns is None else min(turns, settings.retained_turns)
+        budget, total, fit = settings.snapshot_turn_bytes, 0, 0
+        for turn in reversed(state.turns):
+            if fit >= turns:
+                break
+            size = self.turn_size(turn)
+            if fit and total + size > budget:
+                break
+            total += size
+            fit += 1
+        turns = fit
+        if turns >= len(state.turns):
             return state
         kept = state.turns[len(state.turns) - turns :] if turns > 0 else ()
         cursor = turns_cursor(kept[0].id) if kept else turns_cursor(None)

@@ -11,6 +11,7 @@ response.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, TypeVar
@@ -22,6 +23,7 @@ from msgspec import UNSET, UnsetType
 from ahp_server.host.actors import (
     CHAT_SCHEME,
     DEFAULT_SESSION_TITLE,
+    OWNER_META,
     ROOT,
     SESSION_SCHEME,
     ChatActor,
@@ -51,7 +53,6 @@ from ahp_server.protocol.types import (
     ChatOriginSideChat,
     ChatOriginUser,
     ChatState,
-    ChatTurnsLoadedAction,
     CreateChatParams,
     CreateSessionParams,
     DisposeChatParams,
@@ -81,6 +82,7 @@ from ahp_server.protocol.types import (
     UnsubscribeParams,
 )
 from ahp_server.protocol.versions import SUPPORTED_VERSIONS, blocked_action_types, negotiate
+from ahp_server.store.base import newest_within
 
 __all__ = ["Commands"]
 
@@ -192,14 +194,15 @@ class Commands:
         return _NULL
 
     def _handshake(self, connection: Connection, client_id: str, version: str) -> None:
-        if connection.state is ConnState.READY:
-            raise InvalidRequest("this connection is already initialized")
+        if connection.state is not ConnState.NEW:
+            raise InvalidRequest("this connection is already initialized (or closing)")
         if not client_id:
             raise InvalidParams("clientId must not be empty")
         connection.client_id = client_id
         connection.protocol_version = version
         connection.blocked_actions = blocked_action_types(version)
         connection.state = ConnState.READY
+        self.host.claim_client(connection, client_id)
         self.host.remember_client(client_id, version)
         # Every later log line of this connection's task names its client.
         structlog.contextvars.bind_contextvars(client_id=client_id)
@@ -222,7 +225,7 @@ class Commands:
             if isinstance(params.initial_subscriptions, UnsetType)
             else params.initial_subscriptions
         )
-        actors = await self._actors(channels)
+        actors = self._permitted(connection, await self._actors(channels))
         self._handshake(connection, params.client_id, version)
         snapshots = [
             self._snapshot(connection, c, actors[c], None) for c in channels if c in actors
@@ -251,11 +254,22 @@ class Commands:
                 f"unknown client {params.client_id!r}: initialize instead",
                 code=AhpErrorCode.NotFound,
             )
-        actors = await self._actors(params.subscriptions)
+        # Another user's channels are "no longer permitted": missing (§3.3).
+        actors = self._permitted(connection, await self._actors(params.subscriptions))
         self._handshake(connection, params.client_id, version)
         hub = self.host.hub
         present = [c for c in params.subscriptions if c in actors]
         missing = [c for c in params.subscriptions if c not in actors]
+        # §3.3: a session it no longer lists (itself or one of its chats) loses
+        # it as an active client (and its client tools there fail), as after
+        # the grace period.
+        listed = frozenset(s for s in map(self.host.session_of_channel, present) if s is not None)
+        if any(
+            s.uri not in listed
+            and any(a.client_id == params.client_id for a in s.state.active_clients)
+            for s in self.host.sessions.values()
+        ):
+            self.host.spawn(self.host.release_client(params.client_id, keep=listed))
         last_seen = params.last_seen_server_seq
         replayed = None
         if 0 <= last_seen <= hub.delivered_seq:
@@ -288,6 +302,11 @@ class Commands:
                 actors[channel] = actor
         return actors
 
+    def _permitted(self, connection: Connection, actors: dict[str, Any]) -> dict[str, Any]:
+        """``actors`` without the channels of sessions ``connection``'s user may not see."""
+        see = self.host.may_see
+        return {c: a for c, a in actors.items() if see(connection, self.host.session_of_channel(c))}
+
     def _snapshot(
         self, connection: Connection, channel: str, actor: Any, turns: int | None
     ) -> Snapshot:
@@ -318,6 +337,7 @@ class Commands:
                     f"no session {params.channel}", code=AhpErrorCode.SessionNotFound
                 )
             raise ProtocolError(f"no channel {params.channel}", code=AhpErrorCode.NotFound)
+        self.host.check_access(connection, params.channel)
         snapshot = self._snapshot(connection, params.channel, actor, turns)
         return codec.encode(SubscribeResult(snapshot=snapshot))
 
@@ -330,6 +350,17 @@ class Commands:
             return  # WIRE-SUMMARY §7.4: unknown channel, silently ignored
         assert connection.client_id is not None
         origin = ActionOrigin(client_id=connection.client_id, client_seq=raw.client_seq)
+        if not self.host.may_see(connection, self.host.session_of_channel(raw.channel)):
+            # Multi-user mode: refused visibly, like any refused action (issue 16).
+            self.host.counters.rejected += 1
+            self.host.hub.reject(
+                connection,
+                raw.channel,
+                raw.action,
+                origin,
+                "permission denied: the channel belongs to another user",
+            )
+            return
         settings = self.host.settings
         if not connection.take_dispatch_token(
             settings.dispatch_rate, settings.dispatch_burst, time.monotonic()
@@ -375,6 +406,7 @@ class Commands:
         directories, primary = self._session_directories(provider.info, params)
         source_turns: tuple[Turn, ...] = ()
         if not isinstance(params.fork, UnsetType):
+            host.check_access(connection, params.fork.session)
             source_turns, directories, primary = await self._session_fork(
                 params.fork.session, params.fork.turn_id
             )
@@ -392,6 +424,8 @@ class Commands:
             lifecycle="creating",
             active_clients=active_clients,
             chats=(),
+            # Multi-user mode: the session is its creator's (docs/protocol.md).
+            meta=UNSET if connection.user is None else {OWNER_META: connection.user},
         )
         actor = SessionActor(host, uri, state, created_at=now)
         host.add_session(actor)
@@ -400,7 +434,10 @@ class Commands:
         # catalogue just before session/ready.
         host.add_chat(new_default_chat(host, actor, source_turns, primary))
         host.hub.notify(
-            ROOT, "root/sessionAdded", SessionAddedParams(channel=ROOT, summary=actor.summary)
+            ROOT,
+            "root/sessionAdded",
+            SessionAddedParams(channel=ROOT, summary=actor.summary),
+            about=uri,
         )
         host.session_count_changed()
         host.spawn(host.agent_sessions.initialize(actor))
@@ -460,23 +497,31 @@ class Commands:
         actor = await host.session(params.channel)
         if actor is None:
             raise ProtocolError(f"no session {params.channel}", code=AhpErrorCode.SessionNotFound)
+        host.check_access(connection, params.channel)
+        owner = host.owner_of(params.channel)
         for chat_uri in host.chats_of(params.channel):
             await host.forget(chat_uri)
         await host.agent_sessions.close(actor, disposed=True)
         for service in host.services:  # its terminals go with it
             await service.session_disposed(params.channel)
         await host.forget(params.channel)
+        # Told to those who could see it (its owner is gone from the index now).
         host.hub.notify(
-            ROOT, "root/sessionRemoved", SessionRemovedParams(channel=ROOT, session=params.channel)
+            ROOT,
+            "root/sessionRemoved",
+            SessionRemovedParams(channel=ROOT, session=params.channel),
+            only=lambda c: c.user is None or c.admin or c.user == owner,
         )
         host.session_count_changed()
         log.info("session disposed", session=params.channel, client_id=connection.client_id)
         return _NULL
 
-    def _summaries(self) -> list[SessionSummary]:
-        """Every session's summary: live for loaded ones, as stored for the rest."""
+    def _summaries(self, connection: Connection) -> list[SessionSummary]:
+        """Every visible session's summary: live for loaded ones, as stored for the rest."""
         out: list[SessionSummary] = []
         for uri, (_, stored) in self.host.session_index.items():
+            if not self.host.may_see(connection, uri):
+                continue
             actor = self.host.sessions.get(uri)
             if actor is not None:
                 out.append(actor.summary)
@@ -486,7 +531,7 @@ class Commands:
 
     async def list_sessions(self, connection: Connection, params: ListSessionsParams) -> bytes:
         summaries = sorted(
-            self._summaries(), key=lambda s: (s.modified_at, s.resource), reverse=True
+            self._summaries(connection), key=lambda s: (s.modified_at, s.resource), reverse=True
         )
         start = 0
         if not isinstance(params.cursor, UnsetType):
@@ -510,6 +555,7 @@ class Commands:
         session = await host.session(params.channel)
         if session is None:
             raise ProtocolError(f"no session {params.channel}", code=AhpErrorCode.SessionNotFound)
+        host.check_access(connection, params.channel)
         if session.state.lifecycle != "ready":
             raise InvalidParams(f"session {params.channel} is {session.state.lifecycle}, not ready")
         uri = params.chat
@@ -637,6 +683,7 @@ class Commands:
         chat = await host.chat(params.channel)
         if chat is None:
             raise ProtocolError(f"no chat {params.channel}", code=AhpErrorCode.NotFound)
+        host.check_access(connection, params.channel)
         session = chat.session
         await host.forget(params.channel)
         await session.apply_server(SessionChatRemovedAction(chat=params.channel))
@@ -648,10 +695,11 @@ class Commands:
         chat = await self.host.chat(params.channel)
         if chat is None:
             raise ProtocolError(f"no chat {params.channel}", code=AhpErrorCode.NotFound)
+        self.host.check_access(connection, params.channel)
 
         store = self.host.store
 
-        async def load() -> None:
+        async def load() -> asyncio.Future[int]:
             turns = chat.state.turns
             before: str | None = None
             if not isinstance(params.cursor, UnsetType):
@@ -663,8 +711,14 @@ class Commands:
                 if not before
                 else next((i for i, t in enumerate(turns) if t.id == before), None)
             )
+            # A page is bounded in count and in bytes, like a snapshot: fewer
+            # turns when they are large, but always at least one.
+            budget = self.host.settings.snapshot_turn_bytes
+            sizes: dict[str, int] = {}
             if index is not None and index > 0:
-                start = max(0, index - FETCH_PAGE)
+                candidates = turns[max(0, index - FETCH_PAGE) : index]
+                keep = newest_within([chat.turn_size(t) for t in candidates], budget)
+                start = index - keep
                 page = turns[start:index]
                 more = start > 0 or chat.turn_offset > 0
             else:
@@ -675,18 +729,17 @@ class Commands:
                     position = await store.turn_position(chat.uri, before)
                 if position is None:
                     raise InvalidParams(f"unknown cursor {params.cursor!r}")
-                rows = await store.turns(chat.uri, position, FETCH_PAGE)
+                rows = await store.turns_within(chat.uri, position, FETCH_PAGE, budget)
                 page = tuple(codec.decode(row, Turn) for row in rows)
+                sizes = {turn.id: len(row) for turn, row in zip(page, rows, strict=True)}
                 more = position - len(page) > 0
-            chat.apply(
-                ChatTurnsLoadedAction(
-                    turns=page,
-                    turns_next_cursor=turns_cursor(page[0].id) if more and page else UNSET,
-                )
-            )
+            return chat.load_turns(page, sizes, turns_cursor(page[0].id) if more and page else None)
 
         # §11.2: dispatch chat/turnsLoaded before replying.
-        await chat.call(load)
+        # The reply waits for the envelope's delivery (after its commit), so it
+        # cannot overtake it in the connection's outbox.
+        delivered = await chat.call(load)
+        await delivered
         return _EMPTY
 
     # -- small commands -----------------------------------------------------------------------

@@ -82,6 +82,11 @@ class Connection:
         self.transport = transport
         self.state = ConnState.NEW
         self.client_id: str | None = None
+        #: Who the door admitted (multi-user mode: the user whose token it was;
+        #: ``None`` in single-token and no-token mode). Never what the client claims.
+        self.user: str | None = None
+        #: An admin user sees every session (multi-user mode).
+        self.admin = False
         self.protocol_version: str | None = None
         self.subscriptions: set[str] = set()
         #: Action types newer than the negotiated version: never sent to this client.

@@ -130,6 +130,8 @@ class Gateway:
                 method=message.method,
                 error=error.message,
             )
+        except Exception:  # task boundary, as for requests: a bug must not kill the connection
+            log.exception("notification failed", conn=connection.id, method=message.method)
 
     def _send_error(
         self, connection: Connection, request_id: RequestId | None, error: BaseException

@@ -33,7 +33,10 @@ from ahp_server.agents.base import AgentError, AgentTerminal, FileChange, Provid
 from ahp_server.agents.echo import EchoAgent
 from ahp_server.config import Settings
 from ahp_server.host.actors import (
+    CHAT_SCHEME,
+    OWNER_META,
     ROOT,
+    SESSION_SCHEME,
     ChannelActor,
     ChatActor,
     RootActor,
@@ -42,6 +45,7 @@ from ahp_server.host.actors import (
 )
 from ahp_server.host.fanout import (
     CLOSE_GOING_AWAY,
+    CLOSE_POLICY,
     CLOSE_SLOW_CONSUMER,
     Connection,
     Transport,
@@ -58,6 +62,7 @@ from ahp_server.protocol.types import (
     Implementation,
     RootActiveSessionsChangedAction,
     RootState,
+    SessionActiveClientRemovedAction,
     SessionState,
     SessionSummary,
     Turn,
@@ -68,6 +73,9 @@ from ahp_server.store.sqlite import SqliteStore
 __all__ = ["DB_FILE", "Host", "WorkspaceService"]
 
 log = structlog.get_logger(__name__)
+
+#: ``ahp-changeset:/<session id>/…`` (host/changesets.py, a layer above this one).
+_CHANGESET_SCHEME = "ahp-changeset:/"
 
 DB_FILE = "ahp-server.db"
 
@@ -86,7 +94,12 @@ async def _nothing() -> None:
 
 
 def make_store(settings: Settings) -> Store:
-    """The store the settings ask for: SQLite in ``data_dir``, or memory."""
+    """The store the settings ask for: PostgreSQL (``store``), SQLite in ``data_dir``, or memory."""
+    if settings.store is not None:
+        # Imported here: the PostgreSQL driver is needed only when configured.
+        from ahp_server.store.postgres import PostgresStore
+
+        return PostgresStore(settings.store, commit_window=settings.commit_window_ms / 1000)
     if settings.data_dir is None or settings.data_dir == ":memory:":
         return Store()
     return SqliteStore(
@@ -136,6 +149,7 @@ class Host:
             store=self.store,
             clock=clock,
         )
+        self.hub.visible = self.may_see
         provider_list = list(providers) if providers is not None else [EchoAgent()]
         self.providers: dict[str, Provider] = {p.info.provider: p for p in provider_list}
         self._agents = tuple(p.info for p in provider_list)
@@ -164,6 +178,12 @@ class Host:
         #: client id -> negotiated protocol version, for ``reconnect`` (LRU-bounded).
         self.clients: OrderedDict[str, str] = OrderedDict()
         self.connections: set[Connection] = set()
+        #: client id -> its one live connection (a newer one takes over; docs/protocol.md).
+        self.live_clients: dict[str, Connection] = {}
+        #: client id -> the task releasing it when its grace period ends (§3.4).
+        self._releases: dict[str, asyncio.Task[None]] = {}
+        #: client id -> the user that first claimed it (multi-user mode, this process).
+        self.client_users: dict[str, str | None] = {}
         self.server_info = Implementation(name="ahp-server", version=__version__)
         self.agent_sessions = AgentSessions(self)
         self.accepting = False
@@ -174,7 +194,7 @@ class Host:
 
     async def start(self) -> None:
         """Open the store, read the catalogue, recover interrupted turns, start serving."""
-        self.hub.restart_at(self.store.open())
+        self.hub.restart_at(await self.store.start())
         for client_id, version in await self.store.clients():
             self.clients[client_id] = version  # reconnect works across restarts
         interrupted: list[str] = []
@@ -286,7 +306,68 @@ class Host:
             self.counters.slow_consumers += 1
         self.connections.discard(connection)
         self.hub.drop_connection(connection)
+        client_id = connection.client_id
+        if client_id is not None and self.live_clients.get(client_id) is connection:
+            del self.live_clients[client_id]
+            if self.accepting:
+                self._release_later(client_id)
         await connection.stop()
+
+    def claim_client(self, connection: Connection, client_id: str) -> None:
+        """``connection`` is now ``client_id``'s live connection (initialize/reconnect).
+
+        A pending release is called off (it came back within the grace). A
+        connection still holding that id is closed with 1008: one client id, one
+        live connection — the newer one wins, so a client whose old socket is
+        half-open can always come back (docs/protocol.md, "Client identity").
+        """
+        # Multi-user mode: a client id is its first user's; another user's
+        # connection may not take it over (docs/protocol.md "Client identity").
+        first = self.client_users.setdefault(client_id, connection.user)
+        if first != connection.user:
+            raise ProtocolError(
+                "this clientId is used by another user", code=AhpErrorCode.PermissionDenied
+            )
+        pending = self._releases.pop(client_id, None)
+        if pending is not None:
+            pending.cancel()
+        old = self.live_clients.get(client_id)
+        if old is not None and old is not connection:
+            log.info("client id taken over", client_id=client_id, old=old.id, new=connection.id)
+            old.close(CLOSE_POLICY, "clientId taken over by a newer connection")
+            self.hub.drop_connection(old)
+        self.live_clients[client_id] = connection
+
+    def _release_later(self, client_id: str) -> None:
+        async def release() -> None:
+            await asyncio.sleep(self.settings.active_client_grace)
+            self._releases.pop(client_id, None)
+            await self.release_client(client_id)
+
+        task = asyncio.get_running_loop().create_task(release(), name=f"release {client_id}")
+        self._releases[client_id] = task
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def release_client(self, client_id: str, keep: frozenset[str] = frozenset()) -> None:
+        """The client is gone: fail its client tools, drop it from activeClients.
+
+        After its grace period (WIRE-SUMMARY §3.4 / §14.10), or — for every
+        session but ``keep`` — when it reconnects without listing a session
+        (§3.3). Only loaded channels can hold a running tool call or a live
+        active-client entry of this process's clients.
+        """
+        log.info("client released", client_id=client_id, kept=len(keep))
+        for chat in list(self.chats.values()):
+            if chat.session.uri not in keep:
+                await chat.fail_client_tools(
+                    client_id, "The client that runs this tool disconnected"
+                )
+        for session in list(self.sessions.values()):
+            if session.uri not in keep and any(
+                c.client_id == client_id for c in session.state.active_clients
+            ):
+                await session.apply_server(SessionActiveClientRemovedAction(client_id=client_id))
 
     # -- lookups (loading on demand) ----------------------------------------------------------
 
@@ -331,11 +412,14 @@ class Host:
         if self.file_changes is not None:
             await self.file_changes(request, change)
 
-    def working_directories(self, *, excluding: str | None = None) -> list[str]:
+    def working_directories(
+        self, *, excluding: str | None = None, viewer: Connection | None = None
+    ) -> list[str]:
         """Every working directory of every session the host knows, loaded or not, and
         of their chats (loaded sessions' catalogues, loaded chats): the roots the
         workspace services confine paths to (docs/workspace.md). ``excluding``
-        leaves one session out (one being disposed)."""
+        leaves one session out (one being disposed); ``viewer`` keeps only the
+        sessions that connection's user may see (multi-user mode)."""
         found: dict[str, None] = {}
 
         def add(directories: Sequence[str] | UnsetType | None) -> None:
@@ -343,7 +427,7 @@ class Host:
                 found.update(dict.fromkeys(directories))
 
         for uri, (_, stored) in self.session_index.items():
-            if uri == excluding:
+            if uri == excluding or (viewer is not None and not self.may_see(viewer, uri)):
                 continue
             session = self.sessions.get(uri)
             if session is not None:
@@ -353,9 +437,59 @@ class Host:
             elif stored is not None:
                 add(stored.working_directories)
         for chat in self.chats.values():
-            if chat.session.uri != excluding:
+            if chat.session.uri != excluding and (
+                viewer is None or self.may_see(viewer, chat.session.uri)
+            ):
                 add(chat.state.working_directories)
         return list(found)
+
+    # -- ownership (multi-user mode; docs/protocol.md "Identity and ownership") ------------------
+
+    def owner_of(self, session: str) -> str | None:
+        """The user who created ``session`` (kept in its ``_meta``), if any."""
+        actor = self.sessions.get(session)
+        meta: object = None
+        if actor is not None:
+            meta = actor.state.meta
+        elif session in self.session_index:
+            stored = self.session_index[session][1]
+            meta = None if stored is None else stored.meta
+        owner = meta.get(OWNER_META) if isinstance(meta, dict) else None
+        return owner if isinstance(owner, str) else None
+
+    def session_of_channel(self, channel: str) -> str | None:
+        """The session a session, chat or changeset channel belongs to (else ``None``)."""
+        if channel.startswith(SESSION_SCHEME):
+            return channel.split("/annotations", 1)[0]
+        if channel.startswith(CHAT_SCHEME):
+            return self.chat_index.get(channel)
+        if channel.startswith(_CHANGESET_SCHEME):
+            session_id = channel[len(_CHANGESET_SCHEME) :].split("/", 1)[0]
+            return SESSION_SCHEME + session_id
+        # A terminal claimed by a session is that session's (its claim says so).
+        actor = self.workspace_channels.get(channel)
+        claim = getattr(getattr(actor, "state", None), "claim", None)
+        session = getattr(claim, "session", None)
+        return session if isinstance(session, str) else None
+
+    def may_see(self, connection: Connection, session: str | None) -> bool:
+        """Whether ``connection``'s user may see (and act on) ``session``.
+
+        Single-token and no-token mode: everyone may (``connection.user`` is
+        ``None``). Multi-user mode: the session's creator and admins; a session
+        with no owner (made before multi-user mode) only admins.
+        """
+        if connection.user is None or connection.admin or session is None:
+            return True
+        return self.owner_of(session) == connection.user
+
+    def check_access(self, connection: Connection, channel: str) -> None:
+        """Raise -32009 PermissionDenied when ``channel`` is another user's."""
+        session = self.session_of_channel(channel)
+        if not self.may_see(connection, session):
+            raise ProtocolError(
+                f"{channel} belongs to another user", code=AhpErrorCode.PermissionDenied
+            )
 
     def knows(self, channel: str) -> bool:
         return (
@@ -444,11 +578,17 @@ class Host:
         session = await self.session(self.chat_index[uri])
         if session is None:
             return None
-        loaded = await self.store.load(uri, retained_turns=self.settings.retained_turns)
+        # The newest turns within both bounds, count and bytes (docs/durability.md "History").
+        loaded = await self.store.load_chat(
+            uri,
+            retained_turns=self.settings.retained_turns,
+            retained_bytes=self.settings.memory_turn_bytes,
+        )
         if loaded is None or loaded.snapshot is None:
             log.error("stored chat cannot be loaded", chat=uri)
             return None
         turns = tuple(codec.decode(t, Turn) for t in loaded.turns)
+        sizes = {turn.id: len(raw) for turn, raw in zip(turns, loaded.turns, strict=True)}
         state = replace(codec.decode(loaded.snapshot, ChatState), turns=turns)
         last = loaded.snapshot_seq
         for seq, at, envelope in loaded.envelopes:
@@ -456,13 +596,20 @@ class Host:
                 action = codec.decode(envelope, ActionEnvelope).action
                 state = reduce_chat(state, action, _at(at))
                 last = seq
+        if turns and state.turns and state.turns[0] is not turns[0]:
+            # A replayed chat/turnsLoaded prepended older turns: they are on disk
+            # and need not be in memory; state.turns[0] must be the turn at
+            # first_turn_position (turn_offset).
+            first = next((i for i, t in enumerate(state.turns) if t is turns[0]), 0)
+            state = replace(state, turns=state.turns[first:])
         if loaded.first_turn_position > 0 and state.turns:
             state = replace(state, turns_next_cursor=turns_cursor(state.turns[0].id))
         elif loaded.first_turn_position == 0:
             state = replace(state, turns_next_cursor=UNSET)
-        actor = ChatActor(self, uri, state, session=session)
+        actor = ChatActor(self, uri, state, session=session, turn_sizes=sizes)
         actor.last_seq = last
         actor.turn_offset = loaded.first_turn_position
+        actor.trim_memory()  # turns the replay completed count too
         actor.agent_state = loaded.agent_state
         self.hub.seed_replay(uri, loaded.log_floor, ((s, e) for s, _, e in loaded.envelopes))
         self.chats[uri] = actor
@@ -476,7 +623,8 @@ class Host:
         self.clients.move_to_end(client_id)
         self.store.put_client(client_id, version, self.settings.known_clients)
         while len(self.clients) > self.settings.known_clients:
-            self.clients.popitem(last=False)
+            forgotten, _ = self.clients.popitem(last=False)
+            self.client_users.pop(forgotten, None)
 
     def session_count_changed(self) -> None:
         count = len(self.session_index)

@@ -6,6 +6,8 @@ per-subscriber work); this module only reads the numbers when scraped.
 
 from __future__ import annotations
 
+import asyncio
+
 from ahp_server.host.host import Host
 
 __all__ = ["CONTENT_TYPE", "render"]
@@ -89,5 +91,11 @@ def render(host: Host) -> str:
         ],
     )
     metric("ahp_loaded_chats", "gauge", "Chats loaded in memory.", [("", len(host.chats))])
+    metric(
+        "ahp_tasks",
+        "gauge",
+        "asyncio tasks alive in the host's event loop (writers, actors, agents, timers).",
+        [("", len(asyncio.all_tasks()))],
+    )
     metric("ahp_server_seq", "gauge", "The last serverSeq assigned.", [("", hub.server_seq)])
     return "\n".join(lines) + "\n"

@@ -103,16 +103,17 @@ class ResourceCommands:
 
     # -- roots and running ----------------------------------------------------------------------
 
-    def working_directories(self) -> list[str]:
-        """The roots: every working directory the host knows (``Host.working_directories``)."""
-        return self.host.working_directories()
+    def working_directories(self, viewer: Connection | None = None) -> list[str]:
+        """The roots: every working directory the host knows (``Host.working_directories``),
+        of the sessions ``viewer``'s user may see (multi-user mode)."""
+        return self.host.working_directories(viewer=viewer)
 
-    def _files(self) -> Files:
+    def _files(self, viewer: Connection | None = None) -> Files:
         settings = self.host.settings
         # A request is one WebSocket message: no write can be larger than one.
         write_cap = min(settings.max_write_bytes, settings.max_message_bytes)
         limits = Limits(max_read_bytes=settings.max_read_bytes, max_write_bytes=write_cap)
-        return Files(self.working_directories(), limits)
+        return Files(self.working_directories(viewer), limits)
 
     async def _run(
         self,
@@ -156,7 +157,7 @@ class ResourceCommands:
     # -- handlers ---------------------------------------------------------------------------------
 
     async def read(self, connection: Connection, params: ResourceReadParams) -> bytes:
-        files = self._files()
+        files = self._files(connection)
         encoding = _value(params.encoding)
         result = await self._run(
             connection,
@@ -168,7 +169,7 @@ class ResourceCommands:
         return codec.encode(result)
 
     async def write(self, connection: Connection, params: ResourceWriteParams) -> bytes:
-        files = self._files()
+        files = self._files(connection)
 
         def work() -> Any:
             raw = files.decode(params.data, params.encoding)
@@ -194,14 +195,14 @@ class ResourceCommands:
         return _EMPTY
 
     async def list(self, connection: Connection, params: ResourceListParams) -> bytes:
-        files = self._files()
+        files = self._files(connection)
         result = await self._run(
             connection, "resourceList", params.channel, lambda: files.list_directory(params.uri)
         )
         return codec.encode(result)
 
     async def copy(self, connection: Connection, params: ResourceCopyParams) -> bytes:
-        files = self._files()
+        files = self._files(connection)
         fail = _value(params.fail_if_exists) is True
         change = await self._run(
             connection,
@@ -221,7 +222,7 @@ class ResourceCommands:
         return _EMPTY
 
     async def move(self, connection: Connection, params: ResourceMoveParams) -> bytes:
-        files = self._files()
+        files = self._files(connection)
         fail = _value(params.fail_if_exists) is True
         change = await self._run(
             connection,
@@ -240,7 +241,7 @@ class ResourceCommands:
         return _EMPTY
 
     async def delete(self, connection: Connection, params: ResourceDeleteParams) -> bytes:
-        files = self._files()
+        files = self._files(connection)
         recursive = _value(params.recursive) is True
         change = await self._run(
             connection,
@@ -260,7 +261,7 @@ class ResourceCommands:
         return _EMPTY
 
     async def resolve(self, connection: Connection, params: ResourceResolveParams) -> bytes:
-        files = self._files()
+        files = self._files(connection)
         follow = _value(params.follow_symlinks) is not False  # default true (common.md)
         result = await self._run(
             connection,
@@ -271,7 +272,7 @@ class ResourceCommands:
         return codec.encode(result)
 
     async def mkdir(self, connection: Connection, params: ResourceMkdirParams) -> bytes:
-        files = self._files()
+        files = self._files(connection)
         change = await self._run(
             connection,
             "resourceMkdir",
@@ -289,7 +290,7 @@ class ResourceCommands:
         return _EMPTY
 
     async def request(self, connection: Connection, params: ResourceRequestParams) -> bytes:
-        files = self._files()
+        files = self._files(connection)
         await self._run(
             connection, "resourceRequest", params.channel, lambda: files.request(params.uri)
         )

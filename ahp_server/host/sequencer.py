@@ -142,6 +142,8 @@ class Hub:
         self._base_floor = start_seq
         #: Published actions by action type, for metrics (one dict update per action).
         self.published_by_type: dict[str, int] = {}
+        #: Whether a connection may see a session (set by the host; multi-user mode).
+        self.visible: Callable[[Connection, str], bool] = lambda connection, session: True
         self.last_envelope_size = 0
 
     def published_by_kind(self) -> dict[str, int]:
@@ -172,12 +174,18 @@ class Hub:
         done: asyncio.Future[int] | None = None,
         *,
         at_ms: float | None = None,
+        sender: Connection | None = None,
     ) -> int:
         """Assign the next ``serverSeq`` to ``action``; deliver it once it is durable.
 
         Numbering and queueing the commit happen in one step, and the store
         commits in queue order, so deliveries (and ``listener.delivered(seq,
         token, done)``) run in ``serverSeq`` order. Returns the number.
+
+        ``sender`` is the connection that dispatched the action: it gets the
+        envelope (its acknowledgement, WIRE-SUMMARY §7.2) even when it is not
+        subscribed to the channel — §10.6 lets a client answer a chat's request
+        without subscribing to it (docs/protocol.md, "Acknowledgements").
         """
         seq = self.server_seq + 1
         self.server_seq = seq
@@ -207,6 +215,7 @@ class Hub:
             listener,
             token,
             done,
+            sender,
         )
         if origin is not None:
             self.store.commit_soon()  # its sender waits for the echo
@@ -221,6 +230,7 @@ class Hub:
         listener: DeliveryListener | None,
         token: object,
         done: asyncio.Future[int] | None,
+        sender: Connection | None = None,
     ) -> None:
         """The envelope is durable: record it for replay, tell its publisher, fan it out."""
         self.delivered_seq = seq
@@ -233,6 +243,8 @@ class Hub:
             for connection in tuple(subscribers):
                 if kind not in connection.blocked_actions:
                     connection.send(frame)
+        if sender is not None and (not subscribers or sender not in subscribers):
+            sender.send(action_frame(envelope))  # the unsubscribed sender's acknowledgement
 
     def _record(self, channel: str, seq: int, envelope: bytes) -> None:
         buffer = self._replay.get(channel)
@@ -272,13 +284,28 @@ class Hub:
         )
         connection.send(action_frame(codec.encode(envelope)))
 
-    def notify(self, channel: str, method: str, params: object) -> None:
-        """An ephemeral notification to the subscribers of ``channel`` (never replayed)."""
+    def notify(
+        self,
+        channel: str,
+        method: str,
+        params: object,
+        *,
+        about: str | None = None,
+        only: Callable[[Connection], bool] | None = None,
+    ) -> None:
+        """An ephemeral notification to the subscribers of ``channel`` (never replayed).
+
+        ``about``: the session it tells of; only subscribers that may see that
+        session get it (multi-user mode, :attr:`visible`); ``only``: those it accepts.
+        """
         subscribers = self._subscribers.get(channel)
         if subscribers:
             frame = notification_frame(method, params)
             for connection in tuple(subscribers):
-                connection.send(frame)
+                if (about is None or self.visible(connection, about)) and (
+                    only is None or only(connection)
+                ):
+                    connection.send(frame)
 
     # -- subscriptions ------------------------------------------------------------------------
 

@@ -524,6 +524,7 @@ class TerminalService:
                 raise ProtocolError(
                     f"no session {claim.session}", code=AhpErrorCode.SessionNotFound
                 )
+            host.check_access(connection, claim.session)  # multi-user mode: -32009
         else:
             raise InvalidParams("claim.kind must be 'client' or 'session'")
         cols = DEFAULT_COLS if isinstance(params.cols, UnsetType) else params.cols
@@ -532,7 +533,7 @@ class TerminalService:
             raise InvalidParams(
                 f"cols and rows must be whole numbers from 1 to {MAX_TERMINAL_SIZE}"
             )
-        directory = await self._cwd(params.cwd, claim)
+        directory = await self._cwd(params.cwd, claim, connection)
         argv = self._command()
         command = os.path.basename(argv[0])
         title = params.name if isinstance(params.name, str) and params.name else command
@@ -575,6 +576,7 @@ class TerminalService:
         actor = self.terminals.get(params.channel)
         if actor is None:
             raise ProtocolError(f"no terminal {params.channel}", code=AhpErrorCode.NotFound)
+        self.host.check_access(connection, params.channel)  # multi-user mode: -32009
         await self._dispose(actor)
         log.info(
             "terminal disposed",
@@ -697,12 +699,15 @@ class TerminalService:
         return roots, primary or (roots[0] if roots else None)
 
     async def _cwd(
-        self, cwd: str | UnsetType, claim: TerminalClientClaim | TerminalSessionClaim
+        self,
+        cwd: str | UnsetType,
+        claim: TerminalClientClaim | TerminalSessionClaim,
+        viewer: Connection | None = None,
     ) -> Path:
         if isinstance(claim, TerminalSessionClaim):
             roots, primary = await self._directories(claim.session)
         else:
-            roots, primary = tuple(self.host.working_directories()), None
+            roots, primary = tuple(self.host.working_directories(viewer=viewer)), None
         if isinstance(cwd, UnsetType):
             if primary is None:
                 raise InvalidParams(

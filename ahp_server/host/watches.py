@@ -252,7 +252,7 @@ class ResourceWatches:
         uri = params.uri
         try:
             path = uri if uri.startswith("/") else file_uri_to_path(uri)
-            resolved = confine_path(path, self.working_directories())
+            resolved = confine_path(path, self.host.working_directories(viewer=connection))
             mode = os.stat(resolved).st_mode
         except PathInvalid as error:
             raise InvalidParams(str(error)) from None

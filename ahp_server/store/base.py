@@ -30,6 +30,7 @@ __all__ = [
     "MemoryStore",
     "Store",
     "StoreError",
+    "newest_within",
 ]
 
 
@@ -85,6 +86,14 @@ class Store:
     def open(self) -> int:
         """Open (and migrate) the store; returns the stored ``serverSeq`` high-water mark."""
         return 0
+
+    async def start(self) -> int:
+        """:meth:`open` from the event loop: what the host calls.
+
+        A store whose driver is asynchronous (PostgreSQL) opens here; the
+        others open synchronously, as before.
+        """
+        return self.open()
 
     async def close(self) -> None:
         """Commit everything queued and release the store."""
@@ -167,5 +176,41 @@ class Store:
         """Stored turns with ``before - limit <= position < before``, oldest first."""
         return []
 
+    # Bounded in bytes as well as in count (docs/durability.md "History"). These
+    # defaults read by count and then drop the oldest over the budget; a store
+    # that can stop reading at the budget overrides them (SqliteStore).
+
+    async def load_chat(
+        self, uri: str, *, retained_turns: int, retained_bytes: int
+    ) -> LoadedChannel | None:
+        """:meth:`load` with the newest turns that fit in ``retained_bytes``."""
+        loaded = await self.load(uri, retained_turns=retained_turns)
+        if loaded is not None:
+            drop = len(loaded.turns) - newest_within([len(t) for t in loaded.turns], retained_bytes)
+            if drop:
+                del loaded.turns[:drop]
+                loaded.first_turn_position += drop
+        return loaded
+
+    async def turns_within(self, chat: str, before: int, limit: int, max_bytes: int) -> list[bytes]:
+        """:meth:`turns`, only the newest of them that fit in ``max_bytes``."""
+        rows = await self.turns(chat, before, limit)
+        return rows[len(rows) - newest_within([len(r) for r in rows], max_bytes) :]
+
 
 MemoryStore = Store
+
+
+def newest_within(sizes: list[int], budget: int) -> int:
+    """How many of the last ``sizes`` fit in ``budget`` bytes — at least one.
+
+    The newest always counts, even alone over the budget: a page of no turns
+    could never be paged past (docs/protocol.md, "Chat history is bounded in bytes").
+    """
+    total = count = 0
+    for size in reversed(sizes):
+        if count and total + size > budget:
+            break
+        total += size
+        count += 1
+    return count

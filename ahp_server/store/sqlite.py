@@ -353,7 +353,8 @@ class SqliteStore(Store):
     async def close(self) -> None:
         if self._thread is None:
             return
-        await self.flush()
+        if self._failure is None:  # after a failed commit there is nothing to wait for
+            await self.flush()
         with self._ready:
             self._stopping = True
             self._ready.notify()
@@ -584,6 +585,8 @@ class SqliteStore(Store):
             self._loop.call_soon(self._commit_on_loop)
 
     async def flush(self) -> None:
+        if self._failure is not None:  # nothing more will commit: do not wait forever
+            raise StoreError(f"{self._path}: commit failed: {self._failure}")
         if self._committed >= self._queued:
             return
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -777,3 +780,41 @@ class SqliteStore(Store):
             ).fetchall()
         )
         return [bytes(r[0]) for r in rows]
+
+    async def load_chat(
+        self, uri: str, *, retained_turns: int, retained_bytes: int
+    ) -> LoadedChannel | None:
+        loaded = await self.load(uri, retained_turns=0)
+        if loaded is None:
+            return None
+        end = loaded.turn_count
+        rows = await self._newest(uri, max(0, end - retained_turns), end, retained_bytes)
+        loaded.turns = rows
+        loaded.first_turn_position = end - len(rows)
+        return loaded
+
+    async def turns_within(self, chat: str, before: int, limit: int, max_bytes: int) -> list[bytes]:
+        return await self._newest(chat, max(0, before - limit), before, max_bytes)
+
+    async def _newest(self, chat: str, start: int, end: int, budget: int) -> list[bytes]:
+        """The newest turns in ``[start, end)`` that fit in ``budget`` (at least one),
+        oldest first: read newest first, stopping at the first that does not fit,
+        so a huge history costs one turn past the budget, never all of it."""
+
+        def read(conn: sqlite3.Connection) -> list[bytes]:
+            rows: list[bytes] = []
+            total = 0
+            for (turn,) in conn.execute(
+                "SELECT turn FROM turns WHERE chat = ? AND position >= ? AND position < ? "
+                "ORDER BY position DESC",
+                (chat, start, end),
+            ):
+                if rows and total + len(turn) > budget:
+                    break
+                total += len(turn)
+                rows.append(bytes(turn))
+            rows.reverse()
+            return rows
+
+        result: list[bytes] = await self._read(read)
+        return result

@@ -5,8 +5,9 @@ Layer: transport (websockets asyncio API).
 Before the upgrade (``process_request``), in this order:
 
 * ``GET /healthz`` → 200 while the process runs; ``GET /readyz`` → 200 once the
-  store is open and the host accepts connections, else 503; ``GET /metrics`` →
-  Prometheus text. These need no token (they expose counts, never content).
+  store is open and the host accepts connections, else 503; these need no
+  token. ``GET /metrics`` → Prometheus text, behind the token when one is
+  configured (``Authorization: Bearer`` or ``?tkn=``; 401 otherwise).
 * a plain (non-upgrade) ``GET /`` or ``/assets/…`` → the browser client's files
   (``static.py``), when ``web_ui`` is on. They hold no secret: no token needed.
 * ``Origin`` not in ``allowed_origins`` → 403 (a web page must not drive a
@@ -18,7 +19,19 @@ Before the upgrade (``process_request``), in this order:
   name there, so it stays out). docs/web.md.
 * a configured token missing or wrong (``Authorization: Bearer`` or
   ``?tkn=``, compared in constant time) → 401.
+  In multi-user mode (``[[users]]``) the token must be one user's (each is
+  compared, in constant time); that user is the connection's identity
+  (``Connection.user``), whatever the client claims later (issue 16).
 * ``max_connections`` reached → 503.
+* ``max_connections_per_ip`` connections already open from the client's IP
+  address (loopback counts too) → 429 Too Many Requests, with ``Retry-After``.
+  A slot is taken when the upgrade is admitted and released when that TCP
+  connection closes, however it ends (docs/reliability.md).
+
+A client that does not finish its upgrade request within
+``handshake_timeout`` seconds (a slow loris) is disconnected by websockets'
+``open_timeout``; it holds no slot meanwhile (the hook runs only once the
+request is complete).
 
 Then one task per connection reads frames and hands them to the host in order;
 the connection's writer task (``host/fanout.py``) sends. Close codes: 1009 for
@@ -28,9 +41,12 @@ host shuts down, 1013 for a slow consumer, 1008 after -32005.
 
 from __future__ import annotations
 
+import asyncio
 import hmac
+from collections import Counter
 from http import HTTPStatus
 from urllib.parse import parse_qs, urlsplit
+from weakref import WeakKeyDictionary
 
 import structlog
 from websockets.asyncio.server import Server, ServerConnection, serve
@@ -38,7 +54,7 @@ from websockets.datastructures import Headers
 from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 
-from ahp_server.config import ConfigError, is_loopback
+from ahp_server.config import ConfigError, UserConfig, is_loopback
 from ahp_server.host import metrics
 from ahp_server.host.gateway import Gateway
 from ahp_server.host.host import Host
@@ -99,12 +115,55 @@ def _token_of(request: Request) -> str | None:
     return values[0] if values else None
 
 
-def gatekeeper(host: Host):  # type: ignore[no-untyped-def]
+def gatekeeper(  # type: ignore[no-untyped-def]
+    host: Host, identities: WeakKeyDictionary[ServerConnection, UserConfig] | None = None
+):
     """The ``process_request`` hook: health endpoints, Origin, token, connection limit."""
     settings = host.settings
     expected = settings.token.encode() if settings.token else None
+    users = [(user, user.token.encode()) for user in settings.users]
+    if identities is None:
+        identities = WeakKeyDictionary()
     origins = frozenset(settings.allowed_origins)
     page = StaticFiles() if settings.web_ui else None
+    # Admitted connections per address. Bounded: an entry exists only while one
+    # of its connections is open, and they are at most ``max_connections``.
+    per_ip: Counter[str] = Counter()
+    # Tasks waiting for admitted connections to close (strong references; one each).
+    releasers: set[asyncio.Task[None]] = set()
+
+    def remote_ip(connection: ServerConnection) -> str:
+        address = connection.remote_address
+        if isinstance(address, tuple) and address:
+            return str(address[0])
+        return str(address)  # e.g. a Unix socket: one bucket
+
+    async def release_when_closed(connection: ServerConnection, ip: str) -> None:
+        try:
+            await connection.wait_closed()
+        finally:
+            per_ip[ip] -= 1
+            if per_ip[ip] <= 0:
+                del per_ip[ip]
+
+    def authorized(connection: ServerConnection, request: Request) -> bool:
+        """The single token, or one user's token (multi-user mode: the identity).
+
+        Every configured token is compared, in constant time, whatever matches.
+        """
+        given = _token_of(request)
+        if given is None:
+            return False
+        raw = given.encode()
+        if expected is not None:
+            return hmac.compare_digest(raw, expected)
+        found: UserConfig | None = None
+        for user, token in users:
+            if hmac.compare_digest(raw, token):
+                found = user
+        if found is not None:
+            identities[connection] = found
+        return found is not None
 
     def admitted(origin: str, request: Request) -> bool:
         if origin in origins:
@@ -116,7 +175,7 @@ def gatekeeper(host: Host):  # type: ignore[no-untyped-def]
         if not same_origin(origin, host_header):
             return False
         name = host_name(host_header)
-        return expected is not None or (name is not None and is_loopback(name))
+        return expected is not None or bool(users) or (name is not None and is_loopback(name))
 
     async def process_request(connection: ServerConnection, request: Request) -> Response | None:
         if page is not None and "websocket" not in request.headers.get("Upgrade", "").lower():
@@ -131,20 +190,36 @@ def gatekeeper(host: Host):  # type: ignore[no-untyped-def]
                 return _plain(HTTPStatus.OK, "ready\n")
             return _plain(HTTPStatus.SERVICE_UNAVAILABLE, "not ready\n")
         if path == "/metrics":
+            # Behind the token when one is configured (issue 16): the counters
+            # describe other people's traffic. /healthz and /readyz stay open.
+            if (expected is not None or users) and not authorized(connection, request):
+                return _plain(HTTPStatus.UNAUTHORIZED, "missing or wrong token\n")
             return _plain(HTTPStatus.OK, metrics.render(host), metrics.CONTENT_TYPE)
         origin = request.headers.get("Origin")
         if origin is not None and not admitted(origin, request):
             log.info("origin refused", origin=origin)
             return _plain(HTTPStatus.FORBIDDEN, "origin not allowed\n")
-        if expected is not None:
-            given = _token_of(request)
-            if given is None or not hmac.compare_digest(given.encode(), expected):
-                log.info("unauthorized connection refused")
-                return _plain(HTTPStatus.UNAUTHORIZED, "missing or wrong token\n")
+        if (expected is not None or users) and not authorized(connection, request):
+            log.info("unauthorized connection refused")
+            return _plain(HTTPStatus.UNAUTHORIZED, "missing or wrong token\n")
         if len(host.connections) >= settings.max_connections:
             return _plain(HTTPStatus.SERVICE_UNAVAILABLE, "too many connections\n")
         if not host.accepting:
             return _plain(HTTPStatus.SERVICE_UNAVAILABLE, "shutting down\n")
+        ip = remote_ip(connection)
+        if per_ip[ip] >= settings.max_connections_per_ip:
+            log.info("per-address connection limit reached", remote=ip, open=per_ip[ip])
+            answer = _plain(
+                HTTPStatus.TOO_MANY_REQUESTS, "too many connections from this address\n"
+            )
+            answer.headers["Retry-After"] = "1"
+            return answer
+        per_ip[ip] += 1
+        releaser = asyncio.get_running_loop().create_task(
+            release_when_closed(connection, ip), name="per-ip-release"
+        )
+        releasers.add(releaser)
+        releaser.add_done_callback(releasers.discard)
         return None
 
     return process_request
@@ -154,11 +229,17 @@ async def start_server(gateway: Gateway) -> Server:
     """Start listening on ``settings.host:port`` (port 0 picks a free one)."""
     host = gateway.host
     settings = host.settings
-    if not is_loopback(settings.host) and not settings.token:
+    if not is_loopback(settings.host) and not settings.token and not settings.users:
         raise ConfigError("server.token", f"required to listen on {settings.host}")
+
+    # Who each admitted connection is (multi-user mode), from its token at the door.
+    identities: WeakKeyDictionary[ServerConnection, UserConfig] = WeakKeyDictionary()
 
     async def handler(websocket: ServerConnection) -> None:
         connection = gateway.open(WebSocketTransport(websocket))
+        user = identities.pop(websocket, None)
+        if user is not None:
+            connection.user, connection.admin = user.name, user.admin
         structlog.contextvars.bind_contextvars(conn=connection.id)
         log.debug("connection opened", remote=str(websocket.remote_address))
         try:
@@ -180,6 +261,7 @@ async def start_server(gateway: Gateway) -> Server:
         compression="deflate" if settings.compression else None,
         ping_interval=settings.ping_interval,
         ping_timeout=settings.ping_timeout,
-        process_request=gatekeeper(host),
+        process_request=gatekeeper(host, identities),
         server_header=None,
+        open_timeout=settings.handshake_timeout,
     )

@@ -40,10 +40,13 @@ def http_url(running: RunningHost, path: str) -> str:
     return running.url.replace("ws://", "http://") + path
 
 
-async def http_get(url: str) -> tuple[int, str, str]:
+async def http_get(url: str, token: str | None = None) -> tuple[int, str, str]:
     def fetch() -> tuple[int, str, str]:
+        headers = {} if token is None else {"Authorization": f"Bearer {token}"}
         try:
-            with urllib.request.urlopen(url, timeout=TIMEOUT) as response:
+            with urllib.request.urlopen(
+                urllib.request.Request(url, headers=headers), timeout=TIMEOUT
+            ) as response:
                 return response.status, response.headers["Content-Type"], response.read().decode()
         except urllib.error.HTTPError as error:
             return error.code, error.headers["Content-Type"], error.read().decode()
@@ -86,7 +89,13 @@ async def test_health_endpoints_and_metrics_move_with_traffic(guarded: RunningHo
     assert content_type.startswith("text/plain")
     status, content_type, _ = await http_get(http_url(guarded, "/readyz"))
     assert status == 200
-    status, content_type, before = await http_get(http_url(guarded, "/metrics"))
+    status, _, _ = await http_get(http_url(guarded, "/metrics"))
+    assert status == 401  # behind the token (issue 16)
+    status, _, _ = await http_get(http_url(guarded, "/metrics"), token="wrong")
+    assert status == 401
+    status, _, _ = await http_get(http_url(guarded, "/metrics?tkn=wrong"))
+    assert status == 401
+    status, content_type, before = await http_get(http_url(guarded, "/metrics"), token=TOKEN)
     assert status == 200
     assert content_type == "text/plain; version=0.0.4; charset=utf-8"
 
@@ -97,7 +106,7 @@ async def test_health_endpoints_and_metrics_move_with_traffic(guarded: RunningHo
     async with AhpClient.connect(guarded.url, token=TOKEN) as client:
         chat = await client.open_chat()
         await client.ask(chat, "count me", timeout=TIMEOUT)
-        _, _, during = await http_get(http_url(guarded, "/metrics"))
+        _, _, during = await http_get(http_url(guarded, "/metrics"), token=TOKEN)
     assert value(during, "ahp_connections") == 1
     assert value(during, 'ahp_actions_total{channel_type="chat"}') > value(
         before, 'ahp_actions_total{channel_type="chat"}'

@@ -21,14 +21,29 @@ from ahp_server.protocol.types import (
     Turn,
 )
 from tests.e2e.helpers import TIMEOUT, Daemon, comparable
+from tests.postgres import postgres_schema, query
 
 ROOT = "ahp-root://"
 
 
 @pytest.fixture
 async def daemon(tmp_path: Path, request: pytest.FixtureRequest) -> AsyncIterator[Daemon]:
-    """A daemon on a data dir; parametrize indirectly with a ``--durability`` value."""
+    """A daemon on a data dir; parametrize indirectly with a ``--durability`` value,
+    or ``"postgres"`` for a daemon whose store is a fresh PostgreSQL schema."""
     durability = getattr(request, "param", "normal")
+    if durability == "postgres":
+        async with postgres_schema() as store_url:
+            config = tmp_path / "host.toml"
+            config.write_text(f'[storage]\nstore = "{store_url}"\n', encoding="utf-8")
+            process = Daemon(tmp_path / "data", "--config", str(config))
+            try:
+                yield process
+            finally:
+                await process.close()  # before the schema is dropped
+            # The daemon really kept its log in PostgreSQL (not in the data dir).
+            assert (await query(store_url, "SELECT count(*) FROM log"))[0][0] > 0
+            assert not (tmp_path / "data").exists() or not any((tmp_path / "data").iterdir())
+        return
     process = Daemon(tmp_path / "data", "--durability", durability)
     try:
         yield process
@@ -45,8 +60,9 @@ def streamed_so_far(client: AhpClient, chat: str) -> str:
     return markdown(turn) if isinstance(turn, ActiveTurn) else ""
 
 
-# normal commits on the event loop, full in a writer thread: both keep the guarantee.
-@pytest.mark.parametrize("daemon", ["normal", "full"], indirect=True)
+# normal commits on the event loop, full in a writer thread, postgres in a writer
+# task over a socket to PostgreSQL: all keep the guarantee.
+@pytest.mark.parametrize("daemon", ["normal", "full", "postgres"], indirect=True)
 async def test_kill_9_mid_stream_loses_nothing_any_client_saw(daemon: Daemon) -> None:
     url = await daemon.start()
     words = " ".join(f"word{i}" for i in range(400))

@@ -1,14 +1,18 @@
-"""The SQLite store on its own: schema, refusal of bad files, ordered group commit."""
+"""The SQLite store on its own: schema and migrations, refusal of bad files, WAL checkpoints.
+
+The store contract shared with PostgreSQL runs against both in test_stores.py.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import sqlite3
 from pathlib import Path
 
 import pytest
 
-from ahp_server.store.base import StoreError
+from ahp_server.store.base import Store, StoreError
 from ahp_server.store.sqlite import MIGRATIONS, SCHEMA_VERSION, SqliteStore
 
 TIMEOUT = 10.0
@@ -90,32 +94,6 @@ async def test_a_foreign_database_is_refused(tmp_path: Path) -> None:
         SqliteStore(path).open()
 
 
-async def test_snapshots_prune_the_log_and_channels_are_deleted(tmp_path: Path) -> None:
-    store = SqliteStore(tmp_path / "ahp.db")
-    store.open()
-    store.put_channel("ahp-chat:/c", "chat", "ahp-session:/s", "2026-01-01T00:00:00.000Z", None)
-    for seq in range(1, 11):
-        store.append_envelope(seq, "ahp-chat:/c", float(seq), b'{"n":%d}' % seq, lambda: None)
-        if seq in (4, 8):
-            store.put_snapshot("ahp-chat:/c", seq, b"{}", 0)
-    store.put_turn("ahp-chat:/c", 0, "t0", b'{"id":"t0"}')
-    store.put_turn("ahp-chat:/c", 1, "t1", b'{"id":"t1"}')
-    store.truncate_turns("ahp-chat:/c", 1)
-    await store.flush()
-    loaded = await store.load("ahp-chat:/c", retained_turns=10)
-    assert loaded is not None
-    assert loaded.snapshot_seq == 8
-    assert loaded.log_floor == 4  # the log since the previous snapshot is kept
-    assert [seq for seq, _, _ in loaded.envelopes] == [5, 6, 7, 8, 9, 10]
-    assert await store.turns("ahp-chat:/c", 5, 10) == [b'{"id":"t0"}']
-    assert await store.turn_position("ahp-chat:/c", "t0") == 0
-    store.delete_channel("ahp-chat:/c")
-    await store.flush()
-    assert await store.load("ahp-chat:/c", retained_turns=10) is None
-    assert await store.turns("ahp-chat:/c", 5, 10) == []
-    await store.close()
-
-
 async def test_a_channel_deleted_in_the_batch_of_its_envelopes_leaves_no_log(
     tmp_path: Path,
 ) -> None:
@@ -147,39 +125,6 @@ async def test_a_channel_deleted_in_the_batch_of_its_envelopes_leaves_no_log(
 def test_bad_synchronous_setting_is_refused(tmp_path: Path) -> None:
     with pytest.raises(StoreError):
         SqliteStore(tmp_path / "x.db", synchronous="sometimes")
-
-
-@pytest.mark.parametrize("other_write", [True, False])  # a transaction of mixed writes, or not
-async def test_a_segment_keeps_each_envelope_its_number_and_clock(
-    tmp_path: Path, other_write: bool
-) -> None:
-    store = SqliteStore(tmp_path / "ahp.db")
-    store.open()
-    store.put_channel("ahp-chat:/a", "chat", "ahp-session:/s", "2026-01-01T00:00:00.000Z", None)
-    store.put_channel("ahp-chat:/b", "chat", "ahp-session:/s", "2026-01-01T00:00:00.000Z", None)
-    async with asyncio.timeout(TIMEOUT):
-        await store.flush()
-    # Two channels interleaved in one commit, maybe with another write in between.
-    for seq in range(1, 301):
-        channel = "ahp-chat:/a" if seq % 3 else "ahp-chat:/b"
-        envelope = b'{"n":%d,"text":"caf\xc3\xa9 \\"q\\""}' % seq
-        store.append_envelope(seq, channel, 1733150000000.25 + seq, envelope, lambda: None)
-        if seq == 150 and other_write:
-            store.put_turn("ahp-chat:/a", 0, "t0", b"{}")
-    async with asyncio.timeout(TIMEOUT):
-        await store.flush()
-    a = await store.load("ahp-chat:/a", retained_turns=10)
-    b = await store.load("ahp-chat:/b", retained_turns=10)
-    assert a is not None
-    assert b is not None
-    for loaded, keep in ((a, lambda n: n % 3 != 0), (b, lambda n: n % 3 == 0)):
-        expected = [n for n in range(1, 301) if keep(n)]
-        assert [seq for seq, _, _ in loaded.envelopes] == expected
-        assert [at for _, at, _ in loaded.envelopes] == [1733150000000.25 + n for n in expected]
-        assert [env for _, _, env in loaded.envelopes] == [
-            b'{"n":%d,"text":"caf\xc3\xa9 \\"q\\""}' % n for n in expected
-        ]
-    await store.close()
 
 
 async def test_a_schema_1_log_is_migrated_to_segments(tmp_path: Path) -> None:
@@ -214,28 +159,6 @@ async def test_a_schema_1_log_is_migrated_to_segments(tmp_path: Path) -> None:
     assert (
         check.execute("SELECT name FROM sqlite_master WHERE name = 'envelopes'").fetchone() is None
     )
-
-
-async def test_the_high_water_mark_survives_deleting_the_newest_envelopes(tmp_path: Path) -> None:
-    path = tmp_path / "ahp.db"
-    store = SqliteStore(path)
-    store.open()
-    store.put_channel("ahp-chat:/old", "chat", "ahp-session:/s", "2026-01-01T00:00:00.000Z", None)
-    store.put_channel("ahp-chat:/new", "chat", "ahp-session:/s", "2026-01-01T00:00:00.000Z", None)
-    for seq in range(1, 6):
-        store.append_envelope(seq, "ahp-chat:/old", 1.0, b"{}", lambda: None)
-    async with asyncio.timeout(TIMEOUT):
-        await store.flush()
-    for seq in range(6, 11):  # envelopes alone: committed without touching meta
-        store.append_envelope(seq, "ahp-chat:/new", 1.0, b"{}", lambda: None)
-    async with asyncio.timeout(TIMEOUT):
-        await store.flush()
-    await store.close()
-    store = SqliteStore(path)
-    assert store.open() == 10  # derived from the log
-    store.delete_channel("ahp-chat:/new")  # the newest envelopes go away
-    await store.close()
-    assert SqliteStore(path).open() == 10  # numbering still resumes above them
 
 
 @pytest.mark.parametrize("synchronous", ["NORMAL", "FULL"])
@@ -357,36 +280,34 @@ async def test_schema_5_moves_the_log_and_turns_into_serverseq_order(tmp_path: P
     await store.close()
 
 
-async def test_a_commit_window_groups_writes_across_loop_iterations(tmp_path: Path) -> None:
-    """A stream that yields between envelopes (a model's tokens) commits once per window."""
-    store = SqliteStore(tmp_path / "ahp.db", commit_window=0.2)
+async def test_history_reads_are_bounded_in_bytes(tmp_path: Path) -> None:
+    """``load_chat`` and ``turns_within`` stop at a byte budget, newest first, and
+    always give at least one turn; the base class's defaults (read by count,
+    then cut) agree with SqliteStore's (docs/durability.md "History")."""
+    store = SqliteStore(tmp_path / "ahp.db")
     store.open()
-    committed: list[tuple[int, float]] = []
-    loop = asyncio.get_running_loop()
-    store.append_envelope(1, "ahp-chat:/c", 1.0, b"{}", lambda: committed.append((1, loop.time())))
-    await asyncio.sleep(0.01)  # an idle store commits at once
-    assert [seq for seq, _ in committed] == [1]
-    queued_at = loop.time()
-    for seq in range(2, 22):  # one envelope per loop iteration, as a token stream
-        store.append_envelope(
-            seq, "ahp-chat:/c", 1.0, b"{}", lambda s=seq: committed.append((s, loop.time()))
-        )
-        await asyncio.sleep(0)
-    assert len(committed) == 1  # held: the window since the last commit is open
-    async with asyncio.timeout(TIMEOUT):
-        await store.flush()
-    assert [seq for seq, _ in committed] == list(range(1, 22))
-    assert store.commits == 2  # twenty envelopes, one commit
-    assert committed[-1][1] - queued_at <= 0.2 + 0.05  # never held past the window
+    chat = "ahp-chat:/c"
+    store.put_channel(chat, "chat", "ahp-session:/s", "2026-01-01T00:00:00.000Z", None)
+    sizes = [100, 100, 100, 1000, 100]
+    turns = [b'{"id":"t%d","pad":"%s"}' % (i, b"x" * (n - 20)) for i, n in enumerate(sizes)]
+    for position, turn in enumerate(turns):
+        store.put_turn(chat, position, f"t{position}", turn)
+    store.put_snapshot(chat, 1, b"{}", len(turns))
+    await store.flush()
 
-    # A client's own action is not held back: commit_soon commits now.
-    started = loop.time()
-    store.append_envelope(
-        22, "ahp-chat:/c", 1.0, b"{}", lambda: committed.append((22, loop.time()))
-    )
-    store.commit_soon()
-    async with asyncio.timeout(TIMEOUT):
-        await store.flush()
-    assert committed[-1][0] == 22
-    assert committed[-1][1] - started < 0.1
+    for load in (store.load_chat, functools.partial(Store.load_chat, store)):
+        loaded = await load(chat, retained_turns=10, retained_bytes=500)
+        assert loaded is not None
+        assert (loaded.turns, loaded.first_turn_position) == (turns[4:], 4)  # 1000 does not fit
+        loaded = await load(chat, retained_turns=3, retained_bytes=10_000)
+        assert loaded is not None
+        assert (loaded.turns, loaded.first_turn_position) == (turns[2:], 2)  # the count bound
+        loaded = await load(chat, retained_turns=10, retained_bytes=10)
+        assert loaded is not None
+        assert (loaded.turns, loaded.first_turn_position) == (turns[4:], 4)  # never none
+    for page in (store.turns_within, functools.partial(Store.turns_within, store)):
+        assert await page(chat, 4, 10, len(turns[2]) + len(turns[3])) == turns[2:4]
+        assert await page(chat, 4, 10, 1) == turns[3:4]
+        assert await page(chat, 3, 2, 10_000) == turns[1:3]
+        assert await page(chat, 0, 10, 10_000) == []
     await store.close()

@@ -1,0 +1,561 @@
+"""The PostgreSQL store: the SQLite store's guarantees on a database server.
+
+Layer: store (asyncpg; runs on the event loop). Chosen by ``storage.store =
+"postgres://…"`` (``make_store`` in ``host/host.py``); the driver is imported
+only then, so the embedded default starts without it. docs/durability.md.
+
+Why asyncpg (and not psycopg 3): the store is all-async on the loop, and
+asyncpg speaks the binary protocol directly from the loop with prepared
+statements cached per connection — one round trip per group commit on the
+hot path, and ``bytea``/``bigint`` without text conversions. psycopg 3's
+strengths (a sync API, the libpq feature set) are not needed here.
+
+Guarantees, as the SQLite store (``store/base.py``):
+
+* Writes are queued from the loop and committed in groups by one writer task:
+  **everything queued** goes into one transaction; then the envelopes'
+  ``on_commit`` callbacks run on the loop, in order. Nothing is delivered
+  before its commit returned.
+* The ``serverSeq`` high-water mark (``meta.server_seq``) is raised with
+  ``GREATEST`` in the same transaction — the envelope-only hot path is one
+  statement (a CTE that inserts the segments and raises the mark).
+* A commit window (``storage.commit_window_ms``) groups a stream's writes;
+  ``commit_soon`` (a client waits) skips it. Backpressure as in SQLite:
+  ``wait_for_room`` blocks producers above a high-water mark of queued writes.
+* A failed commit stops the store (nothing of it is delivered; later writes
+  raise :class:`StoreError`), as with SQLite: the process should restart.
+
+Schema: versioned SQL migrations recorded in ``schema_version`` (one row per
+applied version), applied under an advisory lock so two nodes starting at
+once do not race; a database with a newer schema is refused. Tables mirror
+SQLite schema 5: ``meta``, ``channels``, ``log`` (segments: one row per
+channel per commit, a JSON array of ``[serverSeq, clock ms, envelope]``),
+``snapshots``, ``turns``, ``clients``. The tables live in the connection's
+``search_path`` schema: ``postgres://…/db?search_path=ahp`` puts them in
+schema ``ahp`` (asyncpg passes unknown URL parameters as server settings).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import structlog
+
+from ahp_server.store.base import ChannelRow, LoadedChannel, Store, StoreError
+from ahp_server.store.sqlite import _SEGMENT, _segments
+
+__all__ = ["SCHEMA_VERSION", "PostgresStore", "is_postgres_url", "masked"]
+
+log = structlog.get_logger(__name__)
+
+SCHEMA_VERSION = 1
+
+#: Forward migrations: MIGRATIONS[n] brings schema n to n + 1 (one transaction each).
+MIGRATIONS: dict[int, str] = {
+    0: """
+    CREATE TABLE meta (key TEXT PRIMARY KEY, value BIGINT NOT NULL);
+    INSERT INTO meta VALUES ('server_seq', 0);
+    CREATE TABLE channels (
+        uri TEXT PRIMARY KEY,
+        kind TEXT NOT NULL,
+        session TEXT,
+        created_at TEXT NOT NULL,
+        summary BYTEA,
+        active_turn TEXT,
+        log_floor BIGINT NOT NULL DEFAULT 0,
+        agent_state TEXT
+    );
+    CREATE INDEX channels_session ON channels (session);
+    CREATE TABLE log (
+        first_seq BIGINT PRIMARY KEY,
+        channel TEXT NOT NULL,
+        last_seq BIGINT NOT NULL,
+        entries BYTEA NOT NULL
+    );
+    CREATE INDEX log_channel ON log (channel, first_seq);
+    CREATE TABLE snapshots (
+        channel TEXT PRIMARY KEY,
+        seq BIGINT NOT NULL,
+        turn_count INTEGER NOT NULL,
+        state BYTEA NOT NULL
+    );
+    CREATE TABLE clients (
+        client_id TEXT PRIMARY KEY,
+        version TEXT NOT NULL,
+        seen BIGINT NOT NULL
+    );
+    CREATE INDEX clients_seen ON clients (seen);
+    CREATE TABLE turns (
+        chat TEXT NOT NULL,
+        position INTEGER NOT NULL,
+        turn_id TEXT NOT NULL,
+        turn BYTEA NOT NULL,
+        PRIMARY KEY (chat, position)
+    );
+    """,
+}
+
+#: Serialises migrations across nodes sharing a database (pg_advisory_xact_lock key).
+_MIGRATION_LOCK = 0x41485001
+_HIGH_WATER = 50_000
+_LOW_WATER = 10_000
+
+#: The hot path: a batch of envelopes only, as one statement (one round trip).
+_INSERT_SEGMENTS = """
+WITH inserted AS (
+    INSERT INTO log (channel, first_seq, last_seq, entries)
+    SELECT * FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::bytea[])
+)
+UPDATE meta SET value = GREATEST(value, $5) WHERE key = 'server_seq'
+"""
+
+_Connection = Any  # asyncpg.Connection: asyncpg ships no type information
+_Row = tuple[int, str, float, bytes]
+_Callback = tuple[Callable[..., None], tuple[object, ...]]
+#: A queued write: an envelope row or a function of the writer's connection,
+#: an optional callback, and the write's position in the queue.
+_Write = tuple[
+    Callable[[_Connection], Awaitable[object]] | None,
+    _Row | None,
+    _Callback | None,
+    int,
+]
+
+
+def is_postgres_url(url: str | None) -> bool:
+    return bool(url) and str(url).split("://", 1)[0] in ("postgres", "postgresql")
+
+
+def masked(url: str) -> str:
+    """The URL with its password replaced by ``***``: the only form ever logged."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.netloc.rpartition("@")[2]
+    user = parts.username or ""
+    return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
+
+
+class PostgresStore(Store):
+    """A PostgreSQL database with group commit by one writer task on the loop."""
+
+    durable = True
+
+    def __init__(self, url: str, *, commit_window: float = 0.0, readers: int = 4) -> None:
+        self._url = url
+        self._window = commit_window
+        self._readers = readers
+        self._queue: deque[_Write] = deque()
+        self._queued = 0
+        self._committed = 0
+        self._room = asyncio.Event()
+        self._room.set()
+        self._wake = asyncio.Event()
+        self._scheduled = False
+        self._timer: asyncio.TimerHandle | None = None
+        self._last_commit = 0.0
+        self._stopping = False
+        self._flushes: list[tuple[int, asyncio.Future[None]]] = []
+        self._failure: BaseException | None = None
+        self._writer_conn: _Connection = None
+        self._pool: Any = None
+        self._task: asyncio.Task[None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self.commits = 0
+        self.commit_seconds = 0.0
+
+    @property
+    def path(self) -> str:
+        return masked(self._url)
+
+    # -- opening -----------------------------------------------------------------------------
+
+    def open(self) -> int:
+        raise StoreError("the PostgreSQL store opens from the event loop: await start()")
+
+    async def start(self) -> int:
+        """Connect, migrate (refusing a newer schema), start the writer; the high-water mark."""
+        import asyncpg  # lazily: only hosts configured for PostgreSQL need the driver
+
+        where = masked(self._url)
+        try:
+            conn = await asyncpg.connect(self._url, timeout=10)
+        except (TimeoutError, OSError, ValueError, asyncpg.PostgresError) as error:
+            raise StoreError(f"{where}: cannot connect to PostgreSQL ({error})") from None
+        try:
+            server_seq = await self._migrate(conn, where)
+            self._pool = await asyncpg.create_pool(
+                self._url, min_size=1, max_size=self._readers, timeout=10
+            )
+        except asyncpg.PostgresError as error:
+            await conn.close()
+            raise StoreError(f"{where}: cannot open the ahp-server database ({error})") from None
+        except BaseException:
+            await conn.close()
+            raise
+        self._writer_conn = conn
+        self._loop = asyncio.get_running_loop()
+        self._task = asyncio.create_task(self._writer(), name="ahp-store-postgres-writer")
+        log.info("store opened", store=where, server_seq=server_seq)
+        return server_seq
+
+    @staticmethod
+    async def _migrate(conn: _Connection, where: str) -> int:
+        async with conn.transaction():
+            await conn.execute("SELECT pg_advisory_xact_lock($1)", _MIGRATION_LOCK)
+            await conn.execute(
+                "CREATE TABLE IF NOT EXISTS schema_version ("
+                "version INTEGER PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())"
+            )
+            version = await conn.fetchval("SELECT coalesce(max(version), 0) FROM schema_version")
+            if version > SCHEMA_VERSION:
+                raise StoreError(
+                    f"{where}: schema version {version} is newer than this ahp-server "
+                    f"understands ({SCHEMA_VERSION}); upgrade ahp-server or restore a backup"
+                )
+            if version == 0 and await conn.fetchval(
+                "SELECT count(*) FROM pg_tables WHERE schemaname = current_schema() "
+                "AND tablename IN ('meta', 'log', 'channels')"
+            ):
+                raise StoreError(f"{where}: holds tables that are not an ahp-server database")
+            for step in range(version, SCHEMA_VERSION):
+                await conn.execute(MIGRATIONS[step])
+                await conn.execute("INSERT INTO schema_version (version) VALUES ($1)", step + 1)
+            server_seq = await conn.fetchval("SELECT value FROM meta WHERE key = 'server_seq'")
+        return int(server_seq)
+
+    async def close(self) -> None:
+        if self._task is None:
+            return
+        if self._failure is None:
+            await self.flush()
+        self._stopping = True
+        self._wake.set()
+        await self._task
+        self._task = None
+        await self._writer_conn.close()
+        await self._pool.close()
+        log.info("store closed", store=masked(self._url))
+
+    # -- the writer ------------------------------------------------------------------------
+
+    def _enqueue(
+        self,
+        write: Callable[[_Connection], Awaitable[object]] | None,
+        row: _Row | None = None,
+        on_commit: _Callback | None = None,
+    ) -> None:
+        if self._failure is not None:
+            raise StoreError(f"{masked(self._url)}: the store failed: {self._failure}")
+        self._queued += 1
+        self._queue.append((write, row, on_commit, self._queued))
+        if not self._scheduled:
+            self._scheduled = True
+            loop = self._loop
+            assert loop is not None, "store not open"
+            # Group across loop iterations as SQLite does (a model's tokens).
+            delay = self._last_commit + self._window - loop.time()
+            if delay > 0:
+                self._timer = loop.call_later(delay, self._wake.set)
+            else:
+                loop.call_soon(self._wake.set)
+        if self._queued - self._committed > _HIGH_WATER:
+            self._room.clear()
+
+    async def _writer(self) -> None:
+        """The one writer task: commit everything queued, then deliver it, in order.
+
+        While a commit is in flight new writes queue up; they form the next
+        group, so a busy store commits large groups without any window.
+        """
+        assert self._loop is not None
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            self._scheduled = False
+            self._timer = None
+            if not self._queue:
+                if self._stopping:
+                    return
+                continue
+            self._last_commit = self._loop.time()
+            batch = list(self._queue)
+            self._queue.clear()
+            started = time.perf_counter()
+            try:
+                await self._commit(batch)
+            except Exception as error:  # task boundary: a failed commit stops the store
+                log.critical(
+                    "commit failed: stopping the store", store=masked(self._url), exc_info=True
+                )
+                self._failure = error
+                self._failed(error)
+                return
+            self.commits += 1
+            self.commit_seconds += time.perf_counter() - started
+            self._committed_batch([cb for _, _, cb, _ in batch if cb is not None], batch[-1][3])
+            if self._queue and not self._scheduled:
+                self._scheduled = True
+                self._wake.set()
+
+    async def _commit(self, batch: list[_Write]) -> None:
+        """One batch, one transaction: envelopes (as segments) and the mark, then the rest.
+
+        The same order as SQLite's (see ``SqliteStore._commit``): the other
+        writes only delete log rows at or below a snapshot's ``serverSeq`` or
+        of a deleted channel, so writing the envelopes first is safe.
+        """
+        conn = self._writer_conn
+        rows = [row for write, row, _, _ in batch if write is None and row is not None]
+        args: tuple[object, ...] = ()
+        if rows:
+            segments = _segments(rows)
+            args = (
+                [s[0] for s in segments],
+                [s[1] for s in segments],
+                [s[2] for s in segments],
+                [s[3] for s in segments],
+                max(s[2] for s in segments),
+            )
+        if len(rows) == len(batch):  # envelopes only: one statement, atomic by itself
+            await conn.execute(_INSERT_SEGMENTS, *args)
+            return
+        async with conn.transaction():
+            if rows:
+                await conn.execute(_INSERT_SEGMENTS, *args)
+            for write, _, _, _ in batch:
+                if write is not None:
+                    await write(conn)
+
+    def _committed_batch(self, callbacks: list[_Callback], last: int) -> None:
+        for callback, args in callbacks:
+            callback(*args)
+        self._committed = last
+        if self._queued - self._committed < _LOW_WATER:
+            self._room.set()
+        still: list[tuple[int, asyncio.Future[None]]] = []
+        for target, future in self._flushes:
+            if target <= last:
+                if not future.done():
+                    future.set_result(None)
+            else:
+                still.append((target, future))
+        self._flushes = still
+
+    def _failed(self, error: BaseException) -> None:
+        self._room.set()
+        for _, future in self._flushes:
+            if not future.done():
+                future.set_exception(StoreError(f"{masked(self._url)}: commit failed: {error}"))
+        self._flushes = []
+
+    @property
+    def backlog(self) -> int:
+        return self._queued - self._committed
+
+    async def wait_for_room(self) -> None:
+        await self._room.wait()
+
+    def commit_soon(self) -> None:
+        """Someone waits for what was just queued: do not hold it for the window."""
+        timer = self._timer
+        if timer is not None:
+            timer.cancel()
+            self._timer = None
+            self._wake.set()
+
+    async def flush(self) -> None:
+        if self._failure is not None:
+            raise StoreError(f"{masked(self._url)}: commit failed: {self._failure}")
+        if self._committed >= self._queued:
+            return
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._flushes.append((self._queued, future))
+        await future
+
+    # -- queued writes ------------------------------------------------------------------------
+
+    def append_envelope(
+        self,
+        seq: int,
+        channel: str,
+        at_ms: float,
+        envelope: bytes,
+        on_commit: Callable[..., None],
+        *args: object,
+    ) -> None:
+        self._enqueue(None, (seq, channel, at_ms, envelope), (on_commit, args))
+
+    def _statement(self, sql: str, *args: object) -> None:
+        async def write(conn: _Connection) -> None:
+            await conn.execute(sql, *args)
+
+        self._enqueue(write)
+
+    def put_channel(
+        self, uri: str, kind: str, session: str | None, created_at: str, summary: bytes | None
+    ) -> None:
+        self._statement(
+            "INSERT INTO channels (uri, kind, session, created_at, summary) "
+            "VALUES ($1, $2, $3, $4, $5) "
+            "ON CONFLICT (uri) DO UPDATE SET summary = excluded.summary",
+            uri,
+            kind,
+            session,
+            created_at,
+            summary,
+        )
+
+    def set_unfinished(self, uri: str, marker: str | None) -> None:
+        self._statement("UPDATE channels SET active_turn = $1 WHERE uri = $2", marker, uri)
+
+    def put_agent_state(self, uri: str, state: str | None) -> None:
+        self._statement("UPDATE channels SET agent_state = $1 WHERE uri = $2", state, uri)
+
+    def put_snapshot(self, uri: str, seq: int, state: bytes, turn_count: int) -> None:
+        async def write(conn: _Connection) -> None:
+            previous = await conn.fetchval("SELECT seq FROM snapshots WHERE channel = $1", uri)
+            await conn.execute(
+                "INSERT INTO snapshots (channel, seq, turn_count, state) VALUES ($1, $2, $3, $4) "
+                "ON CONFLICT (channel) DO UPDATE SET seq = excluded.seq, "
+                "turn_count = excluded.turn_count, state = excluded.state",
+                uri,
+                seq,
+                turn_count,
+                state,
+            )
+            if previous is not None:
+                # Keep the log since the previous snapshot: it serves reconnects.
+                await conn.execute(
+                    "DELETE FROM log WHERE channel = $1 AND last_seq <= $2", uri, previous
+                )
+                await conn.execute(
+                    "UPDATE channels SET log_floor = GREATEST(log_floor, $1) WHERE uri = $2",
+                    previous,
+                    uri,
+                )
+
+        self._enqueue(write)
+
+    def put_turn(self, chat: str, position: int, turn_id: str, turn: bytes) -> None:
+        self._statement(
+            "INSERT INTO turns (chat, position, turn_id, turn) VALUES ($1, $2, $3, $4) "
+            "ON CONFLICT (chat, position) DO UPDATE SET turn_id = excluded.turn_id, "
+            "turn = excluded.turn",
+            chat,
+            position,
+            turn_id,
+            turn,
+        )
+
+    def truncate_turns(self, chat: str, keep: int) -> None:
+        self._statement("DELETE FROM turns WHERE chat = $1 AND position >= $2", chat, keep)
+
+    def put_client(self, client_id: str, version: str, keep: int) -> None:
+        async def write(conn: _Connection) -> None:
+            seen = await conn.fetchval("SELECT coalesce(max(seen), 0) + 1 FROM clients")
+            await conn.execute(
+                "INSERT INTO clients (client_id, version, seen) VALUES ($1, $2, $3) "
+                "ON CONFLICT (client_id) DO UPDATE SET version = excluded.version, "
+                "seen = excluded.seen",
+                client_id,
+                version,
+                seen,
+            )
+            await conn.execute("DELETE FROM clients WHERE seen <= $1", seen - keep)
+
+        self._enqueue(write)
+
+    def delete_channel(self, uri: str) -> None:
+        async def write(conn: _Connection) -> None:
+            for table, column in (
+                ("channels", "uri"),
+                ("snapshots", "channel"),
+                ("log", "channel"),
+                ("turns", "chat"),
+            ):
+                await conn.execute(f"DELETE FROM {table} WHERE {column} = $1", uri)  # noqa: S608
+
+        self._enqueue(write)
+
+    # -- reads (a small pool of their own connections) ---------------------------------------
+
+    async def _fetch(self, sql: str, *args: object) -> list[Any]:
+        pool = self._pool
+        assert pool is not None, "store not open"
+        rows: list[Any] = await pool.fetch(sql, *args)
+        return rows
+
+    async def clients(self) -> list[tuple[str, str]]:
+        rows = await self._fetch("SELECT client_id, version FROM clients ORDER BY seen")
+        return [(str(a), str(b)) for a, b in rows]
+
+    async def channels(self) -> list[ChannelRow]:
+        rows = await self._fetch(
+            "SELECT uri, kind, session, created_at, summary, active_turn FROM channels"
+        )
+        return [ChannelRow(*row) for row in rows]
+
+    async def load(self, uri: str, *, retained_turns: int) -> LoadedChannel | None:
+        pool = self._pool
+        assert pool is not None, "store not open"
+        async with pool.acquire() as conn, conn.transaction(isolation="repeatable_read"):
+            # One snapshot of the database: the row, snapshot, log and turns agree.
+            row = await conn.fetchrow(
+                "SELECT log_floor, agent_state FROM channels WHERE uri = $1", uri
+            )
+            if row is None:
+                return None
+            snap = await conn.fetchrow(
+                "SELECT seq, turn_count, state FROM snapshots WHERE channel = $1", uri
+            )
+            seq, turn_count, state = (snap[0], snap[1], snap[2]) if snap else (0, 0, None)
+            log_floor = int(row[0])
+            segments = await conn.fetch(
+                "SELECT entries FROM log WHERE channel = $1 ORDER BY first_seq", uri
+            )
+            envelopes = [
+                (n, at_ms, bytes(envelope))
+                for (entries,) in segments
+                for n, at_ms, envelope in _SEGMENT.decode(entries)
+                if n > log_floor  # a segment may straddle the floor
+            ]
+            first = max(0, turn_count - retained_turns)
+            turns = await conn.fetch(
+                "SELECT turn FROM turns WHERE chat = $1 AND position >= $2 AND position < $3 "
+                "ORDER BY position",
+                uri,
+                first,
+                turn_count,
+            )
+        return LoadedChannel(
+            snapshot=state,
+            snapshot_seq=int(seq),
+            turn_count=int(turn_count),
+            envelopes=envelopes,
+            log_floor=log_floor,
+            turns=[bytes(t[0]) for t in turns],
+            first_turn_position=first,
+            agent_state=row[1],
+        )
+
+    async def turn_position(self, chat: str, turn_id: str) -> int | None:
+        rows = await self._fetch(
+            "SELECT position FROM turns WHERE chat = $1 AND turn_id = $2", chat, turn_id
+        )
+        return int(rows[0][0]) if rows else None
+
+    async def turns(self, chat: str, before: int, limit: int) -> list[bytes]:
+        rows = await self._fetch(
+            "SELECT turn FROM turns WHERE chat = $1 AND position >= $2 AND position < $3 "
+            "ORDER BY position",
+            chat,
+            max(0, before - limit),
+            before,
+        )
+        return [bytes(r[0]) for r in rows]

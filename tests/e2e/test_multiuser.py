@@ -1,0 +1,321 @@
+"""Multi-user mode over real sockets (issue 16, item 2): the identity comes from the
+token used at the door; a session belongs to its creator; another user can neither
+see nor touch it; an admin sees all. docs/protocol.md "Identity and ownership".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import urllib.error
+import urllib.request
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from websockets.asyncio.client import connect
+from websockets.exceptions import InvalidStatus
+
+from ahp_server.client import AhpClient, RemoteError
+from ahp_server.config import Settings, UserConfig
+from ahp_server.protocol.types import (
+    ChatDraftChangedAction,
+    ChatState,
+    CreateTerminalParams,
+    Message,
+    MessageOrigin,
+    TerminalSessionClaim,
+)
+from tests.conftest import RunningHost, start_host
+from tests.e2e.helpers import TIMEOUT, session_of, turn_done
+
+ALICE = "alice-token-0123456789abcdef"
+BOB = "bob-token-0123456789abcdef"
+ROOT_TOKEN = "admin-token-0123456789abcdef"
+PERMISSION_DENIED = -32009
+USERS = (
+    UserConfig(name="alice", token=ALICE),
+    UserConfig(name="bob", token=BOB),
+    UserConfig(name="root", token=ROOT_TOKEN, admin=True),
+)
+
+
+@pytest.fixture
+async def shared(tmp_path: Path) -> AsyncIterator[RunningHost]:
+    running = await start_host(Settings(users=USERS, data_dir=str(tmp_path / "data")))
+    try:
+        yield running
+    finally:
+        await running.stop()
+
+
+def as_user(running: RunningHost, token: str, **kwargs: Any) -> Any:
+    return AhpClient.connect(running.url, token=token, **kwargs)
+
+
+async def refused(call: Any) -> RemoteError:
+    with pytest.raises(RemoteError) as caught:
+        await call
+    return caught.value
+
+
+async def listed(client: AhpClient) -> set[str]:
+    return {s.resource for s in (await client.list_sessions(timeout=TIMEOUT)).items}
+
+
+def http_status(url: str, token: str | None) -> int:
+    headers = {} if token is None else {"Authorization": f"Bearer {token}"}
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=TIMEOUT):
+            return 200
+    except urllib.error.HTTPError as error:
+        return error.code
+
+
+# -- the door ---------------------------------------------------------------------------------
+
+
+async def test_each_user_token_opens_the_door_and_others_get_401(shared: RunningHost) -> None:
+    for token in (ALICE, BOB, ROOT_TOKEN):
+        async with as_user(shared, token) as client:
+            await client.ping()
+    for headers in ({}, {"Authorization": "Bearer not-a-user-token-at-all"}):
+        with pytest.raises(InvalidStatus) as caught:
+            async with connect(shared.url, additional_headers=headers):
+                pass
+        assert caught.value.response.status_code == 401
+    metrics = shared.url.replace("ws://", "http://") + "/metrics"
+    assert await asyncio.to_thread(http_status, metrics, None) == 401
+    assert await asyncio.to_thread(http_status, metrics, "wrong") == 401
+    assert await asyncio.to_thread(http_status, metrics, BOB) == 200
+    healthz = shared.url.replace("ws://", "http://") + "/healthz"
+    assert await asyncio.to_thread(http_status, healthz, None) == 200
+
+
+# -- seeing -----------------------------------------------------------------------------------
+
+
+async def test_another_users_session_is_not_listed_and_an_admin_sees_all(
+    shared: RunningHost,
+) -> None:
+    async with (
+        as_user(shared, ALICE) as alice,
+        as_user(shared, BOB) as bob,
+        as_user(shared, ROOT_TOKEN) as root,
+    ):
+        mine = await alice.create_session()
+        theirs = await bob.create_session()
+        assert await listed(alice) == {mine}
+        assert await listed(bob) == {theirs}
+        assert await listed(root) == {mine, theirs}
+
+
+async def test_root_notifications_only_tell_of_visible_sessions(shared: RunningHost) -> None:
+    async with (
+        as_user(shared, ALICE, subscriptions=["ahp-root://"]) as alice,
+        as_user(shared, BOB, subscriptions=["ahp-root://"]) as bob,
+    ):
+        hers = await alice.create_session()
+        chat = await alice.open_chat()  # its summary changes as the turn runs
+        await alice.ask(chat, "hello", timeout=TIMEOUT)
+        own = await bob.create_session()  # bob's own: told after alice's
+
+        def about(client: AhpClient, session: str) -> list[str]:
+            return [
+                n.method
+                for n in client.notifications
+                if n.method.startswith("root/session")
+                and session in json.dumps(n.params if isinstance(n.params, dict) else {})
+            ]
+
+        def told(client: AhpClient) -> bool:
+            return any(
+                n.method == "root/sessionAdded" and own in json.dumps(n.params)
+                for n in client.notifications
+            )
+
+        await bob.wait_for(told, timeout=TIMEOUT)
+        assert "root/sessionAdded" in about(alice, hers)
+        alice_sessions = {hers, session_of(shared.host, chat)}
+        for session in alice_sessions:
+            assert about(bob, session) == []
+
+
+# -- touching -----------------------------------------------------------------------------------
+
+
+async def test_another_users_session_and_chats_refuse_every_command(
+    shared: RunningHost,
+) -> None:
+    async with as_user(shared, ALICE) as alice, as_user(shared, BOB) as bob:
+        chat = await alice.open_chat()
+        session = session_of(shared.host, chat)
+        for call in (
+            bob.subscribe(session, timeout=TIMEOUT),
+            bob.subscribe(chat, timeout=TIMEOUT),
+            bob.request("fetchTurns", {"channel": chat}, timeout=TIMEOUT),
+            bob.create_chat(session, timeout=TIMEOUT),
+            bob.dispose_chat(chat, timeout=TIMEOUT),
+            bob.dispose_session(session, timeout=TIMEOUT),
+            bob.request(
+                "createSession",
+                {
+                    "channel": "ahp-session:/00000000-0000-4000-8000-000000000001",
+                    "fork": {"session": session, "turnId": "t"},
+                },
+                timeout=TIMEOUT,
+            ),
+        ):
+            error = await refused(call)
+            assert error.code == PERMISSION_DENIED, error
+            assert "another user" in error.message
+        await bob.ping()  # the connection survives
+        # Alice's session is whole and still hers.
+        await alice.subscribe(chat)
+        await alice.ask(chat, "still mine", timeout=TIMEOUT)
+        assert await listed(alice) == {session}
+
+
+async def test_a_dispatch_to_another_users_chat_is_rejected_and_not_applied(
+    shared: RunningHost,
+) -> None:
+    async with as_user(shared, ALICE) as alice, as_user(shared, BOB) as bob:
+        chat = await alice.open_chat()
+        await alice.subscribe(chat)
+        draft = ChatDraftChangedAction(
+            draft=Message(text="bob was here", origin=MessageOrigin(kind="user"))
+        )
+        seq = await bob.dispatch(chat, draft)
+
+        def answered(c: AhpClient) -> bool:
+            return any(getattr(e.origin, "client_seq", None) == seq for e in c.envelopes)
+
+        await bob.wait_for(answered, timeout=TIMEOUT)
+        echo = next(e for e in bob.envelopes if getattr(e.origin, "client_seq", None) == seq)
+        assert "permission denied" in str(echo.rejection_reason)
+        await alice.ask(chat, "hi", timeout=TIMEOUT)  # a later envelope has reached alice
+        state = alice.confirmed(chat, ChatState)
+        assert turn_done(alice, chat)
+        assert not isinstance(state.draft, Message)
+
+
+async def test_an_admin_may_subscribe_to_any_users_session(shared: RunningHost) -> None:
+    async with as_user(shared, ALICE) as alice, as_user(shared, ROOT_TOKEN) as root:
+        chat = await alice.open_chat()
+        await root.subscribe(chat)
+        await root.subscribe(session_of(shared.host, chat))
+
+
+# -- client ids ---------------------------------------------------------------------------------
+
+
+async def test_another_user_cannot_take_over_a_client_id(shared: RunningHost) -> None:
+    async with as_user(shared, ALICE) as alice:
+        chat = await alice.open_chat()
+        for connecting in (
+            as_user(shared, BOB, client_id=alice.client_id),
+            as_user(shared, ROOT_TOKEN, client_id=alice.client_id),
+        ):
+            error = await refused(connecting)
+            assert error.code == PERMISSION_DENIED
+        async with connect(shared.url, additional_headers={"Authorization": f"Bearer {BOB}"}) as ws:
+            await ws.send(
+                json.dumps(
+                    {
+                        "jsonrpc": "2.0",
+                        "id": 1,
+                        "method": "reconnect",
+                        "params": {
+                            "channel": "ahp-root://",
+                            "clientId": alice.client_id,
+                            "lastSeenServerSeq": 0,
+                            "subscriptions": [chat],
+                        },
+                    }
+                )
+            )
+            async with asyncio.timeout(TIMEOUT):
+                answer = json.loads(await ws.recv())
+            assert answer["error"]["code"] == PERMISSION_DENIED
+        # Alice was not disturbed.
+        assert not alice.closed
+        await alice.ask(chat, "still here", timeout=TIMEOUT)
+
+
+# -- the workspace ------------------------------------------------------------------------------
+
+
+async def test_resource_commands_are_confined_to_the_users_own_sessions(
+    shared: RunningHost, tmp_path: Path
+) -> None:
+    hers = tmp_path / "alice-work"
+    hers.mkdir()
+    (hers / "plan.md").write_text("alice's plan")
+    uri = (hers / "plan.md").as_uri()
+    async with as_user(shared, ALICE) as alice, as_user(shared, BOB) as bob:
+        await alice.create_session(working_directories=[hers.as_uri()])
+        read = await alice.request(
+            "resourceRead", {"channel": "ahp-root://", "uri": uri, "encoding": "utf-8"}
+        )
+        assert read["data"] == "alice's plan"
+        error = await refused(
+            bob.request(
+                "resourceRead",
+                {"channel": "ahp-root://", "uri": uri, "encoding": "utf-8"},
+                timeout=TIMEOUT,
+            )
+        )
+        assert error.code == PERMISSION_DENIED
+
+
+# -- ownership survives a restart ---------------------------------------------------------------
+
+
+async def test_ownership_is_kept_across_a_restart(tmp_path: Path) -> None:
+    settings = Settings(users=USERS, data_dir=str(tmp_path / "data"))
+    running = await start_host(settings)
+    try:
+        async with as_user(running, ALICE) as alice:
+            session = await alice.create_session()
+    finally:
+        await running.stop()
+    running = await start_host(settings)
+    try:
+        async with as_user(running, ALICE) as alice, as_user(running, BOB) as bob:
+            assert await listed(alice) == {session}
+            assert await listed(bob) == set()
+            error = await refused(bob.subscribe(session, timeout=TIMEOUT))
+            assert error.code == PERMISSION_DENIED
+    finally:
+        await running.stop()
+
+
+async def test_a_terminal_claimed_by_another_users_session_is_refused(
+    shared: RunningHost, tmp_path: Path
+) -> None:
+    work = tmp_path / "alice-work"
+    work.mkdir()
+    async with as_user(shared, ALICE) as alice, as_user(shared, BOB) as bob:
+        session = await alice.create_session(working_directories=[work.as_uri()])
+        terminal = "ahp-terminal:/00000000-0000-4000-8000-0000000000aa"
+        claim = TerminalSessionClaim(session=session)
+        error = await refused(
+            bob.request(
+                "createTerminal",
+                CreateTerminalParams(channel=terminal, claim=claim),
+                timeout=TIMEOUT,
+            )
+        )
+        assert error.code == PERMISSION_DENIED
+        await alice.request(
+            "createTerminal", CreateTerminalParams(channel=terminal, claim=claim), timeout=TIMEOUT
+        )
+        await alice.subscribe(terminal)
+        for call in (
+            bob.subscribe(terminal, timeout=TIMEOUT),
+            bob.request("disposeTerminal", {"channel": terminal}, timeout=TIMEOUT),
+        ):
+            error = await refused(call)
+            assert error.code == PERMISSION_DENIED
+        await alice.request("disposeTerminal", {"channel": terminal}, timeout=TIMEOUT)
