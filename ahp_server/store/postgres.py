@@ -47,7 +47,7 @@ from urllib.parse import urlsplit, urlunsplit
 import structlog
 
 from ahp_server.store.base import ChannelRow, LoadedChannel, Store, StoreError
-from ahp_server.store.sqlite import _SEGMENT, _segments
+from ahp_server.store.group import HIGH_WATER, SEGMENT, Callback, GroupCommit, Row, segments
 
 __all__ = ["SCHEMA_VERSION", "PostgresStore", "is_postgres_url", "masked"]
 
@@ -102,8 +102,6 @@ MIGRATIONS: dict[int, str] = {
 
 #: Serialises migrations across nodes sharing a database (pg_advisory_xact_lock key).
 _MIGRATION_LOCK = 0x41485001
-_HIGH_WATER = 50_000
-_LOW_WATER = 10_000
 
 #: The hot path: a batch of envelopes only, as one statement (one round trip).
 _INSERT_SEGMENTS = """
@@ -115,14 +113,12 @@ UPDATE meta SET value = GREATEST(value, $5) WHERE key = 'server_seq'
 """
 
 _Connection = Any  # asyncpg.Connection: asyncpg ships no type information
-_Row = tuple[int, str, float, bytes]
-_Callback = tuple[Callable[..., None], tuple[object, ...]]
 #: A queued write: an envelope row or a function of the writer's connection,
 #: an optional callback, and the write's position in the queue.
 _Write = tuple[
     Callable[[_Connection], Awaitable[object]] | None,
-    _Row | None,
-    _Callback | None,
+    Row | None,
+    Callback | None,
     int,
 ]
 
@@ -141,7 +137,7 @@ def masked(url: str) -> str:
     return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
 
 
-class PostgresStore(Store):
+class PostgresStore(GroupCommit, Store):
     """A PostgreSQL database with group commit by one writer task on the loop."""
 
     durable = True
@@ -171,6 +167,9 @@ class PostgresStore(Store):
 
     @property
     def path(self) -> str:
+        return masked(self._url)
+
+    def _describe(self) -> str:
         return masked(self._url)
 
     # -- opening -----------------------------------------------------------------------------
@@ -247,8 +246,8 @@ class PostgresStore(Store):
     def _enqueue(
         self,
         write: Callable[[_Connection], Awaitable[object]] | None,
-        row: _Row | None = None,
-        on_commit: _Callback | None = None,
+        row: Row | None = None,
+        on_commit: Callback | None = None,
     ) -> None:
         if self._failure is not None:
             raise StoreError(f"{masked(self._url)}: the store failed: {self._failure}")
@@ -264,7 +263,7 @@ class PostgresStore(Store):
                 self._timer = loop.call_later(delay, self._wake.set)
             else:
                 loop.call_soon(self._wake.set)
-        if self._queued - self._committed > _HIGH_WATER:
+        if self._queued - self._committed > HIGH_WATER:
             self._room.clear()
 
     async def _writer(self) -> None:
@@ -314,13 +313,13 @@ class PostgresStore(Store):
         rows = [row for write, row, _, _ in batch if write is None and row is not None]
         args: tuple[object, ...] = ()
         if rows:
-            segments = _segments(rows)
+            runs = segments(rows)
             args = (
-                [s[0] for s in segments],
-                [s[1] for s in segments],
-                [s[2] for s in segments],
-                [s[3] for s in segments],
-                max(s[2] for s in segments),
+                [s[0] for s in runs],
+                [s[1] for s in runs],
+                [s[2] for s in runs],
+                [s[3] for s in runs],
+                max(s[2] for s in runs),
             )
         if len(rows) == len(batch):  # envelopes only: one statement, atomic by itself
             await conn.execute(_INSERT_SEGMENTS, *args)
@@ -332,35 +331,6 @@ class PostgresStore(Store):
                 if write is not None:
                     await write(conn)
 
-    def _committed_batch(self, callbacks: list[_Callback], last: int) -> None:
-        for callback, args in callbacks:
-            callback(*args)
-        self._committed = last
-        if self._queued - self._committed < _LOW_WATER:
-            self._room.set()
-        still: list[tuple[int, asyncio.Future[None]]] = []
-        for target, future in self._flushes:
-            if target <= last:
-                if not future.done():
-                    future.set_result(None)
-            else:
-                still.append((target, future))
-        self._flushes = still
-
-    def _failed(self, error: BaseException) -> None:
-        self._room.set()
-        for _, future in self._flushes:
-            if not future.done():
-                future.set_exception(StoreError(f"{masked(self._url)}: commit failed: {error}"))
-        self._flushes = []
-
-    @property
-    def backlog(self) -> int:
-        return self._queued - self._committed
-
-    async def wait_for_room(self) -> None:
-        await self._room.wait()
-
     def commit_soon(self) -> None:
         """Someone waits for what was just queued: do not hold it for the window."""
         timer = self._timer
@@ -368,15 +338,6 @@ class PostgresStore(Store):
             timer.cancel()
             self._timer = None
             self._wake.set()
-
-    async def flush(self) -> None:
-        if self._failure is not None:
-            raise StoreError(f"{masked(self._url)}: commit failed: {self._failure}")
-        if self._committed >= self._queued:
-            return
-        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._flushes.append((self._queued, future))
-        await future
 
     # -- queued writes ------------------------------------------------------------------------
 
@@ -522,7 +483,7 @@ class PostgresStore(Store):
             envelopes = [
                 (n, at_ms, bytes(envelope))
                 for (entries,) in segments
-                for n, at_ms, envelope in _SEGMENT.decode(entries)
+                for n, at_ms, envelope in SEGMENT.decode(entries)
                 if n > log_floor  # a segment may straddle the floor
             ]
             first = max(0, turn_count - retained_turns)

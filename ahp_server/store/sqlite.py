@@ -52,10 +52,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import msgspec
 import structlog
 
 from ahp_server.store.base import ChannelRow, LoadedChannel, Store, StoreError
+from ahp_server.store.group import HIGH_WATER, SEGMENT, Callback, GroupCommit, Row, segments
 
 __all__ = ["SCHEMA_VERSION", "SqliteStore"]
 
@@ -179,56 +179,25 @@ MIGRATIONS: dict[int, str] = {
     """,
 }
 
-_HIGH_WATER = 50_000
 #: synchronous=NORMAL: ask the checkpointer to run after about this much WAL
 #: (SQLite's own default is 1,000 pages, ~4 MB) ...
 CHECKPOINT_BYTES = 4 * 1024 * 1024
 #: ... and make the commits wait for it once the WAL has this many pages (~16 MB).
 HOLD_FRAMES = 4096
-_LOW_WATER = 10_000
 
-#: An envelope row: (serverSeq, channel, clock ms, envelope JSON).
-_Row = tuple[int, str, float, bytes]
-#: A callback to run on the loop once committed, and its arguments.
-_Callback = tuple[Callable[..., None], tuple[object, ...]]
 # A queued write: either an envelope row (``write`` is None) or a function of
 # the writer's connection; an optional callback; and its position in the queue.
 _Write = tuple[
     Callable[[sqlite3.Connection], object] | None,
-    _Row | None,
-    _Callback | None,
+    Row | None,
+    Callback | None,
     int,
 ]
 
-#: A stored segment: its entries as (serverSeq, clock ms, envelope JSON).
-_SEGMENT = msgspec.json.Decoder(list[tuple[int, float, msgspec.Raw]])
 _INSERT_SEGMENT = "INSERT INTO log (channel, first_seq, last_seq, entries) VALUES (?, ?, ?, ?)"
 
 
-def _segments(rows: list[_Row]) -> list[tuple[str, int, int, bytes]]:
-    """Envelope rows (in ``serverSeq`` order) as one log segment per channel.
-
-    One row per channel per commit instead of one per envelope: far less
-    SQLite work, and fewer trips through the sqlite3 module, each of which
-    releases the GIL that the event loop then holds on to.
-    """
-    by_channel: dict[str, list[bytes]] = {}
-    first: dict[str, int] = {}
-    last: dict[str, int] = {}
-    for seq, channel, at_ms, envelope in rows:
-        entries = by_channel.get(channel)
-        if entries is None:
-            entries = by_channel[channel] = []
-            first[channel] = seq
-        entries.append(b"[%d,%s,%s]" % (seq, repr(at_ms).encode(), envelope))
-        last[channel] = seq
-    return [
-        (channel, first[channel], last[channel], b"[" + b",".join(entries) + b"]")
-        for channel, entries in by_channel.items()
-    ]
-
-
-class SqliteStore(Store):
+class SqliteStore(GroupCommit, Store):
     """One SQLite file with group commit: on the event loop (NORMAL) or a writer thread (FULL)."""
 
     durable = True
@@ -286,6 +255,9 @@ class SqliteStore(Store):
 
     @property
     def path(self) -> str:
+        return str(self._path)
+
+    def _describe(self) -> str:
         return str(self._path)
 
     # -- opening -----------------------------------------------------------------------------
@@ -372,8 +344,8 @@ class SqliteStore(Store):
     def _enqueue(
         self,
         write: Callable[[sqlite3.Connection], object] | None,
-        row: _Row | None = None,
-        on_commit: _Callback | None = None,
+        row: Row | None = None,
+        on_commit: Callback | None = None,
         size: int = 0,
     ) -> None:
         """Queue a write; ``size`` is about how many bytes it stores (for checkpoints)."""
@@ -397,7 +369,7 @@ class SqliteStore(Store):
         elif self._idle:  # wake the writer only when it sleeps (see _write_loop)
             with self._ready:
                 self._ready.notify()
-        if self._queued - self._committed > _HIGH_WATER:
+        if self._queued - self._committed > HIGH_WATER:
             self._room.clear()
 
     def _commit_on_loop(self) -> None:
@@ -533,47 +505,17 @@ class SqliteStore(Store):
         mode: one call into SQLite instead of four.
         """
         rows = [row for write, row, _, _ in batch if write is None and row is not None]
-        segments = _segments(rows) if rows else []
-        if len(segments) == 1 and len(rows) == len(batch):
-            conn.execute(_INSERT_SEGMENT, segments[0])
+        runs = segments(rows) if rows else []
+        if len(runs) == 1 and len(rows) == len(batch):
+            conn.execute(_INSERT_SEGMENT, runs[0])
             return
         conn.execute("BEGIN IMMEDIATE")
-        if segments:
-            conn.executemany(_INSERT_SEGMENT, segments)
+        if runs:
+            conn.executemany(_INSERT_SEGMENT, runs)
         for write, _, _, _ in batch:
             if write is not None:
                 write(conn)
         conn.execute("COMMIT")
-
-    def _committed_batch(self, callbacks: list[_Callback], last: int) -> None:
-        """On the loop: deliver what was committed, in order."""
-        for callback, args in callbacks:
-            callback(*args)
-        self._committed = last
-        if self._queued - self._committed < _LOW_WATER:
-            self._room.set()
-        still: list[tuple[int, asyncio.Future[None]]] = []
-        for target, future in self._flushes:
-            if target <= last:
-                if not future.done():
-                    future.set_result(None)
-            else:
-                still.append((target, future))
-        self._flushes = still
-
-    def _failed(self, error: BaseException) -> None:
-        self._room.set()
-        for _, future in self._flushes:
-            if not future.done():
-                future.set_exception(StoreError(f"{self._path}: commit failed: {error}"))
-        self._flushes = []
-
-    @property
-    def backlog(self) -> int:
-        return self._queued - self._committed
-
-    async def wait_for_room(self) -> None:
-        await self._room.wait()
 
     def commit_soon(self) -> None:
         """Someone waits for what was just queued (a client's echo): do not hold it back."""
@@ -583,15 +525,6 @@ class SqliteStore(Store):
             self._timer = None
             assert self._loop is not None
             self._loop.call_soon(self._commit_on_loop)
-
-    async def flush(self) -> None:
-        if self._failure is not None:  # nothing more will commit: do not wait forever
-            raise StoreError(f"{self._path}: commit failed: {self._failure}")
-        if self._committed >= self._queued:
-            return
-        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._flushes.append((self._queued, future))
-        await future
 
     # -- queued writes ------------------------------------------------------------------------
 
@@ -739,7 +672,7 @@ class SqliteStore(Store):
                 for (entries,) in conn.execute(
                     "SELECT entries FROM log WHERE channel = ? ORDER BY first_seq", (uri,)
                 )
-                for seq, at_ms, envelope in _SEGMENT.decode(entries)
+                for seq, at_ms, envelope in SEGMENT.decode(entries)
                 # a segment may straddle the floor: only what is after it counts
                 if seq > log_floor
             ]

@@ -1,0 +1,122 @@
+"""What every group-committing store shares: log segments and the commit ledger.
+
+Layer: store (asyncio on the event loop; no database driver). The SQLite store
+(``sqlite.py``) and the PostgreSQL store (``postgres.py``) queue writes on the
+loop and commit them in batches; both keep
+
+* the action log in *segments*: a run of one channel's envelopes from one
+  commit as one row, ``[[serverSeq, clock ms, envelope], …]``
+  (:func:`segments`, :data:`SEGMENT`);
+* the same ledger (:class:`GroupCommit`): how many writes were queued and how
+  many committed, who waits in :meth:`~GroupCommit.flush` for which, when
+  producers must wait for room (above :data:`HIGH_WATER` queued, until below
+  :data:`LOW_WATER`), delivery of committed envelopes in order, and what a
+  failed commit does to those waiting.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+import msgspec
+
+from ahp_server.store.base import StoreError
+
+__all__ = ["HIGH_WATER", "LOW_WATER", "SEGMENT", "Callback", "GroupCommit", "Row", "segments"]
+
+#: Producers wait (``wait_for_room``) once this many writes are queued ...
+HIGH_WATER = 50_000
+#: ... until fewer than this many are.
+LOW_WATER = 10_000
+
+#: An envelope row: (serverSeq, channel, clock ms, envelope JSON).
+Row = tuple[int, str, float, bytes]
+#: A callback to run on the loop once committed, and its arguments.
+Callback = tuple[Callable[..., None], tuple[object, ...]]
+
+#: A stored segment: its entries as (serverSeq, clock ms, envelope JSON).
+SEGMENT = msgspec.json.Decoder(list[tuple[int, float, msgspec.Raw]])
+
+
+def segments(rows: list[Row]) -> list[tuple[str, int, int, bytes]]:
+    """Envelope rows (in ``serverSeq`` order) as one log segment per channel.
+
+    One row per channel per commit instead of one per envelope: far less
+    database work, and fewer trips through the driver.
+    """
+    by_channel: dict[str, list[bytes]] = {}
+    first: dict[str, int] = {}
+    last: dict[str, int] = {}
+    for seq, channel, at_ms, envelope in rows:
+        entries = by_channel.get(channel)
+        if entries is None:
+            entries = by_channel[channel] = []
+            first[channel] = seq
+        entries.append(b"[%d,%s,%s]" % (seq, repr(at_ms).encode(), envelope))
+        last[channel] = seq
+    return [
+        (channel, first[channel], last[channel], b"[" + b",".join(entries) + b"]")
+        for channel, entries in by_channel.items()
+    ]
+
+
+class GroupCommit:
+    """The ledger of a store that commits queued writes in batches (a mixin).
+
+    The store counts ``_queued`` as it queues (and clears ``_room`` above
+    :data:`HIGH_WATER`); after each commit it calls :meth:`_committed_batch`
+    on the loop, after a failed one it sets ``_failure`` and calls
+    :meth:`_failed`. :meth:`_describe` names the store in error messages
+    (never with a password).
+    """
+
+    _queued: int
+    _committed: int
+    _room: asyncio.Event
+    _flushes: list[tuple[int, asyncio.Future[None]]]
+    _failure: BaseException | None
+
+    def _describe(self) -> str:
+        raise NotImplementedError
+
+    def _committed_batch(self, callbacks: list[Callback], last: int) -> None:
+        """On the loop: deliver what was committed, in order; wake who waited for it."""
+        for callback, args in callbacks:
+            callback(*args)
+        self._committed = last
+        if self._queued - self._committed < LOW_WATER:
+            self._room.set()
+        still: list[tuple[int, asyncio.Future[None]]] = []
+        for target, future in self._flushes:
+            if target <= last:
+                if not future.done():
+                    future.set_result(None)
+            else:
+                still.append((target, future))
+        self._flushes = still
+
+    def _failed(self, error: BaseException) -> None:
+        """On the loop: a commit failed; nothing more will commit, nobody waits forever."""
+        self._room.set()
+        for _, future in self._flushes:
+            if not future.done():
+                future.set_exception(StoreError(f"{self._describe()}: commit failed: {error}"))
+        self._flushes = []
+
+    @property
+    def backlog(self) -> int:
+        return self._queued - self._committed
+
+    async def wait_for_room(self) -> None:
+        await self._room.wait()
+
+    async def flush(self) -> None:
+        """Wait until everything queued so far is committed (``StoreError`` if it never will be)."""
+        if self._failure is not None:
+            raise StoreError(f"{self._describe()}: commit failed: {self._failure}")
+        if self._committed >= self._queued:
+            return
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._flushes.append((self._queued, future))
+        await future
