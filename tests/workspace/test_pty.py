@@ -112,8 +112,11 @@ async def test_a_resize_reaches_the_program(tmp_path: Path) -> None:
 async def test_the_pty_is_the_controlling_terminal_so_ctrl_c_interrupts(tmp_path: Path) -> None:
     shell = Shell()
     await shell.start(tmp_path)
-    shell.type("sleep 30; echo sl''ept\n")
-    await asyncio.sleep(0.3)
+    # The shell must be running (not still starting: a ^C then ends the
+    # start-up) and sleep must have begun before the ^C.
+    shell.type("echo sta''rted-$((0+1)); sleep 30; echo sl''ept\n")
+    await shell.output(r"started-1")
+    await asyncio.sleep(0.2)
     shell.type("\x03")  # the line discipline signals the foreground group
     shell.type("echo after-$((1+1))\n")
     await shell.output(r"after-2")
