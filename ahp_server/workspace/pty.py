@@ -71,9 +71,19 @@ MAX_INPUT_BYTES = 1024 * 1024
 #: Output read at exit, after the process ended (a leftover may still write).
 _FINAL_DRAIN = 256 * 1024
 
-#: Runs in the child: take the pty (stdin) as controlling terminal, then become the command.
+#: Runs in the child: take the pty (stdin) as controlling terminal, give every
+#: signal its default disposition and an empty mask (an ignored signal survives
+#: exec: a host started with SIGINT ignored — by ``nohup … &`` in a script, say —
+#: would hand its shells a Ctrl-C that interrupts nothing; Python itself ignores
+#: SIGPIPE), then become the command.
 _CHILD = (
-    "import fcntl, os, sys, termios\n"
+    "import fcntl, os, signal, sys, termios\n"
+    "for number in range(1, signal.NSIG):\n"
+    "    try:\n"
+    "        signal.signal(number, signal.SIG_DFL)\n"
+    "    except (OSError, ValueError):\n"
+    "        pass\n"
+    "signal.pthread_sigmask(signal.SIG_SETMASK, [])\n"
     "try:\n"
     "    fcntl.ioctl(0, termios.TIOCSCTTY, 0)\n"
     "except OSError:\n"

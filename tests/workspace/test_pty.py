@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import re
+import signal
 from collections.abc import Callable
 from pathlib import Path
 
@@ -109,9 +110,19 @@ async def test_a_resize_reaches_the_program(tmp_path: Path) -> None:
     assert await shell.exited() == 0
 
 
-async def test_the_pty_is_the_controlling_terminal_so_ctrl_c_interrupts(tmp_path: Path) -> None:
+@pytest.mark.parametrize("host_ignores_sigint", [False, True])
+async def test_the_pty_is_the_controlling_terminal_so_ctrl_c_interrupts(
+    tmp_path: Path, host_ignores_sigint: bool
+) -> None:
+    # A host started with SIGINT ignored (``nohup … &`` in a script) must still
+    # give its shells a working Ctrl-C: ignored signals survive fork and exec.
     shell = Shell()
-    await shell.start(tmp_path)
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if host_ignores_sigint else None
+    try:
+        await shell.start(tmp_path)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
     # The shell must be running (not still starting: a ^C then ends the
     # start-up) and sleep must have begun before the ^C.
     shell.type("echo sta''rted-$((0+1)); sleep 30; echo sl''ept\n")
