@@ -112,7 +112,16 @@ export class AhpClient {
   retry(): void {
     clearTimeout(this.timer);
     this.attempt = 0;
-    if (this.socket && this.socket.readyState <= 1) return;
+    const current = this.socket;
+    if (current && current.readyState === 1) return; // connected: nothing to retry
+    if (current) {
+      // An attempt still under way was made with the old token: drop it (its
+      // onclose sees it is no longer the current socket) and try with the new.
+      this.socket = undefined;
+      current.onopen = null;
+      current.onmessage = null;
+      current.close();
+    }
     this.open();
   }
 
@@ -225,6 +234,7 @@ export class AhpClient {
     // plain HTTP, it is up and refused us: a token is missing or wrong, or
     // this origin is not allowed. Wait for the user instead of hammering it.
     const up = this.options.probe ? await this.options.probe().catch(() => false) : false;
+    if (this.socket !== undefined || this.stopped) return; // a newer attempt is under way
     if (up && this.attempt >= 1) {
       this.status = 'refused';
       this.options.onChange();
