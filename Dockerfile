@@ -8,6 +8,10 @@
 # Two stages: "builder" turns the project and its dependencies into wheels;
 # the final stage installs only those wheels (no compiler, no pip cache, no
 # source tree) and runs as an unprivileged user with a fixed UID/GID.
+#
+# The image carries the "cluster" extra (asyncpg and nats-py), so one image
+# runs every mode: the embedded SQLite default, the PostgreSQL store
+# (AHP_SERVER_STORE) and cluster mode (AHP_SERVER_BUS; docker-compose.cluster.yml).
 
 # ---------------------------------------------------------------- builder ---
 FROM python:3.11-slim-bookworm AS builder
@@ -19,13 +23,20 @@ ENV PIP_DISABLE_PIP_VERSION_CHECK=1 \
 WORKDIR /src
 
 # Dependencies first, from pyproject.toml alone, so editing the code does not
-# rebuild them (the project's own version is read from ahp_server/__init__.py).
+# rebuild them (the project's own version is read from ahp_server/__init__.py):
+# project.dependencies plus the "cluster" extra (asyncpg, nats-py), which the
+# final stage installs as ahp-server[cluster].
 COPY pyproject.toml README.md ./
-RUN python -c "import tomllib; print('\n'.join(tomllib.load(open('pyproject.toml', 'rb'))['project']['dependencies']))" > /tmp/requirements.txt \
+RUN python -c "import tomllib; p = tomllib.load(open('pyproject.toml', 'rb'))['project']; print('\n'.join(p['dependencies'] + p['optional-dependencies']['cluster']))" > /tmp/requirements.txt \
     && pip wheel --wheel-dir /wheels --requirement /tmp/requirements.txt
 
 COPY ahp_server ./ahp_server
-RUN pip wheel --no-deps --wheel-dir /wheels .
+# The project's wheel, and the one requirement the final stage installs: that
+# wheel with the "cluster" extra, as a direct reference (a requirements file,
+# so every package installed is pinned to a wheel built here).
+RUN pip wheel --no-deps --wheel-dir /wheels . \
+    && set -- /wheels/ahp_server-*.whl \
+    && echo "ahp-server[cluster] @ file://$1" > /wheels/ahp-server.txt
 
 # ------------------------------------------------------------------ final ---
 FROM python:3.11-slim-bookworm
@@ -50,8 +61,11 @@ RUN groupadd --system --gid 10001 ahp \
     && chown 10001:10001 /data
 
 # The wheels are bind-mounted from the builder, never copied into a layer.
+# ahp-server.txt names the project's wheel with the "cluster" extra; the
+# import proves asyncpg and nats-py are in.
 RUN --mount=type=bind,from=builder,source=/wheels,target=/wheels \
-    pip install --no-cache-dir --no-index --find-links=/wheels /wheels/ahp_server-*.whl \
+    pip install --no-cache-dir --no-index --find-links=/wheels --requirement /wheels/ahp-server.txt \
+    && python -c "import asyncpg, nats" \
     && ahp-server --version
 
 # Listen on every interface inside the container (the server refuses that

@@ -16,6 +16,7 @@ feeds the gateway from sockets. Only this module knows all three.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from websockets.asyncio.server import Server
 
@@ -28,6 +29,9 @@ from ahp_server.host.gateway import Gateway
 from ahp_server.host.host import Host, wall_clock_ms
 from ahp_server.store.base import Store
 from ahp_server.transport.websocket import start_server
+
+if TYPE_CHECKING:  # the relay needs nats-py: only cluster nodes import it
+    from ahp_server.transport.relay import EdgeRelay
 
 __all__ = ["App", "providers_from"]
 
@@ -78,6 +82,24 @@ class App:
         except (OSError, ConfigError):
             await self.host.stop()
             raise
+
+    async def listen(self, *, edge: EdgeRelay) -> None:
+        """Listen before the host starts (cluster mode): clients are relayed meanwhile."""
+        self.server = await start_server(self.gateway, edge=edge)
+
+    async def close_listener(self) -> None:
+        """Stop listening and close the sockets (a cluster edge that never served itself)."""
+        if self.server is not None:
+            self.server.close()
+            await self.server.wait_closed()
+
+    async def abort(self) -> None:
+        """Stop at once after a failure: commit nothing more, but end every child process."""
+        if self.server is not None:
+            self.server.close(close_connections=False)
+        await self.host.abort()
+        if self.server is not None:
+            await self.server.wait_closed()
 
     async def stop(self, *, close_timeout: float = 5.0) -> None:
         """Stop accepting, end turns and agent sessions, close clients with 1001, commit."""

@@ -26,6 +26,7 @@ from msgspec import UNSET, UnsetType
 from ahp_server import __version__
 from ahp_server.app import App
 from ahp_server.client import AhpClient
+from ahp_server.cluster import ClusterNode, NodeFailed
 from ahp_server.config import ConfigError, Settings, load_settings
 from ahp_server.host.host import DB_FILE
 from ahp_server.logging import configure_logging
@@ -129,21 +130,50 @@ def tune_gc() -> None:
     gc.set_threshold(10_000, 10, 10)
 
 
-async def serve(settings: Settings) -> None:
-    """Run the host until SIGTERM/SIGINT, then shut down gracefully (1001 to clients)."""
-    app = App(settings)
-    await app.start()
-    tune_gc()
-    for url in app.urls:
-        log.info("listening", url=url, version=PROTOCOL_VERSION)
+def _stop_on_signals() -> asyncio.Event:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         with contextlib.suppress(NotImplementedError):
             loop.add_signal_handler(signum, stop.set)
+    return stop
+
+
+async def serve(settings: Settings) -> None:
+    """Run the host until SIGTERM/SIGINT, then shut down gracefully (1001 to clients)."""
+    if settings.bus is not None:
+        await serve_cluster(settings)
+        return
+    app = App(settings)
+    await app.start()
+    tune_gc()
+    for url in app.urls:
+        log.info("listening", url=url, version=PROTOCOL_VERSION)
+    stop = _stop_on_signals()
     await stop.wait()
     log.info("shutting down")
     await app.stop()
+    log.info("stopped")
+
+
+async def serve_cluster(settings: Settings) -> None:
+    """Run one cluster node (docs/scale-out.md) until a signal, or until it must stop.
+
+    A node that lost its lease or whose store failed stops at once and raises
+    :class:`NodeFailed`: the process exits non-zero for its supervisor to
+    start it again (as an edge).
+    """
+    node = ClusterNode(settings)
+    await node.start()
+    tune_gc()
+    for url in node.urls:
+        log.info("listening", url=url, version=PROTOCOL_VERSION, node=node.node_id)
+    failure = await node.wait(_stop_on_signals())
+    if failure is not None:
+        await node.abort()
+        raise NodeFailed(failure)
+    log.info("shutting down")
+    await node.stop()
     log.info("stopped")
 
 
@@ -292,6 +322,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as error:
         print(f"ahp-server: invalid configuration: {error}", file=sys.stderr)
         return 2
+    except NodeFailed as error:
+        print(f"ahp-server: stopped: {error}", file=sys.stderr)
+        return 1
     except (OSError, StoreError) as error:
         print(f"ahp-server: cannot start: {error}", file=sys.stderr)
         return 1

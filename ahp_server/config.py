@@ -248,6 +248,26 @@ class Settings:
     log_format: str | None = None
     log_level: str = "info"
 
+    #: Cluster mode (docs/scale-out.md): a NATS URL (``nats://host:4222``)
+    #: joins this node to the nodes sharing ``store`` (PostgreSQL, required).
+    #: ``None``: one process, as always.
+    bus: str | None = None
+    #: The cluster's name: its nodes' subjects on the bus start ``ahp.<name>.``,
+    #: so clusters (and tests) can share one NATS server.
+    cluster_name: str = "main"
+    #: This node's name on the bus and in the lease (``[A-Za-z0-9_-]``);
+    #: ``None``: the host name and process id.
+    node_id: str | None = None
+    #: Seconds the primary's lease lasts unrenewed (renewed every third of
+    #: it): how long a dead primary's channels wait for another node.
+    lease_ttl: float = 10.0
+    #: Seconds between heartbeats on the bus; a node unheard for three of
+    #: them is taken for gone (its relayed clients are closed and reconnect).
+    heartbeat: float = 1.0
+    #: Frames one relayed client may have on their way into the primary's
+    #: gateway; over it the client is closed with 1013 (try again).
+    relay_inbox: int = 4096
+
 
 #: TOML key -> Settings field, with the value's kind for validation.
 _KEYS: dict[str, tuple[str, str]] = {
@@ -302,6 +322,12 @@ _KEYS: dict[str, tuple[str, str]] = {
     "workspace.changeset_content_bytes": ("changeset_content_bytes", "posint"),
     "workspace.changeset_total_bytes": ("changeset_total_bytes", "posint"),
     "workspace.changeset_max_files": ("changeset_max_files", "posint"),
+    "cluster.bus": ("bus", "busurl"),
+    "cluster.name": ("cluster_name", "nodeid"),
+    "cluster.node_id": ("node_id", "nodeid"),
+    "cluster.lease_ttl": ("lease_ttl", "posfloat"),
+    "cluster.heartbeat": ("heartbeat", "posfloat"),
+    "cluster.relay_inbox": ("relay_inbox", "posint"),
     "logging.format": ("log_format", "logformat"),
     "logging.level": ("log_level", "loglevel"),
 }
@@ -315,6 +341,9 @@ ENVIRONMENT: dict[str, str] = {
     "AHP_SERVER_WEB_UI": "server.web_ui",
     "AHP_SERVER_DATA_DIR": "storage.data_dir",
     "AHP_SERVER_STORE": "storage.store",
+    "AHP_SERVER_BUS": "cluster.bus",
+    "AHP_SERVER_NODE_ID": "cluster.node_id",
+    "AHP_SERVER_CLUSTER_NAME": "cluster.name",
     "AHP_SERVER_DURABILITY": "storage.durability",
     "AHP_SERVER_LOG_FORMAT": "logging.format",
     "AHP_SERVER_LOG_LEVEL": "logging.level",
@@ -457,6 +486,15 @@ def _check(key: str, kind: str, value: object) -> object:
             raise ConfigError(
                 key, "must be a postgres:// or postgresql:// URL (or empty for SQLite)"
             )
+        return value
+    if kind == "busurl":
+        # Never echo the value: the URL may carry credentials.
+        if not isinstance(value, str) or (value and not re.match(r"^(nats|tls)://\S+$", value)):
+            raise ConfigError(key, "must be a nats:// (or tls://) URL, or empty for one process")
+        return value or None
+    if kind == "nodeid":
+        if not isinstance(value, str) or not re.match(r"^[A-Za-z0-9_-]{1,64}$", value):
+            raise fail("1 to 64 letters, digits, '_' or '-'")
         return value
     if kind == "durability":
         if value not in ("normal", "full"):
@@ -707,6 +745,16 @@ def load_settings(
             "storage.snapshot_turn_bytes",
             f"{settings.snapshot_turn_bytes} bytes of turns make a chat snapshot larger than "
             f"half of limits.outbox_max_bytes ({settings.outbox_max_bytes})",
+        )
+    if settings.bus is not None and settings.store is None:
+        raise ConfigError(
+            "cluster.bus", "cluster mode needs storage.store: the PostgreSQL the nodes share"
+        )
+    if settings.heartbeat * 3 > settings.lease_ttl:
+        raise ConfigError(
+            "cluster.heartbeat",
+            f"three heartbeats ({settings.heartbeat * 3:g} s) must fit in cluster.lease_ttl "
+            f"({settings.lease_ttl:g} s)",
         )
     if not is_loopback(settings.host) and not settings.token and not settings.users:
         raise ConfigError(

@@ -5,6 +5,7 @@ It never looks at what the timings are, only that each one was measured.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 from pathlib import Path
@@ -263,3 +264,30 @@ def test_soak_holds_connections_with_churn_and_reports_every_figure() -> None:
         assert positive(sample["tasks"])
     assert result["exceeded"] == []
     assert "bounds held" in format_report(result)
+
+
+def test_cluster_benchmark_produces_every_figure(tmp_path: Path) -> None:
+    from bench.cluster import QUICK, report, run_async
+    from tests.cluster.helpers import nats_or_skip
+
+    nats_or_skip()
+    asyncio.run(_postgres_answers())  # skip (or fail under CI) when it does not
+    results = asyncio.run(run_async(QUICK))
+    for count in (1, 3):
+        entry = results[f"nodes_{count}"]
+        for figure in ("turns_per_s", "cpu_us_per_turn_all_nodes"):
+            assert positive(entry["short_turns"][figure])
+        for figure in ("deliveries_per_s", "cpu_us_per_delivery_primary"):
+            assert positive(entry["fan_out"][figure])
+    failover = results["nodes_3"]["failover"]
+    assert positive(failover["lease_taken_after_s"])
+    assert positive(failover["client_served_after_s"])
+    assert failover["new_primary"]
+    assert "failover" in report(results)
+
+
+async def _postgres_answers() -> None:
+    from tests.postgres import postgres_schema
+
+    async with postgres_schema():
+        pass

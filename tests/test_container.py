@@ -1,5 +1,7 @@
 """The container files: Dockerfile, .dockerignore, docker-compose.yml, config/Caddyfile.
 
+The cluster compose file and its Caddyfile: tests/test_container_cluster.py.
+
 No Docker engine is needed: these read the files (and run the health-check
 one-liners against a local HTTP server), so a broken promise of docs/deploy.md
 fails here rather than on a production host.
@@ -23,6 +25,7 @@ from typing import Any
 
 import pytest
 import yaml  # PyYAML (the `test` extra): the standard library has no YAML parser
+from packaging.requirements import Requirement  # pytest's own dependency
 
 from ahp_server.cli import build_parser
 from ahp_server.config import ENVIRONMENT, Settings
@@ -146,6 +149,45 @@ def test_final_stage_has_no_build_tools_and_no_pip_cache(dockerfile: list[Instru
         assert "from=builder" in instruction.args
     for instruction in only(final, "COPY") + only(final, "ADD"):
         assert not re.match(r"^\.\s", instruction.args), "no source tree in the final image"
+
+
+def test_the_image_installs_the_cluster_extra(dockerfile: list[Instruction]) -> None:
+    """asyncpg and nats-py: one image runs SQLite, the PostgreSQL store and cluster mode."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    extras = project["optional-dependencies"]
+    assert set(extras["postgres"]) <= set(extras["cluster"]), "cluster includes the store"
+    builder_runs = [i.args for i in dockerfile if i.stage == 0 and i.keyword == "RUN"]
+    # The builder's requirement list: run its one-liner on the real pyproject.toml.
+    listing = [run for run in builder_runs if "tomllib" in run and "pip wheel" in run]
+    assert len(listing) == 1, builder_runs
+    code = re.search(r'python -c "([^"]+)"', listing[0])
+    assert code, listing[0]
+    result = subprocess.run(
+        [sys.executable, "-c", code.group(1)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+    )
+    assert result.stdout.splitlines() == project["dependencies"] + extras["cluster"]
+    # The one requirement the final stage installs: the project's wheel with the extra.
+    writes = [run for run in builder_runs if "--no-deps" in run]
+    assert len(writes) == 1, builder_runs
+    assert "set -- /wheels/ahp_server-*.whl" in writes[0]
+    echo = re.search(r'echo "([^"]+)" > (/wheels/\S+)', writes[0])
+    assert echo, writes[0]
+    line, path = echo.groups()
+    wheel = "/wheels/ahp_server-0.1.0-py3-none-any.whl"
+    requirement = Requirement(line.replace("$1", wheel))
+    assert requirement.name == "ahp-server"
+    assert requirement.extras == {"cluster"}
+    assert requirement.url == f"file://{wheel}"
+    installs = [i.args for i in only(final_stage(dockerfile), "RUN") if "pip install" in i.args]
+    assert len(installs) == 1
+    assert f"--requirement {path}" in installs[0]
+    assert "target=/wheels" in installs[0]
+    assert re.search(r"import asyncpg, nats\b", installs[0]), "the build proves the extra is in"
 
 
 def test_final_stage_runs_as_a_fixed_non_root_uid(dockerfile: list[Instruction]) -> None:

@@ -184,7 +184,10 @@ class Commands:
             await self.dispatch_action(connection, params)
         elif method == "unsubscribe":
             unsubscribe = decode_params(params, UnsubscribeParams)
+            was_subscribed = unsubscribe.channel in connection.subscriptions
             self.host.hub.unsubscribe(connection, unsubscribe.channel)
+            if was_subscribed:  # §14.10: leaving a session releases the client there
+                await self.host.unsubscribed(connection, unsubscribe.channel)
         else:
             log.info("unknown notification ignored", conn=connection.id, method=method)
 
@@ -260,10 +263,13 @@ class Commands:
         hub = self.host.hub
         present = [c for c in params.subscriptions if c in actors]
         missing = [c for c in params.subscriptions if c not in actors]
-        # §3.3: a session it no longer lists (itself or one of its chats) loses
-        # it as an active client (and its client tools there fail), as after
-        # the grace period.
-        listed = frozenset(s for s in map(self.host.session_of_channel, present) if s is not None)
+        # §3.3: a session whose URI it no longer lists loses it as an active
+        # client (and its client tools there fail), as after the grace period.
+        # The session URI itself (guide "Active-Client Lifecycle": "the
+        # `reconnect` command's `subscriptions` omit that session URI"); a chat
+        # of the session does not keep it there, as unsubscribing from the
+        # session channel alone releases it (§14.10).
+        listed = frozenset(c for c in present if c in self.host.session_index)
         if any(
             s.uri not in listed
             and any(a.client_id == params.client_id for a in s.state.active_clients)
@@ -273,7 +279,7 @@ class Commands:
         last_seen = params.last_seen_server_seq
         replayed = None
         if 0 <= last_seen <= hub.delivered_seq:
-            replayed = hub.replay(last_seen, present)
+            replayed = hub.replay(last_seen, present, viewer=connection)
         if replayed is not None:
             for channel in present:
                 hub.subscribe(connection, channel)
@@ -304,8 +310,7 @@ class Commands:
 
     def _permitted(self, connection: Connection, actors: dict[str, Any]) -> dict[str, Any]:
         """``actors`` without the channels of sessions ``connection``'s user may not see."""
-        see = self.host.may_see
-        return {c: a for c, a in actors.items() if see(connection, self.host.session_of_channel(c))}
+        return {c: a for c, a in actors.items() if self.host.may_access(connection, c)}
 
     def _snapshot(
         self, connection: Connection, channel: str, actor: Any, turns: int | None
@@ -317,6 +322,8 @@ class Commands:
         """
         hub = self.host.hub
         state: Any = actor.snapshot_state(turns) if isinstance(actor, ChatActor) else actor.visible
+        if channel == ROOT:
+            state = self.host.root_view(connection, state)  # multi-user mode: its terminals
         hub.subscribe(connection, channel)
         return Snapshot(resource=channel, state=state, from_seq=hub.delivered_seq)
 
@@ -350,7 +357,7 @@ class Commands:
             return  # WIRE-SUMMARY §7.4: unknown channel, silently ignored
         assert connection.client_id is not None
         origin = ActionOrigin(client_id=connection.client_id, client_seq=raw.client_seq)
-        if not self.host.may_see(connection, self.host.session_of_channel(raw.channel)):
+        if not self.host.may_access(connection, raw.channel):
             # Multi-user mode: refused visibly, like any refused action (issue 16).
             self.host.counters.rejected += 1
             self.host.hub.reject(

@@ -42,6 +42,8 @@ log = structlog.get_logger(__name__)
 CLOSE_GOING_AWAY = 1001
 CLOSE_POLICY = 1008
 CLOSE_SLOW_CONSUMER = 1013
+#: RFC 6455 "service restart": reconnect (cluster mode: to the current primary).
+CLOSE_SERVICE_RESTART = 1012
 
 _ids = itertools.count(1)
 #: The writer sends at most this much per write (then waits for the socket).

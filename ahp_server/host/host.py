@@ -18,6 +18,7 @@ crash left in ``creating`` through its agent's ``open_session`` again, to
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
@@ -46,6 +47,7 @@ from ahp_server.host.actors import (
 from ahp_server.host.fanout import (
     CLOSE_GOING_AWAY,
     CLOSE_POLICY,
+    CLOSE_SERVICE_RESTART,
     CLOSE_SLOW_CONSUMER,
     Connection,
     Transport,
@@ -62,12 +64,15 @@ from ahp_server.protocol.types import (
     Implementation,
     RootActiveSessionsChangedAction,
     RootState,
+    RootTerminalsChangedAction,
     SessionActiveClientRemovedAction,
     SessionState,
     SessionSummary,
+    TerminalClientClaim,
+    TerminalSessionClaim,
     Turn,
 )
-from ahp_server.store.base import ChannelRow, Store
+from ahp_server.store.base import ChannelRow, LoadedChannel, Store, StoreError
 from ahp_server.store.sqlite import SqliteStore
 
 __all__ = ["DB_FILE", "Host", "WorkspaceService"]
@@ -76,6 +81,8 @@ log = structlog.get_logger(__name__)
 
 #: ``ahp-changeset:/<session id>/…`` (host/changesets.py, a layer above this one).
 _CHANGESET_SCHEME = "ahp-changeset:/"
+#: What every encoded ``root/terminalsChanged`` envelope holds (a cheap first test).
+_TERMINALS_CHANGED = b'"root/terminalsChanged"'
 
 DB_FILE = "ahp-server.db"
 
@@ -150,6 +157,10 @@ class Host:
             clock=clock,
         )
         self.hub.visible = self.may_see
+        if self.settings.users:
+            # Multi-user mode: each connection sees only its user's terminals in the
+            # root channel's envelopes (docs/protocol.md "Identity and ownership").
+            self.hub.views[ROOT] = self._root_envelope_view
         provider_list = list(providers) if providers is not None else [EchoAgent()]
         self.providers: dict[str, Provider] = {p.info.provider: p for p in provider_list}
         self._agents = tuple(p.info for p in provider_list)
@@ -182,7 +193,8 @@ class Host:
         self.live_clients: dict[str, Connection] = {}
         #: client id -> the task releasing it when its grace period ends (§3.4).
         self._releases: dict[str, asyncio.Task[None]] = {}
-        #: client id -> the user that first claimed it (multi-user mode, this process).
+        #: client id -> the user that first claimed it (multi-user mode; kept with the
+        #: remembered clients, so it survives restarts as long as they do).
         self.client_users: dict[str, str | None] = {}
         self.server_info = Implementation(name="ahp-server", version=__version__)
         self.agent_sessions = AgentSessions(self)
@@ -195,8 +207,14 @@ class Host:
     async def start(self) -> None:
         """Open the store, read the catalogue, recover interrupted turns, start serving."""
         self.hub.restart_at(await self.store.start())
-        for client_id, version in await self.store.clients():
+        multi_user = bool(self.settings.users)
+        for client_id, version, user in await self.store.clients():
             self.clients[client_id] = version  # reconnect works across restarts
+            if multi_user and user is not None:
+                # A client id stays its first user's across restarts (docs/protocol.md,
+                # "Client identity"). Users remembered in single-token mode (None) bind
+                # nothing, and single-token mode ignores them all: it has one user.
+                self.client_users[client_id] = user
         interrupted: list[str] = []
         creating: list[str] = []
         rows = await self.store.channels()
@@ -283,6 +301,28 @@ class Host:
         await self.root.stop()
         await self.store.close()
 
+    async def abort(self) -> None:
+        """Stop after a fatal failure (cluster mode: the lease lost, the store failed).
+
+        Nothing more can commit, so nothing more is delivered: every connection
+        is closed with 1012 (reconnect — to the node that holds the lease now),
+        and every agent and terminal process is still ended and reaped; what
+        they would record is refused by the failed store and dropped.
+        """
+        self.accepting = False
+        for task in list(self._background):
+            task.cancel()
+        for connection in list(self.connections):
+            connection.close(CLOSE_SERVICE_RESTART, "host stopped: reconnect")
+        with contextlib.suppress(StoreError):
+            await self.agent_sessions.close_all(self.sessions.values())
+        for service in self.services:
+            with contextlib.suppress(StoreError):
+                await service.stop()
+        actors: list[ChannelActor[Any]] = [*self.chats.values(), *self.sessions.values()]
+        for actor in (*actors, self.root):
+            await actor.stop()
+
     def spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
         """Run a background coroutine owned by the host (cancelled on stop)."""
         task = asyncio.get_running_loop().create_task(coro)
@@ -349,25 +389,55 @@ class Host:
         self._background.add(task)
         task.add_done_callback(self._background.discard)
 
-    async def release_client(self, client_id: str, keep: frozenset[str] = frozenset()) -> None:
+    async def release_client(
+        self, client_id: str, keep: frozenset[str] = frozenset(), *, only: str | None = None
+    ) -> None:
         """The client is gone: fail its client tools, drop it from activeClients.
 
-        After its grace period (WIRE-SUMMARY §3.4 / §14.10), or — for every
-        session but ``keep`` — when it reconnects without listing a session
-        (§3.3). Only loaded channels can hold a running tool call or a live
-        active-client entry of this process's clients.
+        After its grace period (WIRE-SUMMARY §3.4 / §14.10); for every session
+        but ``keep`` when it reconnects without listing a session (§3.3); for
+        ``only`` that session when it unsubscribes from it (§14.10, guide
+        "Active-Client Lifecycle"). Only loaded channels can hold a running
+        tool call or a live active-client entry of this process's clients.
         """
-        log.info("client released", client_id=client_id, kept=len(keep))
+
+        def released(session: str) -> bool:
+            return session not in keep and (only is None or session == only)
+
+        log.info("client released", client_id=client_id, kept=len(keep), only=only)
         for chat in list(self.chats.values()):
-            if chat.session.uri not in keep:
+            if released(chat.session.uri):
                 await chat.fail_client_tools(
-                    client_id, "The client that runs this tool disconnected"
+                    client_id,
+                    "The client that runs this tool disconnected"
+                    if only is None
+                    else "The client that runs this tool left the session",
                 )
         for session in list(self.sessions.values()):
-            if session.uri not in keep and any(
+            if released(session.uri) and any(
                 c.client_id == client_id for c in session.state.active_clients
             ):
                 await session.apply_server(SessionActiveClientRemovedAction(client_id=client_id))
+
+    async def unsubscribed(self, connection: Connection, channel: str) -> None:
+        """``connection`` unsubscribed from ``channel``: a session's channel releases it there.
+
+        WIRE-SUMMARY §14.10 and the reference (``session/activeClientRemoved``:
+        "when it unsubscribes from the session channel"): its active-client
+        entry goes and its running client tools in that session's chats fail.
+        Only the session channel itself counts (not a chat or the annotations
+        channel), and only from the client's live connection.
+        """
+        client_id = connection.client_id
+        session = self.sessions.get(channel)
+        if (
+            client_id is None
+            or session is None
+            or self.live_clients.get(client_id) is not connection
+        ):
+            return
+        if any(c.client_id == client_id for c in session.state.active_clients):
+            await self.release_client(client_id, only=channel)
 
     # -- lookups (loading on demand) ----------------------------------------------------------
 
@@ -483,10 +553,66 @@ class Host:
             return True
         return self.owner_of(session) == connection.user
 
+    def may_see_claim(self, connection: Connection, claim: object) -> bool:
+        """Whether ``connection``'s user may see a terminal held by ``claim``.
+
+        A session's claim: that session's (:meth:`may_see`). A client's claim:
+        the user that client id belongs to (:attr:`client_users`, kept with the
+        remembered clients). Single-token mode and admins: every terminal.
+        """
+        if connection.user is None or connection.admin:
+            return True
+        if isinstance(claim, TerminalSessionClaim):
+            return self.may_see(connection, claim.session)
+        if isinstance(claim, TerminalClientClaim):
+            return self.client_users.get(claim.client_id) == connection.user
+        return False
+
+    def may_access(self, connection: Connection, channel: str) -> bool:
+        """Whether ``connection``'s user may see (and act on) ``channel``.
+
+        A terminal is its claim's (:meth:`may_see_claim`); any other channel its
+        session's (:meth:`session_of_channel`, :meth:`may_see`).
+        """
+        if connection.user is None or connection.admin:
+            return True
+        claim = getattr(getattr(self.workspace_channels.get(channel), "state", None), "claim", None)
+        if claim is not None:
+            return self.may_see_claim(connection, claim)
+        return self.may_see(connection, self.session_of_channel(channel))
+
+    def root_view(self, connection: Connection, state: RootState) -> RootState:
+        """The root state as ``connection`` may see it: only its user's terminals.
+
+        Multi-user mode (docs/protocol.md "Identity and ownership"): the root
+        channel is shared, its terminal catalogue is not.
+        """
+        terminals = state.terminals
+        if connection.user is None or connection.admin or isinstance(terminals, UnsetType):
+            return state
+        mine = tuple(t for t in terminals if self.may_see_claim(connection, t.claim))
+        return state if len(mine) == len(terminals) else replace(state, terminals=mine)
+
+    def _root_envelope_view(self, connection: Connection, envelope: bytes) -> bytes:
+        """``Hub.views`` for the root channel: ``root/terminalsChanged`` as ``connection``
+        may see it — the same envelope (same ``serverSeq``) with only its user's
+        terminals. A pure function of the envelope and of ownership that never
+        changes (a session's creator, a client id's first user), so a replay
+        shows exactly what live delivery showed (docs/protocol.md)."""
+        if connection.user is None or connection.admin or _TERMINALS_CHANGED not in envelope:
+            return envelope
+        decoded = codec.decode(envelope, ActionEnvelope)
+        action = decoded.action
+        if not isinstance(action, RootTerminalsChangedAction):
+            return envelope
+        mine = tuple(t for t in action.terminals if self.may_see_claim(connection, t.claim))
+        if len(mine) == len(action.terminals):
+            return envelope
+        return codec.encode(replace(decoded, action=replace(action, terminals=mine)))
+
     def check_access(self, connection: Connection, channel: str) -> None:
         """Raise -32009 PermissionDenied when ``channel`` is another user's."""
-        session = self.session_of_channel(channel)
-        if not self.may_see(connection, session):
+        if not self.may_access(connection, channel):
             raise ProtocolError(
                 f"{channel} belongs to another user", code=AhpErrorCode.PermissionDenied
             )
@@ -553,7 +679,13 @@ class Host:
             pending.add_done_callback(lambda _: self._loading.pop(uri, None))
         return await asyncio.shield(pending)
 
-    async def _load_session(self, uri: str) -> SessionActor | None:
+    async def rebuild_session(self, uri: str) -> tuple[SessionActor, LoadedChannel] | None:
+        """A stored session rebuilt from the store: its snapshot, then the log after it
+        reduced with the session reducer at the times first applied.
+
+        The actor is neither registered nor started: :meth:`_load_session` does
+        that; the fuzzer compares it with the live one (tests/fuzz).
+        """
         loaded = await self.store.load(uri, retained_turns=0)
         if loaded is None or loaded.snapshot is None:
             log.error("stored session cannot be loaded", session=uri)
@@ -568,6 +700,13 @@ class Host:
         created_at = self.session_index[uri][0]
         actor = SessionActor(self, uri, state, created_at=created_at)
         actor.last_seq = last
+        return actor, loaded
+
+    async def _load_session(self, uri: str) -> SessionActor | None:
+        rebuilt = await self.rebuild_session(uri)
+        if rebuilt is None:
+            return None
+        actor, loaded = rebuilt
         self.hub.seed_replay(uri, loaded.log_floor, ((s, e) for s, _, e in loaded.envelopes))
         self.sessions[uri] = actor
         actor.start()
@@ -578,6 +717,29 @@ class Host:
         session = await self.session(self.chat_index[uri])
         if session is None:
             return None
+        rebuilt = await self.rebuild_chat(uri, session)
+        if rebuilt is None:
+            return None
+        actor, loaded = rebuilt
+        self.hub.seed_replay(uri, loaded.log_floor, ((s, e) for s, _, e in loaded.envelopes))
+        self.chats[uri] = actor
+        session.chats[uri] = actor
+        actor.start()
+        log.debug(
+            "chat loaded", chat=uri, turns=len(actor.state.turns), replayed=len(loaded.envelopes)
+        )
+        return actor
+
+    async def rebuild_chat(
+        self, uri: str, session: SessionActor
+    ) -> tuple[ChatActor, LoadedChannel] | None:
+        """A stored chat rebuilt from the store: its snapshot and newest stored turns,
+        then the log after the snapshot reduced with the chat reducer, its memory
+        trimmed as a live chat's is.
+
+        Not registered nor started (:meth:`_load_chat` does that; the fuzzer
+        compares it with the live one, tests/fuzz).
+        """
         # The newest turns within both bounds, count and bytes (docs/durability.md "History").
         loaded = await self.store.load_chat(
             uri,
@@ -611,17 +773,14 @@ class Host:
         actor.turn_offset = loaded.first_turn_position
         actor.trim_memory()  # turns the replay completed count too
         actor.agent_state = loaded.agent_state
-        self.hub.seed_replay(uri, loaded.log_floor, ((s, e) for s, _, e in loaded.envelopes))
-        self.chats[uri] = actor
-        session.chats[uri] = actor
-        actor.start()
-        log.debug("chat loaded", chat=uri, turns=len(state.turns), replayed=len(loaded.envelopes))
-        return actor
+        return actor, loaded
 
     def remember_client(self, client_id: str, version: str) -> None:
         self.clients[client_id] = version
         self.clients.move_to_end(client_id)
-        self.store.put_client(client_id, version, self.settings.known_clients)
+        self.store.put_client(
+            client_id, version, self.settings.known_clients, self.client_users.get(client_id)
+        )
         while len(self.clients) > self.settings.known_clients:
             forgotten, _ = self.clients.popitem(last=False)
             self.client_users.pop(forgotten, None)

@@ -144,6 +144,11 @@ class Hub:
         self.published_by_type: dict[str, int] = {}
         #: Whether a connection may see a session (set by the host; multi-user mode).
         self.visible: Callable[[Connection, str], bool] = lambda connection, session: True
+        #: Per-connection views of one channel's envelopes, by channel (set by the
+        #: host; multi-user mode: the root's terminal catalogue, docs/protocol.md
+        #: "Identity and ownership"): the envelope as that connection may see it,
+        #: with the same ``serverSeq``. Applied on delivery and on replay alike.
+        self.views: dict[str, Callable[[Connection, bytes], bytes]] = {}
         self.last_envelope_size = 0
 
     def published_by_kind(self) -> dict[str, int]:
@@ -238,13 +243,17 @@ class Hub:
         if listener is not None:
             listener.delivered(seq, token, done)
         subscribers = self._subscribers.get(channel)
+        view = self.views.get(channel)
         if subscribers:
             frame = action_frame(envelope)
             for connection in tuple(subscribers):
                 if kind not in connection.blocked_actions:
-                    connection.send(frame)
+                    connection.send(
+                        frame if view is None else action_frame(view(connection, envelope))
+                    )
         if sender is not None and (not subscribers or sender not in subscribers):
-            sender.send(action_frame(envelope))  # the unsubscribed sender's acknowledgement
+            # The unsubscribed sender's acknowledgement.
+            sender.send(action_frame(envelope if view is None else view(sender, envelope)))
 
     def _record(self, channel: str, seq: int, envelope: bytes) -> None:
         buffer = self._replay.get(channel)
@@ -358,12 +367,15 @@ class Hub:
 
     # -- replay -------------------------------------------------------------------------------
 
-    def replay(self, last_seen: int, channels: Iterable[str]) -> list[bytes] | None:
+    def replay(
+        self, last_seen: int, channels: Iterable[str], viewer: Connection | None = None
+    ) -> list[bytes] | None:
         """Every envelope after ``last_seen`` on ``channels``, in ``serverSeq`` order.
 
         ``None`` when any channel's buffer no longer reaches back that far (the
         caller falls back to snapshots). Channels with no history since then
-        contribute nothing.
+        contribute nothing. ``viewer``: the connection it is for, seeing each
+        envelope through :attr:`views` as it would have live.
         """
         entries: list[tuple[int, bytes]] = []
         for channel in channels:
@@ -374,6 +386,10 @@ class Hub:
                 continue
             if not buffer.covers(last_seen):
                 return None
-            entries.extend(buffer.since(last_seen))
+            view = None if viewer is None else self.views.get(channel)
+            if view is None or viewer is None:
+                entries.extend(buffer.since(last_seen))
+            else:
+                entries.extend([(seq, view(viewer, e)) for seq, e in buffer.since(last_seen)])
         entries.sort(key=lambda entry: entry[0])
         return [envelope for _, envelope in entries]

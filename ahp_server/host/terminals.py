@@ -53,6 +53,13 @@ and §12. What this host decides where the spec leaves it open
 * **Agents' commands** (ACP ``terminal/create``) are shown read-only
   (``isPty: false``) in a channel the host names, claimed
   ``{kind: session, session, turnId}``; input to them is rejected.
+* **Multi-user mode**: a terminal is its claim's user's (``Host.may_see_claim``:
+  a session's claim, that session's owner; a client's claim, that client id's
+  user). Only they (and admins) see it in ``RootState.terminals`` — the root
+  channel shows each connection its own view (``Host.root_view``,
+  ``Hub.views``; docs/protocol.md "Terminals in multi-user mode") — or may use
+  its channel; a ``terminal/claimed`` naming another user's session or client
+  is rejected.
 * **Limits**: at most ``[workspace] max_terminals`` terminals (running or
   exited; an agent's command beyond it runs unshown).
 * **Audit**: ``terminal started`` (connection and client, URI, cwd, the
@@ -96,6 +103,7 @@ from ahp_server.protocol.errors import AhpErrorCode, InvalidParams, ProtocolErro
 from ahp_server.protocol.reducers import Clock, iso_timestamp, reduce_terminal
 from ahp_server.protocol.types import (
     ActionEnvelope,
+    ActionOrigin,
     CreateTerminalParams,
     DisposeTerminalParams,
     RootTerminalsChangedAction,
@@ -112,7 +120,7 @@ from ahp_server.protocol.types import (
     TerminalState,
     TerminalUnclassifiedPart,
 )
-from ahp_server.store.base import ChannelRow
+from ahp_server.store.base import ChannelRow, LoadedChannel
 from ahp_server.workspace.paths import (
     PathInvalid,
     PathOutside,
@@ -371,6 +379,24 @@ class TerminalActor(ChannelActor[TerminalState]):
         self.host.hub.store.set_unfinished(self.uri, None)
         self.snapshot()
         log.info("terminal ended", terminal=self.uri, exit_code=None, reason="host restarted")
+
+    async def dispatch(self, action: object, origin: ActionOrigin, connection: Connection) -> None:
+        if isinstance(action, TerminalClaimedAction) and not self._service.host.may_see_claim(
+            connection, action.claim
+        ):
+            # Multi-user mode: a user may not hand a terminal to another user's
+            # session or client (it would leave their catalogue for the other's;
+            # docs/protocol.md "Identity and ownership"). Refused visibly (§7.3).
+            self.host.counters.rejected += 1
+            self.host.hub.reject(
+                connection,
+                self.uri,
+                action,
+                origin,
+                "permission denied: that claim names another user's session or client",
+            )
+            return
+        await super().dispatch(action, origin, connection)
 
     def check(self, action: object, client_id: str) -> Rejection | None:
         rejection = check_dispatch(self.state, action, client_id)
@@ -741,12 +767,17 @@ class TerminalService:
         self.host.hub.drop_channel(actor.uri)
         self.host.store.delete_channel(actor.uri)
 
-    async def _load(self, row: ChannelRow) -> None:
+    async def rebuild(
+        self, uri: str, created_at: str
+    ) -> tuple[TerminalActor, LoadedChannel] | None:
+        """A stored terminal rebuilt from the store: its snapshot, then the log after it
+        reduced (and trimmed) as the live actor does. Neither registered nor
+        started (:meth:`_load` does that; the fuzzer compares it with the live one)."""
         host = self.host
-        loaded = await host.store.load(row.uri, retained_turns=0)
+        loaded = await host.store.load(uri, retained_turns=0)
         if loaded is None or loaded.snapshot is None:
-            log.error("stored terminal cannot be loaded", terminal=row.uri)
-            return
+            log.error("stored terminal cannot be loaded", terminal=uri)
+            return None
         cap = host.settings.terminal_scrollback_bytes
         state = trim_content(codec.decode(loaded.snapshot, TerminalState), cap)
         last = loaded.snapshot_seq
@@ -755,8 +786,16 @@ class TerminalService:
                 action = codec.decode(envelope, ActionEnvelope).action
                 state = trim_content(reduce_terminal(state, action, _at(at)), cap)
                 last = seq
-        actor = TerminalActor(self, row.uri, state, created_at=row.created_at)
+        actor = TerminalActor(self, uri, state, created_at=created_at)
         actor.last_seq = last
+        return actor, loaded
+
+    async def _load(self, row: ChannelRow) -> None:
+        host = self.host
+        rebuilt = await self.rebuild(row.uri, row.created_at)
+        if rebuilt is None:
+            return
+        actor, loaded = rebuilt
         host.hub.seed_replay(row.uri, loaded.log_floor, ((s, e) for s, _, e in loaded.envelopes))
         self.terminals[row.uri] = actor
         host.workspace_channels[row.uri] = actor

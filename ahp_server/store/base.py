@@ -150,16 +150,21 @@ class Store:
     def truncate_turns(self, chat: str, keep: int) -> None:
         """Drop a chat's stored turns from position ``keep`` on."""
 
-    def put_client(self, client_id: str, version: str, keep: int) -> None:
-        """Remember a client id and its protocol version (the newest ``keep`` are kept)."""
+    def put_client(self, client_id: str, version: str, keep: int, user: str | None = None) -> None:
+        """Remember a client id, its protocol version and its user (the newest ``keep`` are kept).
+
+        ``user``: the multi-user mode user that first claimed the id (``None``
+        otherwise), so another user cannot claim it after a restart
+        (docs/protocol.md, "Client identity").
+        """
 
     def delete_channel(self, uri: str) -> None:
         """Forget a channel: its row, snapshot, log and turns."""
 
     # -- reads ---------------------------------------------------------------------------------
 
-    async def clients(self) -> list[tuple[str, str]]:
-        """Remembered (client id, protocol version), least recently seen first."""
+    async def clients(self) -> list[tuple[str, str, str | None]]:
+        """Remembered (client id, protocol version, user), least recently seen first."""
         return []
 
     async def channels(self) -> list[ChannelRow]:

@@ -24,6 +24,18 @@ Guarantees, as the SQLite store (``store/base.py``):
   ``wait_for_room`` blocks producers above a high-water mark of queued writes.
 * A failed commit stops the store (nothing of it is delivered; later writes
   raise :class:`StoreError`), as with SQLite: the process should restart.
+  :attr:`PostgresStore.failed` is resolved with the error, so the store's
+  owner learns it without polling.
+
+Fencing (cluster mode, ``store/lease.py``): opened with ``fence=(lease name,
+epoch)``, the store begins every commit transaction — the envelope-only one
+too, which is then a transaction instead of one statement — with ``SELECT
+epoch FROM cluster_lease WHERE name = $1 FOR SHARE`` and raises
+:class:`Fenced` before writing anything unless the lease still has our epoch.
+The share lock makes a takeover wait for a commit in flight, and every later
+commit see the new epoch: a node that lost the lease never commits again (the
+full reasoning is in ``lease.py``). ``start`` refuses to open a fenced store
+whose epoch is not the lease's. Without a fence nothing changes.
 
 Schema: versioned SQL migrations recorded in ``schema_version`` (one row per
 applied version), applied under an advisory lock so two nodes starting at
@@ -49,11 +61,11 @@ import structlog
 from ahp_server.store.base import ChannelRow, LoadedChannel, Store, StoreError
 from ahp_server.store.group import HIGH_WATER, SEGMENT, Callback, GroupCommit, Row, segments
 
-__all__ = ["SCHEMA_VERSION", "PostgresStore", "is_postgres_url", "masked"]
+__all__ = ["SCHEMA_VERSION", "Fenced", "PostgresStore", "is_postgres_url", "masked"]
 
 log = structlog.get_logger(__name__)
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 #: Forward migrations: MIGRATIONS[n] brings schema n to n + 1 (one transaction each).
 MIGRATIONS: dict[int, str] = {
@@ -98,6 +110,12 @@ MIGRATIONS: dict[int, str] = {
         PRIMARY KEY (chat, position)
     );
     """,
+    # Schema 2: the user (multi-user mode) that first claimed a client id, so
+    # another user cannot claim it after a restart (docs/protocol.md, "Client
+    # identity"). NULL: single-token mode, or remembered before schema 2.
+    1: """
+    ALTER TABLE clients ADD COLUMN user_name TEXT;
+    """,
 }
 
 #: Serialises migrations across nodes sharing a database (pg_advisory_xact_lock key).
@@ -112,6 +130,24 @@ WITH inserted AS (
 UPDATE meta SET value = GREATEST(value, $5) WHERE key = 'server_seq'
 """
 
+#: A fenced store's first statement in every commit transaction (store/lease.py).
+_FENCE = "SELECT epoch FROM cluster_lease WHERE name = $1 FOR SHARE"
+
+#: The fenced hot path, still one statement: the envelopes and the mark are
+#: written only if the lease row still has our epoch ($6, $7), share-locked for
+#: the statement's transaction like ``_FENCE``. "UPDATE 0": fenced, nothing written.
+_INSERT_SEGMENTS_FENCED = """
+WITH fence AS (
+    SELECT epoch FROM cluster_lease WHERE name = $6 AND epoch = $7 FOR SHARE
+), inserted AS (
+    INSERT INTO log (channel, first_seq, last_seq, entries)
+    SELECT * FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::bytea[])
+    WHERE EXISTS (SELECT 1 FROM fence)
+)
+UPDATE meta SET value = GREATEST(value, $5)
+WHERE key = 'server_seq' AND EXISTS (SELECT 1 FROM fence)
+"""
+
 _Connection = Any  # asyncpg.Connection: asyncpg ships no type information
 #: A queued write: an envelope row or a function of the writer's connection,
 #: an optional callback, and the write's position in the queue.
@@ -121,6 +157,10 @@ _Write = tuple[
     Callback | None,
     int,
 ]
+
+
+class Fenced(StoreError):
+    """Another node holds the lease this store was fenced with: it must not commit."""
 
 
 def is_postgres_url(url: str | None) -> bool:
@@ -142,8 +182,18 @@ class PostgresStore(GroupCommit, Store):
 
     durable = True
 
-    def __init__(self, url: str, *, commit_window: float = 0.0, readers: int = 4) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        commit_window: float = 0.0,
+        readers: int = 4,
+        fence: tuple[str, int] | None = None,
+    ) -> None:
         self._url = url
+        #: (lease name, epoch): commit only while the lease has this epoch.
+        self._fence = fence
+        self._failed_future: asyncio.Future[BaseException] | None = None
         self._window = commit_window
         self._readers = readers
         self._queue: deque[_Write] = deque()
@@ -172,6 +222,13 @@ class PostgresStore(GroupCommit, Store):
     def _describe(self) -> str:
         return masked(self._url)
 
+    def set_fence(self, fence: tuple[str, int]) -> None:
+        """Fence the store with ``(lease name, epoch)`` before :meth:`start` (cluster mode:
+        the node learns its epoch when it takes the lease, after the host was built)."""
+        if self._task is not None:
+            raise StoreError("fence the store before it is started")
+        self._fence = fence
+
     # -- opening -----------------------------------------------------------------------------
 
     def open(self) -> int:
@@ -188,6 +245,8 @@ class PostgresStore(GroupCommit, Store):
             raise StoreError(f"{where}: cannot connect to PostgreSQL ({error})") from None
         try:
             server_seq = await self._migrate(conn, where)
+            if self._fence is not None:
+                await self._check_fence_at_start(conn, self._fence, where)
             self._pool = await asyncpg.create_pool(
                 self._url, min_size=1, max_size=self._readers, timeout=10
             )
@@ -227,6 +286,36 @@ class PostgresStore(GroupCommit, Store):
                 await conn.execute("INSERT INTO schema_version (version) VALUES ($1)", step + 1)
             server_seq = await conn.fetchval("SELECT value FROM meta WHERE key = 'server_seq'")
         return int(server_seq)
+
+    @staticmethod
+    async def _check_fence_at_start(conn: _Connection, fence: tuple[str, int], where: str) -> None:
+        import asyncpg
+
+        name, epoch = fence
+        try:
+            current = await conn.fetchval("SELECT epoch FROM cluster_lease WHERE name = $1", name)
+        except asyncpg.UndefinedTableError:
+            current = None
+        if current != epoch:
+            raise Fenced(
+                f"{where}: lease {name!r} is at epoch {current}, not {epoch}: "
+                "another node is primary"
+            )
+
+    @property
+    def failed(self) -> asyncio.Future[BaseException]:
+        """Resolved (never raised into) with the error once a failed commit stopped the store.
+
+        For the store's owner to stop the node without polling (a :class:`Fenced`
+        commit included). Pending while the store works, and after a clean
+        :meth:`close`. Created on first use; call from the event loop.
+        """
+        future = self._failed_future
+        if future is None:
+            future = self._failed_future = asyncio.get_running_loop().create_future()
+            if self._failure is not None:
+                future.set_result(self._failure)
+        return future
 
     async def close(self) -> None:
         if self._task is None:
@@ -289,11 +378,17 @@ class PostgresStore(GroupCommit, Store):
             try:
                 await self._commit(batch)
             except Exception as error:  # task boundary: a failed commit stops the store
-                log.critical(
-                    "commit failed: stopping the store", store=masked(self._url), exc_info=True
-                )
+                if isinstance(error, Fenced):
+                    log.error("fenced: stopping the store", store=masked(self._url), error=error)
+                else:
+                    log.critical(
+                        "commit failed: stopping the store", store=masked(self._url), exc_info=True
+                    )
                 self._failure = error
                 self._failed(error)
+                future = self._failed_future
+                if future is not None and not future.done():
+                    future.set_result(error)
                 return
             self.commits += 1
             self.commit_seconds += time.perf_counter() - started
@@ -321,15 +416,31 @@ class PostgresStore(GroupCommit, Store):
                 [s[3] for s in runs],
                 max(s[2] for s in runs),
             )
-        if len(rows) == len(batch):  # envelopes only: one statement, atomic by itself
-            await conn.execute(_INSERT_SEGMENTS, *args)
+        fence = self._fence
+        if len(rows) == len(batch):
+            # Envelopes only: one statement, atomic by itself (fenced or not).
+            if fence is None:
+                await conn.execute(_INSERT_SEGMENTS, *args)
+            elif await conn.execute(_INSERT_SEGMENTS_FENCED, *args, *fence) != "UPDATE 1":
+                raise self._fenced(await conn.fetchval(_FENCE, fence[0]), fence)
             return
         async with conn.transaction():
+            if fence is not None:
+                # Before writing anything; the share lock holds a takeover off until we commit.
+                epoch = await conn.fetchval(_FENCE, fence[0])
+                if epoch != fence[1]:
+                    raise self._fenced(epoch, fence)
             if rows:
                 await conn.execute(_INSERT_SEGMENTS, *args)
             for write, _, _, _ in batch:
                 if write is not None:
                     await write(conn)
+
+    def _fenced(self, epoch: int | None, fence: tuple[str, int]) -> Fenced:
+        return Fenced(
+            f"{masked(self._url)}: lease {fence[0]!r} is at epoch {epoch}, "
+            f"not {fence[1]}: another node is primary"
+        )
 
     def commit_soon(self) -> None:
         """Someone waits for what was just queued: do not hold it for the window."""
@@ -417,16 +528,18 @@ class PostgresStore(GroupCommit, Store):
     def truncate_turns(self, chat: str, keep: int) -> None:
         self._statement("DELETE FROM turns WHERE chat = $1 AND position >= $2", chat, keep)
 
-    def put_client(self, client_id: str, version: str, keep: int) -> None:
+    def put_client(self, client_id: str, version: str, keep: int, user: str | None = None) -> None:
         async def write(conn: _Connection) -> None:
             seen = await conn.fetchval("SELECT coalesce(max(seen), 0) + 1 FROM clients")
             await conn.execute(
-                "INSERT INTO clients (client_id, version, seen) VALUES ($1, $2, $3) "
+                "INSERT INTO clients (client_id, version, seen, user_name) "
+                "VALUES ($1, $2, $3, $4) "
                 "ON CONFLICT (client_id) DO UPDATE SET version = excluded.version, "
-                "seen = excluded.seen",
+                "seen = excluded.seen, user_name = excluded.user_name",
                 client_id,
                 version,
                 seen,
+                user,
             )
             await conn.execute("DELETE FROM clients WHERE seen <= $1", seen - keep)
 
@@ -452,9 +565,9 @@ class PostgresStore(GroupCommit, Store):
         rows: list[Any] = await pool.fetch(sql, *args)
         return rows
 
-    async def clients(self) -> list[tuple[str, str]]:
-        rows = await self._fetch("SELECT client_id, version FROM clients ORDER BY seen")
-        return [(str(a), str(b)) for a, b in rows]
+    async def clients(self) -> list[tuple[str, str, str | None]]:
+        rows = await self._fetch("SELECT client_id, version, user_name FROM clients ORDER BY seen")
+        return [(str(a), str(b), None if u is None else str(u)) for a, b, u in rows]
 
     async def channels(self) -> list[ChannelRow]:
         rows = await self._fetch(

@@ -34,7 +34,10 @@ Schema (versioned, forward-migrated; a newer schema is refused):
 * ``snapshots`` — per channel, the state at some ``serverSeq`` (chats without
   their completed turns) — the log after it rebuilds the present;
 * ``turns`` — each completed turn of each chat, by position (history pages),
-  in the order they ended (schema 5), indexed by chat and position.
+  in the order they ended (schema 5), indexed by chat and position;
+* ``clients`` — the remembered client ids (for ``reconnect``): protocol
+  version, when last seen, and the multi-user mode user that first claimed
+  the id (``user_name``, schema 6).
 
 Appending a ``chat/delta`` costs the same whatever the length of the turn or
 the chat: its envelope joins its channel's segment of the current commit.
@@ -61,7 +64,7 @@ __all__ = ["SCHEMA_VERSION", "SqliteStore"]
 
 log = structlog.get_logger(__name__)
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 #: Forward migrations: MIGRATIONS[n] brings schema n to n + 1.
 MIGRATIONS: dict[int, str] = {
@@ -176,6 +179,12 @@ MIGRATIONS: dict[int, str] = {
     DROP TABLE turns;
     ALTER TABLE turns_5 RENAME TO turns;
     CREATE UNIQUE INDEX turns_position ON turns (chat, position);
+    """,
+    # Schema 6: the user (multi-user mode) that first claimed a client id, so
+    # another user cannot claim it after a restart (docs/protocol.md, "Client
+    # identity"). NULL: single-token mode, or remembered before schema 6.
+    5: """
+    ALTER TABLE clients ADD COLUMN user_name TEXT;
     """,
 }
 
@@ -605,12 +614,13 @@ class SqliteStore(GroupCommit, Store):
             )
         )
 
-    def put_client(self, client_id: str, version: str, keep: int) -> None:
+    def put_client(self, client_id: str, version: str, keep: int, user: str | None = None) -> None:
         def write(conn: sqlite3.Connection) -> None:
             seen = conn.execute("SELECT coalesce(max(seen), 0) + 1 FROM clients").fetchone()[0]
             conn.execute(
-                "INSERT OR REPLACE INTO clients (client_id, version, seen) VALUES (?, ?, ?)",
-                (client_id, version, seen),
+                "INSERT OR REPLACE INTO clients (client_id, version, seen, user_name) "
+                "VALUES (?, ?, ?, ?)",
+                (client_id, version, seen, user),
             )
             conn.execute("DELETE FROM clients WHERE seen <= ?", (seen - keep,))
 
@@ -641,11 +651,13 @@ class SqliteStore(GroupCommit, Store):
 
         return await asyncio.to_thread(run)
 
-    async def clients(self) -> list[tuple[str, str]]:
+    async def clients(self) -> list[tuple[str, str, str | None]]:
         rows = await self._read(
-            lambda c: c.execute("SELECT client_id, version FROM clients ORDER BY seen").fetchall()
+            lambda c: c.execute(
+                "SELECT client_id, version, user_name FROM clients ORDER BY seen"
+            ).fetchall()
         )
-        return [(str(a), str(b)) for a, b in rows]
+        return [(str(a), str(b), None if u is None else str(u)) for a, b, u in rows]
 
     async def channels(self) -> list[ChannelRow]:
         rows = await self._read(

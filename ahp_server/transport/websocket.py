@@ -45,6 +45,7 @@ import asyncio
 import hmac
 from collections import Counter
 from http import HTTPStatus
+from typing import TYPE_CHECKING
 from urllib.parse import parse_qs, urlsplit
 from weakref import WeakKeyDictionary
 
@@ -59,6 +60,9 @@ from ahp_server.host import metrics
 from ahp_server.host.gateway import Gateway
 from ahp_server.host.host import Host
 from ahp_server.transport.static import StaticFiles, host_name, same_origin
+
+if TYPE_CHECKING:  # the relay needs nats-py: only cluster nodes import it
+    from ahp_server.transport.relay import EdgeRelay
 
 __all__ = ["WebSocketTransport", "start_server"]
 
@@ -116,9 +120,15 @@ def _token_of(request: Request) -> str | None:
 
 
 def gatekeeper(  # type: ignore[no-untyped-def]
-    host: Host, identities: WeakKeyDictionary[ServerConnection, UserConfig] | None = None
+    host: Host,
+    identities: WeakKeyDictionary[ServerConnection, UserConfig] | None = None,
+    edge: EdgeRelay | None = None,
 ):
-    """The ``process_request`` hook: health endpoints, Origin, token, connection limit."""
+    """The ``process_request`` hook: health endpoints, Origin, token, connection limit.
+
+    ``edge``: cluster mode (docs/scale-out.md) — while this node is not the
+    primary it relays its clients there; it is ready while it knows a primary.
+    """
     settings = host.settings
     expected = settings.token.encode() if settings.token else None
     users = [(user, user.token.encode()) for user in settings.users]
@@ -186,7 +196,7 @@ def gatekeeper(  # type: ignore[no-untyped-def]
         if path == "/healthz":
             return _plain(HTTPStatus.OK, "ok\n")
         if path == "/readyz":
-            if host.accepting:
+            if host.accepting or (edge is not None and edge.ready):
                 return _plain(HTTPStatus.OK, "ready\n")
             return _plain(HTTPStatus.SERVICE_UNAVAILABLE, "not ready\n")
         if path == "/metrics":
@@ -202,10 +212,12 @@ def gatekeeper(  # type: ignore[no-untyped-def]
         if (expected is not None or users) and not authorized(connection, request):
             log.info("unauthorized connection refused")
             return _plain(HTTPStatus.UNAUTHORIZED, "missing or wrong token\n")
-        if len(host.connections) >= settings.max_connections:
+        relayed = edge.connections if edge is not None else 0
+        if len(host.connections) + relayed >= settings.max_connections:
             return _plain(HTTPStatus.SERVICE_UNAVAILABLE, "too many connections\n")
-        if not host.accepting:
-            return _plain(HTTPStatus.SERVICE_UNAVAILABLE, "shutting down\n")
+        if not host.accepting and not (edge is not None and edge.ready):
+            reason = "shutting down\n" if edge is None else "no primary yet: try again\n"
+            return _plain(HTTPStatus.SERVICE_UNAVAILABLE, reason)
         ip = remote_ip(connection)
         if per_ip[ip] >= settings.max_connections_per_ip:
             log.info("per-address connection limit reached", remote=ip, open=per_ip[ip])
@@ -225,8 +237,12 @@ def gatekeeper(  # type: ignore[no-untyped-def]
     return process_request
 
 
-async def start_server(gateway: Gateway) -> Server:
-    """Start listening on ``settings.host:port`` (port 0 picks a free one)."""
+async def start_server(gateway: Gateway, *, edge: EdgeRelay | None = None) -> Server:
+    """Start listening on ``settings.host:port`` (port 0 picks a free one).
+
+    ``edge``: cluster mode; while the host does not accept (this node is not
+    the primary), clients are relayed to the primary (``relay.py``).
+    """
     host = gateway.host
     settings = host.settings
     if not is_loopback(settings.host) and not settings.token and not settings.users:
@@ -236,8 +252,12 @@ async def start_server(gateway: Gateway) -> Server:
     identities: WeakKeyDictionary[ServerConnection, UserConfig] = WeakKeyDictionary()
 
     async def handler(websocket: ServerConnection) -> None:
-        connection = gateway.open(WebSocketTransport(websocket))
         user = identities.pop(websocket, None)
+        if edge is not None and not host.accepting:
+            identity = None if user is None else (user.name, user.admin)
+            await edge.serve(websocket, WebSocketTransport(websocket), identity)
+            return
+        connection = gateway.open(WebSocketTransport(websocket))
         if user is not None:
             connection.user, connection.admin = user.name, user.admin
         structlog.contextvars.bind_contextvars(conn=connection.id)
@@ -261,7 +281,7 @@ async def start_server(gateway: Gateway) -> Server:
         compression="deflate" if settings.compression else None,
         ping_interval=settings.ping_interval,
         ping_timeout=settings.ping_timeout,
-        process_request=gatekeeper(host, identities),
+        process_request=gatekeeper(host, identities, edge),
         server_header=None,
         open_timeout=settings.handshake_timeout,
     )

@@ -281,8 +281,9 @@ async def test_a_reconnect_that_omits_the_session_releases_the_client_there(
     (the 30 s default grace is not what removes it here)."""
     watcher, alice, session, chat = await start_client_tool(running_host)
     async with watcher, alice:
-        await alice.unsubscribe(session)
-        await alice.unsubscribe(chat)
+        # alice keeps the chat but no longer lists the session (forgotten on her
+        # side only: an `unsubscribe` would release her by itself, see below).
+        alice.state.remove_subscription(session)
         assert await alice.reconnect(timeout=TIMEOUT) == "replay"
         await watcher.wait_for(
             lambda c: turn_done(c, chat) and alice.client_id not in active_ids(c, session),
@@ -301,3 +302,29 @@ async def test_a_reconnect_that_lists_the_session_keeps_the_client_there(
         await watcher.ping()
         assert alice.client_id in active_ids(watcher, session)
         assert isinstance(tool_call(watcher, chat), ToolCallRunningState)
+
+
+async def test_unsubscribing_from_the_session_releases_the_client_there(
+    running_host: RunningHost,
+) -> None:
+    """§14.10 / session/activeClientRemoved: "when it unsubscribes from the session
+    channel" the client leaves activeClients and its running client tool fails;
+    leaving only a chat of the session does not."""
+    watcher, alice, session, chat = await start_client_tool(running_host)
+    async with watcher, alice:
+        await alice.unsubscribe(chat)
+        await alice.ping()
+        await watcher.ping()
+        assert alice.client_id in active_ids(watcher, session)
+        assert isinstance(tool_call(watcher, chat), ToolCallRunningState)
+        await alice.unsubscribe(session)
+        await watcher.wait_for(
+            lambda c: turn_done(c, chat) and alice.client_id not in active_ids(c, session),
+            timeout=TIMEOUT,
+        )
+        turn = chat_state(watcher, chat).turns[0]
+        calls = [p.tool_call for p in turn.response_parts if isinstance(p, ToolCallResponsePart)]
+        assert isinstance(calls[0], ToolCallCompletedState)
+        assert calls[0].success is False
+        assert calls[0].past_tense_message == "The client that runs this tool left the session"
+        assert not alice.closed  # she stays connected: only that session let her go

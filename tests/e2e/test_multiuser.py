@@ -6,6 +6,7 @@ see nor touch it; an admin sees all. docs/protocol.md "Identity and ownership".
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import urllib.error
 import urllib.request
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from msgspec import UnsetType
 from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
 
@@ -25,10 +27,16 @@ from ahp_server.protocol.types import (
     CreateTerminalParams,
     Message,
     MessageOrigin,
+    RootState,
+    RootTerminalsChangedAction,
+    TerminalClaimedAction,
     TerminalSessionClaim,
 )
 from tests.conftest import RunningHost, start_host
 from tests.e2e.helpers import TIMEOUT, session_of, turn_done
+from tests.e2e.test_identity import echoed
+from tests.e2e.test_terminals import create_terminal
+from tests.postgres import postgres_schema
 
 ALICE = "alice-token-0123456789abcdef"
 BOB = "bob-token-0123456789abcdef"
@@ -291,6 +299,34 @@ async def test_ownership_is_kept_across_a_restart(tmp_path: Path) -> None:
         await running.stop()
 
 
+@pytest.mark.parametrize("store", ["sqlite", "postgres"])
+async def test_a_client_id_stays_its_users_across_a_restart(tmp_path: Path, store: str) -> None:
+    """The clientId -> user binding is kept with the remembered clients: after a
+    restart another user still cannot claim alice's client id (-32009), alice can."""
+    async with contextlib.AsyncExitStack() as stack:
+        if store == "sqlite":
+            settings = Settings(users=USERS, data_dir=str(tmp_path / "data"))
+        else:
+            url = await stack.enter_async_context(postgres_schema())
+            settings = Settings(users=USERS, store=url)
+        running = await start_host(settings)
+        try:
+            async with as_user(running, ALICE) as alice:
+                client_id = alice.client_id
+                await alice.ping()
+        finally:
+            await running.stop()
+        running = await start_host(settings)
+        try:
+            for token in (BOB, ROOT_TOKEN):
+                error = await refused(as_user(running, token, client_id=client_id))
+                assert error.code == PERMISSION_DENIED
+            async with as_user(running, ALICE, client_id=client_id) as alice:
+                await alice.ping()
+        finally:
+            await running.stop()
+
+
 async def test_a_terminal_claimed_by_another_users_session_is_refused(
     shared: RunningHost, tmp_path: Path
 ) -> None:
@@ -319,3 +355,67 @@ async def test_a_terminal_claimed_by_another_users_session_is_refused(
             error = await refused(call)
             assert error.code == PERMISSION_DENIED
         await alice.request("disposeTerminal", {"channel": terminal}, timeout=TIMEOUT)
+
+
+# -- the root channel's terminal catalogue ------------------------------------------------------
+
+
+def terminals(client: AhpClient) -> set[str]:
+    listed = client.confirmed("ahp-root://", RootState).terminals
+    return set() if isinstance(listed, UnsetType) else {t.resource for t in listed}
+
+
+async def test_each_user_sees_only_their_own_terminals_in_the_root_channel(
+    shared: RunningHost, tmp_path: Path
+) -> None:
+    """RootState.terminals and root/terminalsChanged carry only the terminals of the
+    sessions and clients the user may see — live, in a snapshot and in a replay
+    alike (same serverSeq, no gap); an admin sees all. docs/protocol.md."""
+    hers, his = tmp_path / "alice-work", tmp_path / "bob-work"
+    hers.mkdir()
+    his.mkdir()
+    root_channel = ["ahp-root://"]
+    async with (
+        as_user(shared, ALICE, subscriptions=root_channel) as alice,
+        as_user(shared, BOB, subscriptions=root_channel) as bob,
+        as_user(shared, ROOT_TOKEN, subscriptions=root_channel) as admin,
+    ):
+        session = await alice.create_session(working_directories=[hers.as_uri()])
+        await bob.create_session(working_directories=[his.as_uri()])
+        by_session = await create_terminal(alice, claim=TerminalSessionClaim(session=session))
+        by_alice = await create_terminal(alice, cwd=hers.as_uri())
+        by_bob = await create_terminal(bob, cwd=his.as_uri())
+        await admin.wait_for(
+            lambda c: terminals(c) == {by_session, by_alice, by_bob}, timeout=TIMEOUT
+        )
+        await alice.wait_for(lambda c: terminals(c) == {by_session, by_alice}, timeout=TIMEOUT)
+        await bob.wait_for(lambda c: terminals(c) == {by_bob}, timeout=TIMEOUT)
+        # Every root envelope reached every root subscriber (no gap), each showing
+        # only its user's terminals.
+        root_seqs = {
+            client.client_id: [e.server_seq for e in client.envelopes if e.channel == "ahp-root://"]
+            for client in (alice, bob, admin)
+        }
+        assert root_seqs[alice.client_id] == root_seqs[bob.client_id] == root_seqs[admin.client_id]
+        for envelope in bob.envelopes:
+            if isinstance(envelope.action, RootTerminalsChangedAction):
+                assert {t.resource for t in envelope.action.terminals} <= {by_bob}
+        # A snapshot, and a replay, show the same.
+        async with as_user(shared, BOB, subscriptions=root_channel) as later:
+            assert terminals(later) == {by_bob}
+        assert await bob.reconnect(timeout=TIMEOUT) == "replay"
+        assert terminals(bob) == {by_bob}
+        assert await alice.reconnect(timeout=TIMEOUT) == "replay"
+        assert terminals(alice) == {by_session, by_alice}
+        # Another user's terminal channels, session- or client-claimed, are refused.
+        for uri in (by_session, by_alice):
+            error = await refused(bob.subscribe(uri, timeout=TIMEOUT))
+            assert error.code == PERMISSION_DENIED
+        # Nor can bob hand his terminal to alice's session: he would lose it to her.
+        seq = await bob.dispatch(
+            by_bob, TerminalClaimedAction(claim=TerminalSessionClaim(session=session))
+        )
+        assert "permission denied" in str((await echoed(bob, seq)).rejection_reason)
+        assert terminals(bob) == {by_bob}
+        for client, uri in ((alice, by_alice), (alice, by_session), (bob, by_bob)):
+            await client.request("disposeTerminal", {"channel": uri}, timeout=TIMEOUT)

@@ -19,9 +19,17 @@ After every frame the connection's outbox is drained and checked against an
 independent reading of the frame (JSON-RPC 2.0 with ``json.loads``): a request
 with a readable id gets exactly one response with that id; an unreadable
 frame exactly one error with id null; a notification none. At the end every
-loaded channel's state must survive a codec round trip, and the RSS measured
-after warm-up must not have grown beyond ``--rss-bound-mb``. Log events at
-error level and above are counted by event; "request failed" is a bug.
+loaded channel's state must survive a codec round trip and must equal the
+state rebuilt from the store (a durable SQLite store in a temporary
+directory) — checked for each session (and its chats) just before the
+harness disposes it, every ``--replay-every`` frames and at the end: running
+turns are ended as at a shutdown, the store flushed, and every loaded
+session, chat and terminal is rebuilt by the host's own recovery code
+(``Host.rebuild_session`` / ``rebuild_chat``, ``TerminalService.rebuild``:
+the snapshot, then the stored log reduced with the same reducers). The RSS
+measured after warm-up must not have grown beyond ``--rss-bound-mb``. Log
+events at error level and above are counted by event; "request failed" is a
+bug.
 
 Prints its figures; exits non-zero when an invariant broke. The CI version is
 ``tests/fuzz/test_gateway_fuzz.py``; docs/reliability.md has the figures.
@@ -52,6 +60,7 @@ from ahp_server.config import Settings
 from ahp_server.host.fanout import Connection, ConnState
 from ahp_server.host.gateway import Gateway
 from ahp_server.host.host import Host
+from ahp_server.host.terminals import TerminalService
 from ahp_server.protocol import codec, types
 from ahp_server.protocol.versions import PROTOCOL_VERSION
 from tests.strategies import strategy_for
@@ -128,6 +137,12 @@ class Figures:
     rss_end_kb: int = 0
     seconds: float = 0.0
     channels_checked: int = 0
+    #: Loaded channels whose live state was compared with a rebuild from the store.
+    replays_checked: int = 0
+    #: Envelopes those rebuilds reduced (the stored log after each snapshot).
+    replayed_envelopes: int = 0
+    #: Envelopes the host published in the run (its last ``serverSeq``).
+    published: int = 0
 
 
 def rss_kb() -> int:
@@ -462,6 +477,8 @@ async def run(
     rss_bound_mb: float = 64.0,
     *,
     progress: bool = False,
+    snapshot_every: int = 1_000_000_000,
+    replay_every: int = 0,
 ) -> Figures:
     figures = Figures()
     samples: dict[str, str] = {}
@@ -474,7 +491,11 @@ async def run(
         settings = Settings(
             host="127.0.0.1",
             port=0,
-            data_dir=None,
+            data_dir=str(Path(workdir) / "store"),  # durable: every log is replayed at the end
+            # By default no periodic snapshots: a channel's log is then kept whole
+            # from the snapshot it was created with, and the rebuild at the end
+            # replays it from scratch (--snapshot-every exercises the snapshots).
+            snapshot_every=snapshot_every,
             max_terminals=4,
             terminal_shell=("/bin/cat",),
             dispatch_rate=1e9,
@@ -534,6 +555,8 @@ async def run(
                     while len(host.sessions) > 24 and connection.state is ConnState.READY:
                         dispose = generator.valid("disposeSession")
                         dispose["params"] = {"channel": next(iter(host.sessions))}
+                        # Its log is about to go: compare it with the live state first.
+                        await _check_replays(host, figures, only=next(iter(host.sessions)))
                         await gateway.handle_frame(connection, json.dumps(dispose))
                         await _drain(connection)
                         recorder.frames.clear()
@@ -553,10 +576,15 @@ async def run(
                     connections[slot] = await fresh(initialized=False)
                 if number % 64 == 0:
                     await asyncio.sleep(0)  # let agents and actors run
+                if replay_every and number and number % replay_every == 0:
+                    # Mid-run too: the channels loaded now are mostly disposed by the end.
+                    await _check_replays(host, figures)
             figures.seconds = time.monotonic() - started
+            figures.published = host.hub.server_seq
             # Let streaming turns settle, then check the states.
             await asyncio.sleep(0.2)
             figures.channels_checked = _check_states(host, figures)
+            await _check_replays(host, figures)
             figures.rss_end_kb = rss_kb()
             if figures.rss_warm_kb and (
                 figures.rss_end_kb - figures.rss_warm_kb > rss_bound_mb * 1024
@@ -625,6 +653,63 @@ def _check_states(host: Host, figures: Figures) -> int:
     return len(actors)
 
 
+async def _settle(host: Host, sessions: list[Any]) -> None:
+    """End the running turns of ``sessions`` (``chat/error``, as at a shutdown), let
+    their actors and the workspace's catch up, and commit everything: their stored
+    logs are then complete."""
+    chats = [chat for session in sessions for chat in session.chats.values()]
+    for chat in chats:
+        if chat.runner is not None and not chat.closed:
+            await chat.call(chat.interrupt)
+    for _ in range(2):  # chats mirror into their sessions
+        for actor in (*chats, *sessions, *host.workspace_channels.values()):
+            if not actor.closed:
+                await actor.call(_nothing)
+        await host.store.flush()
+
+
+async def _nothing() -> None:
+    """A barrier inside an actor."""
+
+
+async def _check_replays(host: Host, figures: Figures, only: str | None = None) -> None:
+    """Every loaded channel's live state equals its state rebuilt from the store.
+
+    ``only``: just that session and its chats (checked before it is disposed).
+    """
+    sessions = [s for uri, s in host.sessions.items() if only is None or uri == only]
+    await _settle(host, sessions)
+    terminals = next((s for s in host.services if isinstance(s, TerminalService)), None)
+    for session in sessions:
+        _compare(figures, session.uri, session.state, await host.rebuild_session(session.uri))
+        for chat_uri, chat in list(session.chats.items()):
+            _compare(figures, chat_uri, chat.state, await host.rebuild_chat(chat_uri, session))
+    if terminals is not None and only is None:
+        for uri, terminal in list(terminals.terminals.items()):
+            _compare(
+                figures, uri, terminal.state, await terminals.rebuild(uri, terminal.created_at)
+            )
+
+
+def _compare(figures: Figures, uri: str, live: Any, rebuilt: tuple[Any, Any] | None) -> None:
+    figures.replays_checked += 1
+    if rebuilt is None:
+        figures.violations.append(f"{uri}: not in the store")
+        return
+    actor, loaded = rebuilt
+    figures.replayed_envelopes += sum(
+        1 for seq, _, _ in loaded.envelopes if seq > loaded.snapshot_seq
+    )
+    if actor.state != live:
+        mine, theirs = json.loads(codec.encode(live)), json.loads(codec.encode(actor.state))
+        keys = sorted(k for k in set(mine) | set(theirs) if mine.get(k) != theirs.get(k))
+        figures.violations.append(
+            f"{uri}: live state differs from its replayed log in {keys}:"
+            f" live {str({k: mine.get(k) for k in keys})[:300]}"
+            f" replayed {str({k: theirs.get(k) for k in keys})[:300]}"
+        )
+
+
 def report(figures: Figures) -> str:
     rate = figures.frames / figures.seconds if figures.seconds else 0.0
     lines = [
@@ -636,6 +721,9 @@ def report(figures: Figures) -> str:
         f"error codes       {dict(figures.errors_by_code.most_common())}",
         f"reconnections     {figures.reconnections} (connections closed by policy)",
         f"states checked    {figures.channels_checked} (codec round trip)",
+        f"replays checked   {figures.replays_checked} (live state = rebuilt from the store,"
+        f" {figures.replayed_envelopes:,} logged envelopes reduced;"
+        f" {figures.published:,} published in the run)",
         f"RSS               {figures.rss_warm_kb / 1024:.1f} MB after warm-up,"
         f" {figures.rss_end_kb / 1024:.1f} MB at the end",
         f"log errors        {dict(figures.log_errors)}",
@@ -654,9 +742,29 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--corpus", type=int, default=40, help="valid examples per method")
     parser.add_argument("--rss-bound-mb", type=float, default=64.0)
+    parser.add_argument(
+        "--snapshot-every",
+        type=int,
+        default=1_000_000_000,
+        help="storage.snapshot_every (default: never, so each log is replayed from scratch)",
+    )
+    parser.add_argument(
+        "--replay-every",
+        type=int,
+        default=25_000,
+        help="also compare live states with their replayed logs every N frames (0: at the end)",
+    )
     args = parser.parse_args(argv)
     figures = asyncio.run(
-        run(args.frames, args.seed, args.corpus, args.rss_bound_mb, progress=True)
+        run(
+            args.frames,
+            args.seed,
+            args.corpus,
+            args.rss_bound_mb,
+            progress=True,
+            snapshot_every=args.snapshot_every,
+            replay_every=args.replay_every,
+        )
     )
     print(report(figures).encode("utf-8", "backslashreplace").decode())
     return 1 if figures.escaped or figures.violations else 0

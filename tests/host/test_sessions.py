@@ -443,6 +443,7 @@ async def test_a_session_stuck_in_creating_before_schema_3_is_repaired_too(
         conn.execute(f"DELETE FROM {table} WHERE {column} = ?", (chats[0],))
     conn.execute("UPDATE channels SET active_turn = NULL")
     conn.execute("ALTER TABLE channels DROP COLUMN agent_state")  # schema 4's
+    conn.execute("ALTER TABLE clients DROP COLUMN user_name")  # schema 6's
     conn.execute("UPDATE meta SET value = 2 WHERE key = 'schema_version'")
     conn.close()
     agent = RecordingAgent()

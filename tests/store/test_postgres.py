@@ -15,12 +15,13 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
+import asyncpg
 import pytest
 
 from ahp_server.config import ConfigError, Settings, load_settings
 from ahp_server.host.host import make_store
 from ahp_server.store.base import StoreError
-from ahp_server.store.postgres import SCHEMA_VERSION, PostgresStore, masked
+from ahp_server.store.postgres import MIGRATIONS, SCHEMA_VERSION, PostgresStore, masked
 from tests.conftest import captured_logs
 from tests.postgres import postgres_schema, query
 
@@ -54,6 +55,36 @@ async def test_a_new_database_is_migrated_into_its_own_schema(url: str) -> None:
     assert await again.start() == 0
     await again.close()
     assert len(await query(url, "SELECT version FROM schema_version")) == SCHEMA_VERSION
+
+
+async def test_schema_2_keeps_the_remembered_clients_and_adds_their_user(url: str) -> None:
+    # A database of schema 1 (before the clients' users) with one remembered client.
+    await query(
+        url,
+        "CREATE TABLE schema_version ("
+        "version INTEGER PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())",
+    )
+    conn = await asyncpg.connect(url, timeout=5)
+    try:
+        await conn.execute(MIGRATIONS[0])  # several statements: the simple protocol
+    finally:
+        await conn.close()
+    await query(url, "INSERT INTO schema_version (version) VALUES (1)")
+    await query(url, "INSERT INTO clients VALUES ('old-client', '0.6.0', 1)")
+    store = PostgresStore(url)
+    await store.start()
+    assert await store.clients() == [("old-client", "0.6.0", None)]  # no user known
+    store.put_client("new-client", "0.7.0", keep=10, user="alice")
+    await store.close()
+    versions = await query(url, "SELECT version FROM schema_version ORDER BY version")
+    assert [r[0] for r in versions][:2] == [1, 2]
+    again = PostgresStore(url)
+    await again.start()
+    assert await again.clients() == [
+        ("old-client", "0.6.0", None),
+        ("new-client", "0.7.0", "alice"),
+    ]
+    await again.close()
 
 
 async def test_a_newer_schema_is_refused(url: str) -> None:

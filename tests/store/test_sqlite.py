@@ -271,13 +271,34 @@ async def test_schema_5_moves_the_log_and_turns_into_serverseq_order(tmp_path: P
     await store.close()
     check = sqlite3.connect(path)
     version = check.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-    assert int(version[0]) == 5
+    assert int(version[0]) == SCHEMA_VERSION
     assert [r[0] for r in check.execute("SELECT first_seq FROM log ORDER BY rowid")] == [1, 3, 4, 6]
     check.close()
     store = SqliteStore(path)
     assert store.open() == 6  # the trigger keeps the high-water mark on the new table
     assert await store.turns("ahp-chat:/a", 2, 10) == [b'{"id":"t0"}', b'{"id":"t1b"}']
     await store.close()
+
+
+async def test_schema_6_keeps_the_remembered_clients_and_adds_their_user(tmp_path: Path) -> None:
+    path = tmp_path / "ahp.db"
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.executescript("BEGIN;" + "".join(MIGRATIONS[n] for n in range(5)) + "COMMIT;")
+    conn.execute("INSERT INTO meta VALUES ('schema_version', 5)")
+    conn.execute("INSERT INTO clients VALUES ('old-client', '0.6.0', 1)")
+    conn.close()
+    store = SqliteStore(path)
+    store.open()
+    assert await store.clients() == [("old-client", "0.6.0", None)]  # no user known
+    store.put_client("new-client", "0.7.0", keep=10, user="alice")
+    await store.close()
+    again = SqliteStore(path)
+    again.open()
+    assert await again.clients() == [
+        ("old-client", "0.6.0", None),
+        ("new-client", "0.7.0", "alice"),
+    ]
+    await again.close()
 
 
 async def test_history_reads_are_bounded_in_bytes(tmp_path: Path) -> None:

@@ -81,8 +81,8 @@ async def test_channel_rows_markers_agent_state_and_clients_round_trip(
     store.set_unfinished("ahp-session:/s", None)
     store.put_agent_state("ahp-chat:/c", "acp-session-9")
     for n in range(5):
-        store.put_client(f"client-{n}", "0.7.0", keep=3)
-    store.put_client("client-2", "0.6.0", keep=3)  # seen again: newest
+        store.put_client(f"client-{n}", "0.7.0", keep=3, user="alice" if n == 3 else None)
+    store.put_client("client-2", "0.6.0", keep=3, user="bob")  # seen again: newest
     async with asyncio.timeout(TIMEOUT):
         await store.flush()
     rows = {row.uri: row for row in await store.channels()}
@@ -95,11 +95,15 @@ async def test_channel_rows_markers_agent_state_and_clients_round_trip(
     assert loaded is not None
     assert loaded.agent_state == "acp-session-9"
     assert await store.clients() == [
-        ("client-3", "0.7.0"),
-        ("client-4", "0.7.0"),
-        ("client-2", "0.6.0"),
+        ("client-3", "0.7.0", "alice"),
+        ("client-4", "0.7.0", None),
+        ("client-2", "0.6.0", "bob"),
     ]
     await store.close()
+    again = backend.make()  # the users survive a restart (issue 16: client ids are per user)
+    await again.start()
+    assert [user for _, _, user in await again.clients()] == ["alice", None, "bob"]
+    await again.close()
 
 
 async def test_a_channel_deleted_in_the_batch_of_its_envelopes_leaves_no_log(

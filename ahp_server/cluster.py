@@ -1,0 +1,289 @@
+"""Cluster mode: one node of several sharing PostgreSQL and NATS (docs/scale-out.md).
+
+Layer: app (beside ``app.py``, which it builds on; only ``cli`` imports it).
+
+Every node listens for clients. One node at a time is the **primary**: it
+holds the lease in PostgreSQL (``store/lease.py``), owns every session and
+chat, runs their agents and commits; its store is *fenced* with the lease
+epoch, so a primary that lost its lease (paused, partitioned) can never
+commit again. The other nodes are **edges**: they relay each client's frames
+to the primary over NATS and its frames back (``transport/relay.py``); a
+client sees one host whichever node it reached. ``serverSeq`` is the
+primary's one counter, and a new primary numbers above everything committed
+(it opens the store after taking the lease), so it stays one increasing
+sequence across failovers and a client replays from it on any node.
+
+A node starts as an edge and campaigns: it tries to take the lease at once
+and then every third of ``cluster.lease_ttl``. Winning, it closes its relayed
+clients with 1012 (they reconnect — to it, now), opens the store fenced with
+its epoch, recovers (interrupted turns end with ``chat/error``, as after a
+restart), starts answering relayed clients and heartbeating. While primary it
+renews the lease every third of the TTL; if a renewal finds the lease taken,
+or the store fails (a fenced commit among them), the node stops at once
+without committing anything more: :meth:`ClusterNode.wait` returns the
+reason and the process exits non-zero for its supervisor to restart it, as
+an edge. A graceful stop (SIGTERM) releases the lease, so a standby takes
+over without waiting for it to expire.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import re
+import socket
+import time
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import structlog
+
+from ahp_server.agents.base import Provider
+from ahp_server.app import App
+from ahp_server.config import Settings
+from ahp_server.host.host import wall_clock_ms
+from ahp_server.store.base import StoreError
+from ahp_server.store.lease import Lease, LeaseLost
+from ahp_server.store.postgres import PostgresStore, masked
+
+if TYPE_CHECKING:  # the relay needs nats-py, imported when a node starts
+    from ahp_server.transport.relay import EdgeRelay, PrimaryRelay, Subjects
+
+__all__ = ["ClusterNode", "NodeFailed", "default_node_id"]
+
+log = structlog.get_logger(__name__)
+
+LEASE = "primary"
+#: RFC 6455 "service restart": what relayed clients get when their node stops or changes role.
+CLOSE_SERVICE_RESTART = 1012
+
+
+class NodeFailed(StoreError):
+    """This node must stop: it lost the lease, or its store failed."""
+
+
+def default_node_id() -> str:
+    """The host name and process id, in the characters a NATS subject token allows."""
+    name = re.sub(r"[^A-Za-z0-9_-]", "-", socket.gethostname())[:40] or "node"
+    return f"{name}-{os.getpid()}"
+
+
+class ClusterNode:
+    """One cluster node: an edge that becomes the primary when it takes the lease."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        providers: Sequence[Provider] | None = None,
+        clock: Callable[[], float] = wall_clock_ms,
+    ) -> None:
+        if settings.bus is None or settings.store is None:
+            raise StoreError("cluster mode needs cluster.bus and storage.store")
+        self.settings = settings
+        self.node_id = settings.node_id or default_node_id()
+        self.store = PostgresStore(settings.store, commit_window=settings.commit_window_ms / 1000)
+        self.app = App(settings, providers=providers, clock=clock, store=self.store)
+        self.lease = Lease(settings.store, self.node_id, ttl=settings.lease_ttl, name=LEASE)
+        self._nc: Any = None
+        self.subjects: Subjects | None = None
+        self.edge: EdgeRelay | None = None
+        self.primary: PrimaryRelay | None = None
+        self._tasks: list[asyncio.Task[Any]] = []
+        self._failed: asyncio.Future[str] | None = None
+        #: When this node became the primary (monotonic seconds), for the figures.
+        self.primary_since: float | None = None
+
+    @property
+    def is_primary(self) -> bool:
+        return self.primary is not None
+
+    @property
+    def urls(self) -> list[str]:
+        return self.app.urls
+
+    # -- lifecycle --------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Join the bus, listen as an edge, and campaign for the lease."""
+        import nats  # lazily: only cluster nodes need the NATS client
+
+        from ahp_server.transport.relay import EdgeRelay, Subjects
+
+        settings = self.settings
+        loop = asyncio.get_running_loop()
+        self._failed = loop.create_future()
+        bus = str(settings.bus)
+        try:
+            self._nc = await nats.connect(
+                servers=[bus],
+                name=f"ahp-server {self.node_id}",
+                connect_timeout=5,
+                allow_reconnect=True,
+                max_reconnect_attempts=-1,
+                reconnect_time_wait=0.5,
+                error_cb=self._bus_error,
+                disconnected_cb=self._bus_disconnected,
+                reconnected_cb=self._bus_reconnected,
+            )
+        except (OSError, TimeoutError, nats.errors.Error) as error:
+            raise StoreError(f"cannot connect to NATS at {masked(bus)}: {error}") from None
+        await self.lease.open()
+        heartbeat = settings.heartbeat
+        self.subjects = Subjects(settings.cluster_name)
+        self.edge = EdgeRelay(
+            self._nc,
+            self.subjects,
+            self.node_id,
+            heartbeat=heartbeat,
+            primary_timeout=3 * heartbeat,
+            max_frames=settings.outbox_max_frames,
+            max_bytes=settings.outbox_max_bytes,
+        )
+        await self.edge.start()
+        await self.app.listen(edge=self.edge)
+        log.info("cluster node started", node=self.node_id, bus=masked(bus))
+        if not await self._try_promote():
+            self._spawn(self._campaign(), "campaign")
+
+    async def wait(self, stop: asyncio.Event) -> str | None:
+        """Run until ``stop`` is set (``None``) or this node fails (the reason)."""
+        assert self._failed is not None, "start() first"
+        stopping = asyncio.ensure_future(stop.wait())
+        waits: list[asyncio.Future[Any]] = [stopping, self._failed]
+        try:
+            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stopping.cancel()
+        return self._failed.result() if self._failed.done() else None
+
+    async def stop(self, *, close_timeout: float = 5.0) -> None:
+        """Graceful stop: as a primary, close clients with 1001, commit, release the lease."""
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._tasks.clear()
+        if self.primary is not None:
+            await self.app.stop(close_timeout=close_timeout)
+            await self.primary.stop()
+            await self.lease.release()
+        else:
+            await self.app.close_listener()
+        if self.edge is not None:
+            await self.edge.stop(CLOSE_SERVICE_RESTART, "node stopping: reconnect")
+        await self._close_bus()
+        await self.lease.close()
+        log.info("cluster node stopped", node=self.node_id)
+
+    async def abort(self) -> None:
+        """After a failure: stop serving at once, commit nothing, end child processes."""
+        for task in self._tasks:
+            task.cancel()
+        self._tasks.clear()
+        await self.app.abort()
+        if self.edge is not None:
+            await self.edge.stop(CLOSE_SERVICE_RESTART, "node failed: reconnect")
+        await self._close_bus()
+        with contextlib.suppress(StoreError, OSError):
+            await self.lease.close()
+
+    async def _close_bus(self) -> None:
+        if self._nc is not None:
+            with contextlib.suppress(Exception):  # already closed, or the server is gone
+                await self._nc.close()
+            self._nc = None
+
+    def _spawn(self, coro: Any, name: str) -> None:
+        self._tasks.append(asyncio.get_running_loop().create_task(coro, name=name))
+
+    def _fail(self, reason: str) -> None:
+        log.critical("cluster node failing", node=self.node_id, reason=reason)
+        if self._failed is not None and not self._failed.done():
+            self._failed.set_result(reason)
+
+    # -- the lease ----------------------------------------------------------------------------
+
+    async def _campaign(self) -> None:
+        """As an edge: try for the lease every third of its TTL until it is ours."""
+        interval = self.settings.lease_ttl / 3
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                if await self._try_promote():
+                    return
+            except StoreError:
+                log.warning("lease campaign failed; trying again", exc_info=True)
+
+    async def _try_promote(self) -> bool:
+        from ahp_server.transport.relay import PrimaryRelay
+
+        epoch = await self.lease.try_acquire()
+        if epoch is None:
+            return False
+        started = time.monotonic()
+        assert self.edge is not None
+        assert self._nc is not None
+        assert self.subjects is not None
+        log.info("lease taken: becoming the primary", node=self.node_id, epoch=epoch)
+        self.edge.active = False
+        self.edge.drop_all(CLOSE_SERVICE_RESTART, "this node is the primary now: reconnect")
+        self.store.set_fence((LEASE, epoch))
+        try:
+            await self.app.host.start()
+        except StoreError as error:
+            self._fail(f"cannot open the store as primary: {error}")
+            return True
+        self.store.failed.add_done_callback(self._store_failed)
+        self.primary = PrimaryRelay(
+            self._nc,
+            self.subjects,
+            self.node_id,
+            epoch,
+            self.app.gateway,
+            heartbeat=self.settings.heartbeat,
+            edge_timeout=3 * self.settings.heartbeat,
+            inbox=self.settings.relay_inbox,
+            max_message_bytes=self.settings.max_message_bytes,
+        )
+        await self.primary.start()
+        self.primary_since = time.monotonic()
+        self._spawn(self._renew(), "lease-renewal")
+        log.info(
+            "primary ready",
+            node=self.node_id,
+            epoch=epoch,
+            recovery_ms=round((self.primary_since - started) * 1000, 1),
+        )
+        return True
+
+    def _store_failed(self, future: asyncio.Future[BaseException]) -> None:
+        if not future.cancelled():
+            self._fail(f"the store failed: {future.result()}")
+
+    async def _renew(self) -> None:
+        interval = self.settings.lease_ttl / 3
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                await self.lease.renew()
+            except LeaseLost:
+                self._fail("the lease was taken by another node")
+                return
+            except StoreError:
+                # PostgreSQL unreachable: keep trying; commits are fenced anyway,
+                # and without renewals the lease expires and another node takes it.
+                log.warning("lease renewal failed", exc_info=True)
+
+    # -- the bus ------------------------------------------------------------------------------
+
+    async def _bus_error(self, error: Exception) -> None:
+        log.warning("bus error", error=str(error))
+
+    async def _bus_disconnected(self) -> None:
+        log.warning("bus disconnected", node=self.node_id)
+
+    async def _bus_reconnected(self) -> None:
+        log.info("bus reconnected", node=self.node_id)

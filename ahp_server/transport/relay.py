@@ -1,0 +1,789 @@
+"""The cluster relay: a client's WebSocket on one node, its session on the primary, over NATS.
+
+Layer: transport (nats-py and websockets; no protocol types). docs/scale-out.md.
+
+In cluster mode one node at a time is the *primary* (it holds the lease in
+PostgreSQL and owns every channel); every node accepts connections. A node
+that is not the primary is an *edge* for its clients: :class:`EdgeRelay`
+forwards each client frame, in order, to the primary, and writes what the
+primary sends back to the socket. On the primary, :class:`PrimaryRelay` gives
+each relayed client a :class:`~ahp_server.host.fanout.Connection` of its own
+(a :class:`BusTransport` in place of the socket) and feeds its frames to the
+same gateway as the primary's own sockets: one implementation of the
+protocol, and the primary's :class:`~ahp_server.host.sequencer.Hub` orders
+every connection's envelopes by ``serverSeq`` whichever node holds its socket.
+
+Subjects (core NATS; relayed frames are as ephemeral as socket bytes — what
+must survive lives in PostgreSQL, committed before it is sent):
+
+All subjects start ``ahp.<cluster>.`` (``cluster.name``: clusters may share a
+NATS server); below, that prefix is left out.
+
+* ``p.<epoch>.<edge>`` — edge → primary of lease epoch ``<epoch>``. A
+  primary listens only on its own epoch: an edge never reaches a deposed one.
+* ``e.<edge>`` — primary → edge; every message names the primary's epoch
+  and an edge drops a message of any other epoch than its connection's.
+* ``hb.primary`` — the primary's heartbeat (``<node> <epoch>``): how edges
+  find it, and notice it is gone. ``hb.edge`` — each edge's (``<node>``):
+  a primary drops the connections of an edge it has not heard from.
+
+Message body: a header line ``<kind><conn> <n> [<epoch>]\\n`` then the payload.
+Kinds: ``o`` open (payload: user, admin flag), ``t`` a text frame, ``b`` a
+binary frame, ``f`` frames (primary → edge: each as ``<length>\\n<bytes>``),
+``x`` close (payload: ``<code> <reason>``), ``k`` a piece of the next
+message's payload: a payload over the server's ``max_payload`` (1 MiB by
+default; a client frame may be 4 MiB, a snapshot more) goes as ``k`` pieces
+and the message itself with the last piece; the receiver joins them, bounded
+(a client frame: ``server.max_message_bytes``; towards a client: its outbox).
+``n`` numbers one connection's
+messages in each direction from 1: NATS delivers in order but drops messages
+for a slow subscriber, so a gap closes that connection (1011 towards the
+primary's gateway, 1012 to the client) — the client reconnects and replays;
+nothing is silently lost.
+
+Bounded everywhere: an edge writes to its client through a ``Connection``
+outbox (closed with 1013 when it overflows, as on the primary); the primary
+feeds each relayed connection from a bounded inbox (``cluster.relay_inbox``
+frames; a client that outruns it is closed with 1013).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import structlog
+from nats.errors import Error as NatsError
+from websockets.asyncio.server import ServerConnection
+from websockets.exceptions import ConnectionClosed
+
+from ahp_server.host.fanout import Connection, Transport
+
+__all__ = [
+    "CLOSE_PRIMARY_GONE",
+    "BusTransport",
+    "EdgeRelay",
+    "FrameSink",
+    "Pieces",
+    "PrimaryRelay",
+    "Subjects",
+    "decode",
+    "encode",
+    "pack_frames",
+    "publish",
+    "unpack_frames",
+]
+
+log = structlog.get_logger(__name__)
+
+#: Close code an edge gives its relayed clients when the primary changes or
+#: vanishes (RFC 6455 1012 "service restart": reconnect, possibly elsewhere).
+CLOSE_PRIMARY_GONE = 1012
+#: A relay lost frames of this connection (a NATS slow consumer): start over.
+CLOSE_RELAY_GAP = 1011
+CLOSE_TRY_AGAIN = 1013
+#: RFC 6455: a text frame that is not UTF-8 (what websockets closes the door's sockets with).
+CLOSE_INVALID_DATA = 1007
+#: A relayed client frame over ``server.max_message_bytes``, as the door closes one.
+CLOSE_TOO_BIG = 1009
+#: The kinds an edge sends (a primary sends ``f``, ``x`` and ``k``).
+_FROM_EDGE = frozenset("otbkx")
+
+
+def _sendable(code: int) -> bool:
+    """A close code a close frame may carry (RFC 6455 §7.4)."""
+    return code in (1000, 1001, 1002, 1003, 1007, 1008, 1009, 1010, 1011, 1012, 1013, 1014) or (
+        3000 <= code <= 4999
+    )
+
+
+_Nats = Any  # nats.aio.client.Client (nats-py is typed, but imported lazily)
+_Msg = Any
+
+
+# -- the message format (pure) ---------------------------------------------------------------
+
+
+def encode(kind: str, conn: int, n: int, payload: bytes, epoch: int | None = None) -> bytes:
+    """One relay message: the header line, then ``payload``."""
+    if epoch is None:
+        return b"%s%d %d\n%s" % (kind.encode(), conn, n, payload)
+    return b"%s%d %d %d\n%s" % (kind.encode(), conn, n, epoch, payload)
+
+
+def decode(data: bytes) -> tuple[str, int, int, int | None, bytes]:
+    """``(kind, conn, n, epoch, payload)``; ``ValueError`` for anything else."""
+    head, sep, payload = data.partition(b"\n")
+    if not sep or len(head) < 2:
+        raise ValueError("not a relay message")
+    parts = head[1:].split(b" ")
+    if len(parts) not in (2, 3):
+        raise ValueError("bad relay header")
+    epoch = int(parts[2]) if len(parts) == 3 else None
+    return chr(head[0]), int(parts[0]), int(parts[1]), epoch, payload
+
+
+def pack_frames(frames: list[bytes]) -> bytes:
+    """Frames as ``<length>\\n<bytes>`` each: frames may hold newlines (raw unknown JSON)."""
+    return b"".join(b"%d\n%s" % (len(frame), frame) for frame in frames)
+
+
+def unpack_frames(data: bytes) -> list[bytes]:
+    frames: list[bytes] = []
+    at = 0
+    while at < len(data):
+        end = data.index(b"\n", at)
+        size = int(data[at:end])
+        start = end + 1
+        if size < 0 or start + size > len(data):
+            raise ValueError("truncated frame")
+        frames.append(data[start : start + size])
+        at = start + size
+    return frames
+
+
+@dataclass(frozen=True, slots=True)
+class Subjects:
+    """The subjects of one cluster (``cluster.name``): clusters can share a NATS server."""
+
+    cluster: str
+
+    def primary(self, epoch: int, edge: str) -> str:
+        return f"ahp.{self.cluster}.p.{epoch}.{edge}"
+
+    def primary_all(self, epoch: int) -> str:
+        return f"ahp.{self.cluster}.p.{epoch}.*"
+
+    def edge(self, edge: str) -> str:
+        return f"ahp.{self.cluster}.e.{edge}"
+
+    @property
+    def hb_primary(self) -> str:
+        return f"ahp.{self.cluster}.hb.primary"
+
+    @property
+    def hb_edge(self) -> str:
+        return f"ahp.{self.cluster}.hb.edge"
+
+    @property
+    def primary_key(self) -> str:
+        """The key of this cluster's primary record (``<node> <epoch>``) in :data:`BUCKET`."""
+        return f"{self.cluster}.primary"
+
+
+#: The JetStream key-value bucket of every cluster's record of its primary.
+BUCKET = "ahp"
+
+
+def parse_primary(data: bytes) -> tuple[str, int] | None:
+    """``<node> <epoch>`` (a heartbeat or the record), or None if it is not that."""
+    try:
+        node_text, epoch_text = data.decode().split(" ")
+        return node_text, int(epoch_text)
+    except ValueError:
+        return None
+
+
+async def primary_record(nc: _Nats) -> Any:
+    """The JetStream key-value bucket of primary records (made if absent; one value per key)."""
+    return await nc.jetstream().create_key_value(bucket=BUCKET, history=1)
+
+
+async def publish(
+    nc: _Nats, subject: str, kind: str, conn: int, n: int, payload: bytes, epoch: int | None
+) -> int:
+    """Publish one message, in ``k`` pieces first if it is too large; returns the last ``n``."""
+    limit = max(1024, int(nc.max_payload) - 64)  # room for the header line
+    while len(payload) > limit:
+        await nc.publish(subject, encode("k", conn, n, payload[:limit], epoch))
+        n += 1
+        payload = payload[limit:]
+    await nc.publish(subject, encode(kind, conn, n, payload, epoch))
+    return n
+
+
+@dataclass(slots=True)
+class Pieces:
+    """``k`` pieces received so far of one connection's next message (bounded)."""
+
+    limit: int
+    parts: list[bytes] = field(default_factory=list)
+    size: int = 0
+
+    def add(self, piece: bytes) -> bool:
+        """Keep a piece; False when the message would exceed the limit."""
+        self.size += len(piece)
+        self.parts.append(piece)
+        return self.size <= self.limit
+
+    def join(self, last: bytes) -> bytes:
+        if not self.parts:
+            return last
+        self.parts.append(last)
+        data = b"".join(self.parts)
+        self.parts, self.size = [], 0
+        return data
+
+
+# -- the primary's side ------------------------------------------------------------------------
+
+
+class FrameSink(Protocol):
+    """What the relay feeds: the gateway (``host/gateway.py``)."""
+
+    def open(self, transport: Transport) -> Connection: ...
+
+    async def handle_frame(self, connection: Connection, frame: str | bytes) -> None: ...
+
+    async def close(self, connection: Connection) -> None: ...
+
+
+class BusTransport:
+    """A relayed client's transport on the primary: frames go to its edge over NATS."""
+
+    def __init__(self, nc: _Nats, subject: str, conn: int, epoch: int) -> None:
+        self._nc = nc
+        self._subject = subject
+        self._conn = conn
+        self._epoch = epoch
+        self._n = 0
+        # The writer and the closer are two tasks; a chunked publish awaits between
+        # pieces, so numbering and publishing must not interleave.
+        self._lock = asyncio.Lock()
+
+    async def send_text(self, frame: bytes) -> None:
+        await self.send_texts([frame])
+
+    async def send_texts(self, frames: list[bytes]) -> None:
+        # One NATS message per writer batch (the Connection's writer batches).
+        async with self._lock:
+            self._n = await publish(
+                self._nc,
+                self._subject,
+                "f",
+                self._conn,
+                self._n + 1,
+                pack_frames(frames),
+                self._epoch,
+            )
+
+    async def close(self, code: int, reason: str) -> None:
+        payload = b"%d %s" % (code, reason.encode()[:120])
+        async with self._lock:
+            self._n = await publish(
+                self._nc, self._subject, "x", self._conn, self._n + 1, payload, self._epoch
+            )
+
+
+@dataclass(slots=True)
+class _Remote:
+    """One relayed client on the primary: its connection and its ordered inbox."""
+
+    edge: str
+    conn: int
+    connection: Connection
+    inbox: asyncio.Queue[tuple[str, bytes]]
+    pieces: Pieces
+    n: int = 1  # the open message was 1
+    task: asyncio.Task[None] | None = None
+
+
+class PrimaryRelay:
+    """The primary's end: relayed clients become connections of the local gateway."""
+
+    def __init__(
+        self,
+        nc: _Nats,
+        subjects: Subjects,
+        node: str,
+        epoch: int,
+        sink: FrameSink,
+        *,
+        heartbeat: float,
+        edge_timeout: float,
+        inbox: int,
+        max_message_bytes: int,
+    ) -> None:
+        self._nc = nc
+        self._subjects = subjects
+        self.node = node
+        self.epoch = epoch
+        self._sink = sink
+        self._heartbeat = heartbeat
+        self._edge_timeout = edge_timeout
+        self._inbox = inbox
+        self._max_message = max_message_bytes
+        self._remotes: dict[tuple[str, int], _Remote] = {}
+        #: Connections being closed from this side (``_end``), held until they are.
+        self._ending: set[asyncio.Task[None]] = set()
+        self._edges_seen: dict[str, float] = {}
+        self._subs: list[Any] = []
+        self._ticker: asyncio.Task[None] | None = None
+        self.relayed_frames = 0
+
+    @property
+    def connections(self) -> int:
+        return len(self._remotes)
+
+    async def start(self) -> None:
+        subjects = self._subjects
+        self._subs.append(
+            await self._nc.subscribe(subjects.primary_all(self.epoch), cb=self._on_message)
+        )
+        self._subs.append(await self._nc.subscribe(subjects.hb_edge, cb=self._on_edge_heartbeat))
+        await self._beat()
+        try:
+            # The record edges read when they start and watch for a change: a
+            # new primary is known at once, not a heartbeat later.
+            record = await primary_record(self._nc)
+            await record.put(subjects.primary_key, b"%s %d" % (self.node.encode(), self.epoch))
+        except NatsError as error:
+            log.warning("cannot write the primary's record (JetStream)", error=str(error))
+        await self._nc.flush()
+        self._ticker = asyncio.get_running_loop().create_task(self._tick(), name="relay-primary")
+
+    async def stop(self) -> None:
+        """Stop listening; relayed connections are closed by the host (1001 on shutdown)."""
+        if self._ticker is not None:
+            self._ticker.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._ticker
+        for sub in self._subs:
+            with contextlib.suppress(Exception):  # the bus may be gone already
+                await sub.unsubscribe()
+        self._subs.clear()
+        for remote in list(self._remotes.values()):
+            await self._drop(remote)
+        if self._ending:  # connections closing from this side: let them finish
+            await asyncio.gather(*self._ending, return_exceptions=True)
+
+    async def _beat(self) -> None:
+        await self._nc.publish(
+            self._subjects.hb_primary, b"%s %d" % (self.node.encode(), self.epoch)
+        )
+
+    async def _tick(self) -> None:
+        while True:
+            await asyncio.sleep(self._heartbeat)
+            try:
+                await self._beat()
+            except Exception:  # task boundary: the bus reconnects by itself
+                log.warning("primary heartbeat failed", exc_info=True)
+            now = time.monotonic()
+            for edge, seen in list(self._edges_seen.items()):
+                if now - seen > self._edge_timeout:
+                    del self._edges_seen[edge]
+                    gone = [r for r in self._remotes.values() if r.edge == edge]
+                    if gone:
+                        log.warning("edge silent: dropping its clients", edge=edge, n=len(gone))
+                    for remote in gone:
+                        await self._drop(remote)
+
+    async def _on_edge_heartbeat(self, msg: _Msg) -> None:
+        self._edges_seen[msg.data.decode(errors="replace")] = time.monotonic()
+
+    async def _on_message(self, msg: _Msg) -> None:
+        edge = msg.subject.rsplit(".", 1)[-1]
+        self._edges_seen[edge] = time.monotonic()
+        try:
+            kind, conn, n, _, payload = decode(msg.data)
+        except ValueError:
+            log.warning("malformed relay message dropped", edge=edge)
+            return
+        if kind not in _FROM_EDGE:
+            log.warning("relay message of an unknown kind dropped", edge=edge, kind=kind)
+            return
+        key = (edge, conn)
+        remote = self._remotes.get(key)
+        if kind == "o":
+            if remote is not None:
+                await self._drop(remote)
+            if not self._open(edge, conn, payload):
+                log.warning("relayed open with a bad identity refused", edge=edge, conn=conn)
+                await self._nc.publish(
+                    self._subjects.edge(edge),
+                    encode("x", conn, 0, b"%d bad open" % CLOSE_PRIMARY_GONE, self.epoch),
+                )
+            return
+        if remote is None:
+            if kind != "x":  # an edge still relaying a connection this primary never had
+                await self._nc.publish(
+                    self._subjects.edge(edge),
+                    encode("x", conn, 0, b"%d unknown connection" % CLOSE_PRIMARY_GONE, self.epoch),
+                )
+            return
+        if n != remote.n + 1:
+            log.warning("relay gap: closing the connection", edge=edge, conn=conn)
+            self._end(remote, CLOSE_RELAY_GAP, "relay lost frames: reconnect")
+            return
+        remote.n = n
+        if kind == "k":
+            if not remote.pieces.add(payload):
+                log.warning("relayed frame over the size limit", edge=edge, conn=conn)
+                self._end(remote, CLOSE_TOO_BIG, "message too big")
+            return
+        payload = remote.pieces.join(payload)
+        if kind == "x":
+            await self._drop(remote)
+            return
+        if len(payload) > self._max_message:  # the last piece counts too
+            log.warning("relayed frame over the size limit", edge=edge, conn=conn)
+            self._end(remote, CLOSE_TOO_BIG, "message too big")
+            return
+        try:
+            remote.inbox.put_nowait((kind, payload))
+        except asyncio.QueueFull:
+            log.warning("relayed client outran the primary", edge=edge, conn=conn)
+            self._end(remote, CLOSE_TRY_AGAIN, "too many frames in flight")
+
+    def _open(self, edge: str, conn: int, payload: bytes) -> bool:
+        """A relayed connection; False (nothing opened) for an unreadable identity."""
+        user_text, _, admin = payload.partition(b"\n")
+        try:
+            user = user_text.decode() if user_text else None
+        except UnicodeDecodeError:
+            return False
+        transport = BusTransport(self._nc, self._subjects.edge(edge), conn, self.epoch)
+        connection = self._sink.open(transport)
+        if user is not None:
+            connection.user = user
+            connection.admin = admin == b"1"
+        remote = _Remote(
+            edge, conn, connection, asyncio.Queue(self._inbox), Pieces(self._max_message)
+        )
+        self._remotes[(edge, conn)] = remote
+        remote.task = asyncio.get_running_loop().create_task(
+            self._feed(remote), name=f"relay {edge}/{conn}"
+        )
+        return True
+
+    async def _feed(self, remote: _Remote) -> None:
+        """One relayed connection's frames into the gateway, in order (its reader task)."""
+        structlog.contextvars.bind_contextvars(conn=remote.connection.id, edge=remote.edge)
+        try:
+            while True:
+                kind, payload = await remote.inbox.get()
+                self.relayed_frames += 1
+                try:
+                    frame: str | bytes = payload.decode() if kind == "t" else payload
+                except UnicodeDecodeError:
+                    # What the door answers a text frame that is not UTF-8 with.
+                    self._end(remote, CLOSE_INVALID_DATA, "invalid UTF-8")
+                    return
+                await self._sink.handle_frame(remote.connection, frame)
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # task boundary: one connection's failure is its own
+            log.exception("relayed connection failed", edge=remote.edge)
+            self._end(remote, CLOSE_RELAY_GAP, "internal error")
+
+    def _end(self, remote: _Remote, code: int, reason: str) -> None:
+        """Close a relayed connection from this side, and forget it.
+
+        It is forgotten at once (later messages for it are for an unknown
+        connection); in a task of its own, what its outbox holds goes first,
+        then the ``x`` with ``code`` reaches the edge, then the host lets go of
+        it — never blocking the subscription that feeds every connection.
+        """
+        if self._remotes.get((remote.edge, remote.conn)) is remote:
+            del self._remotes[(remote.edge, remote.conn)]
+        task = asyncio.get_running_loop().create_task(
+            self._finish(remote, code, reason), name=f"relay end {remote.edge}/{remote.conn}"
+        )
+        self._ending.add(task)
+        task.add_done_callback(self._ending.discard)
+
+    async def _finish(self, remote: _Remote, code: int, reason: str) -> None:
+        feeder = remote.task
+        if feeder is not None and feeder is not asyncio.current_task():
+            feeder.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await feeder
+        await remote.connection.flush_and_close(code, reason, grace=2.0)
+        await self._sink.close(remote.connection)
+
+    async def _drop(self, remote: _Remote) -> None:
+        if self._remotes.get((remote.edge, remote.conn)) is not remote:
+            return
+        del self._remotes[(remote.edge, remote.conn)]
+        if remote.task is not None:
+            remote.task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await remote.task
+        await self._sink.close(remote.connection)
+
+
+# -- the edge's side -----------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Relayed:
+    """One client of this edge, relayed to the primary of ``epoch``."""
+
+    id: int
+    epoch: int
+    connection: Connection
+    pieces: Pieces
+    n_out: int = 0
+    n_in: int = 0
+    done: asyncio.Event = field(default_factory=asyncio.Event)
+    #: Being closed: what the primary sends it from now on is dropped.
+    closing: bool = False
+
+
+class EdgeRelay:
+    """An edge's end: its clients' frames to the primary, the primary's back to them."""
+
+    def __init__(
+        self,
+        nc: _Nats,
+        subjects: Subjects,
+        node: str,
+        *,
+        heartbeat: float,
+        primary_timeout: float,
+        max_frames: int,
+        max_bytes: int,
+        on_primary: Callable[[str, int], None] | None = None,
+    ) -> None:
+        self._nc = nc
+        self._subjects = subjects
+        self.node = node
+        self._heartbeat = heartbeat
+        self._primary_timeout = primary_timeout
+        self._max_frames = max_frames
+        self._max_bytes = max_bytes
+        self._on_primary = on_primary
+        #: The primary this edge relays to: (node, epoch), or None while none is known.
+        self.primary: tuple[str, int] | None = None
+        self._primary_seen = 0.0
+        self._relayed: dict[int, _Relayed] = {}
+        self._ids = 0
+        self._closers: set[asyncio.Task[None]] = set()  # strong references
+        self._subs: list[Any] = []
+        self._ticker: asyncio.Task[None] | None = None
+        self._watcher: Any = None
+        self._watching: asyncio.Task[None] | None = None
+        #: False once this node serves clients itself (it became the primary).
+        self.active = True
+
+    @property
+    def ready(self) -> bool:
+        """A primary is known: new clients can be relayed."""
+        return self.active and self.primary is not None
+
+    @property
+    def connections(self) -> int:
+        return len(self._relayed)
+
+    async def start(self) -> None:
+        subjects = self._subjects
+        self._subs.append(await self._nc.subscribe(subjects.edge(self.node), cb=self._on_message))
+        self._subs.append(
+            await self._nc.subscribe(subjects.hb_primary, cb=self._on_primary_heartbeat)
+        )
+        await self._nc.publish(subjects.hb_edge, self.node.encode())
+        await self._nc.flush()
+        loop = asyncio.get_running_loop()
+        self._ticker = loop.create_task(self._tick(), name="relay-edge")
+        try:
+            record = await primary_record(self._nc)
+            self._watcher = await record.watch(subjects.primary_key)
+        except NatsError as error:
+            log.warning("cannot watch the primary's record (JetStream)", error=str(error))
+        else:
+            self._watching = loop.create_task(self._watch(self._watcher), name="relay-record")
+
+    async def _watch(self, watcher: Any) -> None:
+        """The primary's record in JetStream: its current value, then every change."""
+        try:
+            async for entry in watcher:
+                if entry is not None and entry.value:
+                    found = parse_primary(bytes(entry.value))
+                    if found is not None:
+                        self._announced(*found)
+        except NatsError as error:
+            log.warning("watching the primary's record stopped", error=str(error))
+
+    async def stop(self, code: int = CLOSE_PRIMARY_GONE, reason: str = "node stopping") -> None:
+        self.active = False
+        if self._watching is not None:
+            self._watching.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._watching
+            self._watching = None
+        if self._watcher is not None:
+            with contextlib.suppress(NatsError):
+                await self._watcher.stop()
+            self._watcher = None
+        if self._ticker is not None:
+            self._ticker.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._ticker
+            self._ticker = None
+        for sub in self._subs:
+            with contextlib.suppress(Exception):  # the bus may be gone already
+                await sub.unsubscribe()
+        self._subs.clear()
+        self.drop_all(code, reason)
+
+    def drop_all(self, code: int, reason: str) -> None:
+        """Close every relayed client (they reconnect, to this node or another)."""
+        for relayed in list(self._relayed.values()):
+            relayed.closing = True
+            relayed.connection.close(code, reason)
+            relayed.done.set()
+
+    async def _tick(self) -> None:
+        while True:
+            await asyncio.sleep(self._heartbeat)
+            try:
+                await self._nc.publish(self._subjects.hb_edge, self.node.encode())
+            except Exception:  # task boundary: the bus reconnects by itself
+                log.warning("edge heartbeat failed", exc_info=True)
+            if (
+                self.primary is not None
+                and time.monotonic() - self._primary_seen > self._primary_timeout
+            ):
+                log.warning("primary silent: closing relayed clients", primary=self.primary[0])
+                self.primary = None
+                self.drop_all(CLOSE_PRIMARY_GONE, "primary unavailable: reconnect")
+
+    async def _on_primary_heartbeat(self, msg: _Msg) -> None:
+        found = parse_primary(msg.data)
+        if found is not None:
+            self._announced(*found)
+
+    def _announced(self, node_text: str, epoch: int) -> None:
+        """A primary made itself known (heartbeat or record): follow the newest epoch."""
+        current = self.primary
+        if current is not None and epoch < current[1]:
+            return  # a deposed primary still beating: ignore it
+        self._primary_seen = time.monotonic()
+        if current is None or epoch > current[1]:
+            if current is not None:
+                log.info("primary changed: closing relayed clients", primary=node_text, epoch=epoch)
+                self.drop_all(CLOSE_PRIMARY_GONE, "primary changed: reconnect")
+            self.primary = (node_text, epoch)
+            log.info("relaying to the primary", primary=node_text, epoch=epoch)
+            if self._on_primary is not None:
+                self._on_primary(node_text, epoch)
+
+    async def _on_message(self, msg: _Msg) -> None:
+        try:
+            kind, conn, n, epoch, payload = decode(msg.data)
+        except ValueError:
+            log.warning("malformed relay message dropped")
+            return
+        relayed = self._relayed.get(conn)
+        if relayed is None or epoch != relayed.epoch or relayed.closing:
+            return  # a closed connection's, or a deposed primary's
+        if n == 0 and kind == "x":  # the primary does not know it
+            self._end(relayed, CLOSE_PRIMARY_GONE, "primary changed: reconnect")
+            return
+        if n != relayed.n_in + 1:
+            # What came before the gap is whole and in order: it goes out first.
+            log.warning("relay gap: closing the client", conn=conn)
+            self._end(relayed, CLOSE_PRIMARY_GONE, "relay lost frames: reconnect")
+            return
+        relayed.n_in = n
+        if kind == "k":
+            if not relayed.pieces.add(payload):
+                relayed.closing = True
+                relayed.connection.close(CLOSE_TRY_AGAIN, "too far behind: reconnect to resume")
+                relayed.done.set()
+            return
+        payload = relayed.pieces.join(payload)
+        if kind == "f":
+            try:
+                frames = unpack_frames(payload)
+            except ValueError:
+                log.warning("unreadable frames from the primary: closing the client", conn=conn)
+                self._end(relayed, CLOSE_PRIMARY_GONE, "relay error: reconnect")
+                return
+            for frame in frames:
+                relayed.connection.send(frame)
+        elif kind == "x":
+            code_text, _, reason = payload.partition(b" ")
+            code = int(code_text) if code_text.isdigit() else CLOSE_PRIMARY_GONE
+            if not _sendable(code):  # 1005, 1006, 1015 or out of range: a close frame can't
+                code = CLOSE_PRIMARY_GONE
+            self._end(relayed, code, reason.decode(errors="replace"))
+
+    def _end(self, relayed: _Relayed, code: int, reason: str) -> None:
+        """Close a client once what it was sent before has gone out (bounded)."""
+        relayed.closing = True
+        task = asyncio.get_running_loop().create_task(
+            self._close_after_flush(relayed, code, reason), name=f"relay-close {relayed.id}"
+        )
+        self._closers.add(task)
+        task.add_done_callback(self._closers.discard)
+
+    async def _close_after_flush(self, relayed: _Relayed, code: int, reason: str) -> None:
+        # What the primary sent before its close goes out first (e.g. -32005, then 1008).
+        try:
+            await relayed.connection.flush_and_close(code, reason, grace=2.0)
+        finally:
+            relayed.done.set()
+
+    async def serve(
+        self, websocket: ServerConnection, transport: Transport, user: tuple[str, bool] | None
+    ) -> None:
+        """Relay one client for as long as its socket and the primary last."""
+        primary = self.primary
+        if primary is None:
+            await websocket.close(CLOSE_PRIMARY_GONE, "no primary: try again")
+            return
+        self._ids += 1
+        connection = Connection(transport, max_frames=self._max_frames, max_bytes=self._max_bytes)
+        connection.start()
+        relayed = _Relayed(self._ids, primary[1], connection, Pieces(self._max_bytes))
+        self._relayed[relayed.id] = relayed
+        subject = self._subjects.primary(primary[1], self.node)
+        opening = b"" if user is None else user[0].encode() + b"\n" + (b"1" if user[1] else b"")
+        try:
+            try:
+                relayed.n_out = await publish(
+                    self._nc, subject, "o", relayed.id, relayed.n_out + 1, opening, None
+                )
+            except NatsError as error:
+                log.warning("bus unavailable: refusing a relayed client", error=str(error))
+                await websocket.close(CLOSE_PRIMARY_GONE, "bus unavailable: try again")
+                return
+            reader = asyncio.ensure_future(self._read(websocket, relayed, subject))
+            ended = asyncio.ensure_future(relayed.done.wait())
+            try:
+                await asyncio.wait({reader, ended}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                for task in (reader, ended):
+                    task.cancel()
+                    with contextlib.suppress(asyncio.CancelledError, ConnectionClosed):
+                        await task
+            if relayed.done.is_set() and connection.close_code is not None:
+                with contextlib.suppress(Exception):  # the socket may be gone already
+                    await websocket.close(connection.close_code, "")
+        finally:
+            del self._relayed[relayed.id]
+            if self.primary is not None and self.primary[1] == relayed.epoch:
+                with contextlib.suppress(Exception):  # the bus may be gone already
+                    await publish(self._nc, subject, "x", relayed.id, relayed.n_out + 1, b"", None)
+            await connection.stop()
+
+    async def _read(self, websocket: ServerConnection, relayed: _Relayed, subject: str) -> None:
+        nc = self._nc
+        try:
+            async for frame in websocket:
+                kind, data = ("t", frame.encode()) if isinstance(frame, str) else ("b", frame)
+                relayed.n_out = await publish(
+                    nc, subject, kind, relayed.id, relayed.n_out + 1, data, None
+                )
+        except NatsError as error:
+            # The bus is down (nats-py reconnects by itself; its buffer is full or
+            # it gave up): this client's frames cannot reach the primary. Close it
+            # with 1012 so it comes back once a path exists, rather than hang.
+            log.warning("bus unavailable: closing a relayed client", error=str(error))
+            relayed.connection.close(CLOSE_PRIMARY_GONE, "bus unavailable: reconnect")

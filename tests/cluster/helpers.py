@@ -1,0 +1,228 @@
+"""Cluster nodes as real processes: ``python -m ahp_server serve`` with a bus and PostgreSQL.
+
+Each :class:`Node` is its own process (kill -9, SIGSTOP and SIGTERM are
+real); its JSON log lines are read all the time (a full stderr pipe would
+block the node) and kept, so a test can wait for an event ("primary ready").
+NATS is the machine's (``AHP_TEST_NATS``, default ``nats://127.0.0.1:4222``;
+``.ci/run`` starts it); each test gets its own ``cluster.name``, so tests
+(and other clusters) on one NATS server never hear each other.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import socket
+import sys
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+NATS_URL = os.environ.get("AHP_TEST_NATS", "nats://127.0.0.1:4222")
+TIMEOUT = 30.0
+
+
+def nats_or_skip() -> str:
+    """The NATS URL, after checking that it answers (skip, or fail under CI)."""
+    host_port = NATS_URL.split("://", 1)[1]
+    host, _, port = host_port.rpartition(":")
+    try:
+        socket.create_connection((host, int(port)), timeout=3).close()
+    except OSError as error:
+        reason = f"NATS does not answer at {NATS_URL} ({error})"
+        if os.environ.get("CI"):
+            pytest.fail(f"{reason}: .ci/run starts it", pytrace=False)
+        pytest.skip(reason)
+    return NATS_URL
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def cluster_config(
+    directory: Path, *, lease_ttl: float = 2.0, heartbeat: float = 0.25, extra: str = ""
+) -> Path:
+    """A TOML config with a short lease (failover in seconds, for tests).
+
+    ``extra``: more TOML, appended as is (e.g. ``[[users]]`` tables).
+    """
+    path = directory / "cluster.toml"
+    path.write_text(
+        "[cluster]\n"
+        f"lease_ttl = {lease_ttl}\n"
+        f"heartbeat = {heartbeat}\n"
+        "[server]\n"
+        "active_client_grace = 30\n" + extra
+    )
+    return path
+
+
+class Node:
+    """One cluster node process."""
+
+    def __init__(
+        self, name: str, *, store: str, bus: str, cluster: str, config: Path, port: int = 0
+    ) -> None:
+        self.name = name
+        self.store = store
+        self.bus = bus
+        self.cluster = cluster
+        self.config = config
+        self.port = port or free_port()
+        self.url = f"ws://127.0.0.1:{self.port}"
+        self.process: asyncio.subprocess.Process | None = None
+        self.events: list[dict[str, Any]] = []
+        self.lines: list[str] = []
+        self._changed = asyncio.Event()
+        self._reader: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        env = {
+            **os.environ,
+            "AHP_SERVER_STORE": self.store,
+            "AHP_SERVER_BUS": self.bus,
+            "AHP_SERVER_NODE_ID": self.name,
+            "AHP_SERVER_CLUSTER_NAME": self.cluster,
+        }
+        self.events.clear()
+        self.process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "ahp_server",
+            "serve",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--log-format",
+            "json",
+            "--config",
+            str(self.config),
+            env=env,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        self._reader = asyncio.get_running_loop().create_task(self._read())
+        await self.wait_event("listening")
+
+    async def _read(self) -> None:
+        assert self.process is not None
+        assert self.process.stderr is not None
+        while True:
+            line = (await self.process.stderr.readline()).decode(errors="replace")
+            if not line:
+                break
+            self.lines.append(line)
+            if line.startswith("{"):
+                with contextlib.suppress(ValueError):
+                    self.events.append(json.loads(line))
+            self._changed.set()
+        self._changed.set()
+
+    def has(self, event: str, **fields: object) -> bool:
+        return any(
+            e.get("event") == event and all(e.get(k) == v for k, v in fields.items())
+            for e in self.events
+        )
+
+    async def wait_event(self, event: str, within: float = TIMEOUT, **fields: object) -> None:
+        await self.wait(lambda: self.has(event, **fields), within, f"event {event!r}")
+
+    async def wait(self, predicate: Callable[[], bool], within: float, what: str) -> None:
+        async with asyncio.timeout(within):
+            while not predicate():
+                exited = self.process is not None and self.process.returncode is not None
+                if exited and not predicate():
+                    raise AssertionError(
+                        f"node {self.name} exited ({self.process.returncode}) before {what}:\n"
+                        + "".join(self.lines[-30:])
+                    )
+                self._changed.clear()
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(0.2):
+                        await self._changed.wait()
+
+    @property
+    def is_primary(self) -> bool:
+        return self.has("primary ready")
+
+    async def kill(self) -> None:
+        assert self.process is not None
+        self.process.kill()  # SIGKILL: no cleanup at all
+        await self.process.wait()
+
+    def pause(self) -> None:
+        assert self.process is not None
+        self.process.send_signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        assert self.process is not None
+        self.process.send_signal(signal.SIGCONT)
+
+    async def terminate(self) -> int:
+        assert self.process is not None
+        self.process.send_signal(signal.SIGTERM)
+        async with asyncio.timeout(TIMEOUT):
+            return await self.process.wait()
+
+    async def exit_code(self, within: float = TIMEOUT) -> int:
+        assert self.process is not None
+        async with asyncio.timeout(within):
+            return await self.process.wait()
+
+    async def close(self) -> None:
+        if self.process is not None and self.process.returncode is None:
+            self.process.send_signal(signal.SIGCONT)
+            self.process.kill()
+            await self.process.wait()
+        if self._reader is not None:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(5):
+                    await self._reader
+
+
+def new_cluster_name() -> str:
+    return f"t{uuid.uuid4().hex[:12]}"
+
+
+async def drop_cluster_record(cluster: str) -> None:
+    """Delete the record a test cluster's primary wrote in JetStream (tests leave nothing)."""
+    import nats
+    from nats.js.errors import NotFoundError
+
+    nc = await nats.connect(NATS_URL, connect_timeout=5)
+    try:
+        with contextlib.suppress(NotFoundError):
+            record = await nc.jetstream().key_value("ahp")
+            await record.purge(f"{cluster}.primary")
+    finally:
+        await nc.close()
+
+
+def _alive(node: Node) -> bool:
+    return node.process is not None and node.process.returncode is None
+
+
+async def wait_for_primary(nodes: list[Node], within: float = TIMEOUT) -> Node:
+    """The one node (of ``nodes``) that became the primary, once every other one relays to it."""
+    async with asyncio.timeout(within):
+        while True:
+            primaries = [n for n in nodes if n.is_primary and _alive(n)]
+            if primaries:
+                assert len(primaries) == 1, [n.name for n in primaries]
+                primary = primaries[0]
+                if all(
+                    n.has("relaying to the primary", primary=primary.name)
+                    for n in nodes
+                    if n is not primary and _alive(n)
+                ):
+                    return primary
+            await asyncio.sleep(0.05)

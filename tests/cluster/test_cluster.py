@@ -1,0 +1,327 @@
+"""Cluster mode over real processes: three nodes, one PostgreSQL, one NATS (docs/scale-out.md).
+
+Each test starts three ``ahp-server`` processes sharing a fresh PostgreSQL
+schema and their own cluster name on the machine's NATS server, and drives
+them with the project's client over real sockets.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from msgspec import UnsetType
+from websockets.exceptions import InvalidStatus
+
+from ahp_server.client import AhpClient, RemoteError
+from ahp_server.protocol.types import (
+    ActionEnvelope,
+    ChatDraftChangedAction,
+    ChatState,
+    Message,
+    MessageOrigin,
+    SessionState,
+)
+from tests.cluster.helpers import (
+    Node,
+    cluster_config,
+    drop_cluster_record,
+    nats_or_skip,
+    new_cluster_name,
+    wait_for_primary,
+)
+from tests.e2e.helpers import comparable
+from tests.postgres import postgres_schema, query
+
+ROOT = "ahp-root://"
+TIMEOUT = 30.0
+
+
+@pytest.fixture
+async def nodes(tmp_path: Path) -> AsyncIterator[list[Node]]:
+    async with three_nodes(tmp_path) as started:
+        yield started
+
+
+@contextlib.asynccontextmanager
+async def three_nodes(tmp_path: Path, extra: str = "") -> AsyncIterator[list[Node]]:
+    """Three node processes on a fresh schema; ``extra``: more TOML for their config."""
+    bus = nats_or_skip()
+    config = cluster_config(tmp_path, extra=extra)
+    cluster = new_cluster_name()
+    async with postgres_schema() as store:
+        started = [
+            Node(f"n{i}", store=store, bus=bus, cluster=cluster, config=config) for i in range(3)
+        ]
+        try:
+            for node in started:
+                await node.start()
+            yield started
+        finally:
+            for node in started:
+                await node.close()
+            await drop_cluster_record(cluster)
+
+
+def seqs(client: AhpClient) -> list[int]:
+    return [e.server_seq for e in client.envelopes]
+
+
+async def test_any_node_serves_and_every_client_sees_one_order(nodes: list[Node]) -> None:
+    """One primary; a session made through an edge; all three nodes' clients agree."""
+    primary = await wait_for_primary(nodes)
+    edges = [n for n in nodes if n is not primary]
+    assert all(not n.is_primary for n in edges)
+    clients = [await AhpClient.connect(n.url, subscriptions=[ROOT]) for n in nodes]
+    try:
+        writer = clients[nodes.index(edges[0])]
+        chat = await writer.open_chat("echo", timeout=TIMEOUT)
+        for client in clients:
+            if client is not writer:
+                await client.subscribe(chat, timeout=TIMEOUT)
+        answer = await writer.ask(chat, "/slow 5 one two three four five", timeout=TIMEOUT)
+        assert "five" in answer
+        await asyncio.gather(
+            *(
+                c.wait_for(lambda c: len(c.confirmed(chat, ChatState).turns) == 1, timeout=TIMEOUT)
+                for c in clients
+            )
+        )
+        states = [comparable(c.confirmed(chat, ChatState)) for c in clients]
+        assert states[0] == states[1] == states[2]
+        # Every client's envelopes of that chat come in one strictly increasing order,
+        # and the three saw the same numbers for it.
+        of_chat = [[e.server_seq for e in c.envelopes if e.channel == chat] for c in clients]
+        for numbers in of_chat:
+            assert numbers == sorted(set(numbers))
+        assert of_chat[1][-1] == of_chat[0][-1] == of_chat[2][-1]
+        # The sessions list is the same whichever node answers.
+        listed = [await c.list_sessions(timeout=TIMEOUT) for c in clients]
+        assert len({tuple(s.resource for s in r.items) for r in listed}) == 1
+    finally:
+        for client in clients:
+            await client.close()
+
+
+async def test_kill_primary_mid_stream_fails_over_with_nothing_lost(nodes: list[Node]) -> None:
+    """kill -9 the primary while a turn streams: another node takes over in bounded time,
+    the turn ends as an error, clients reconnect elsewhere and replay, no gap, no double."""
+    primary = await wait_for_primary(nodes)
+    edges = [n for n in nodes if n is not primary]
+    watcher = await AhpClient.connect(edges[0].url, subscriptions=[ROOT])
+    seen: list[ActionEnvelope] = []
+    watcher.on_envelope(seen.append)
+    try:
+        chat = await watcher.open_chat("echo", timeout=TIMEOUT)
+        words = " ".join(f"w{i}" for i in range(400))
+        await watcher.send_message(chat, f"/slow 20 {words}", timeout=TIMEOUT)
+        await watcher.wait_for(lambda c: "w20" in _streamed(c, chat), timeout=TIMEOUT)
+        before = _streamed(watcher, chat)
+        killed_at = time.monotonic()
+        await primary.kill()
+        survivors = edges
+        new_primary = await wait_for_primary(survivors, within=TIMEOUT)
+        took = time.monotonic() - killed_at
+        # Bounded: the lease TTL (2 s) plus a campaign interval and recovery.
+        assert took < 2.0 + 2.0 / 3 + 5.0, took
+        await watcher.wait_closed(timeout=TIMEOUT)  # the edge closed it: 1012
+        assert watcher.close_code == 1012
+        other = next(n for n in survivors if n is not edges[0])
+        path = await _reconnect(watcher, other.url)
+        assert path in ("replay", "snapshot")
+        await watcher.wait_for(
+            lambda c: len(c.confirmed(chat, ChatState).turns) == 1, timeout=TIMEOUT
+        )
+        state = watcher.confirmed(chat, ChatState)
+        assert len(state.turns) == 1
+        turn = state.turns[0]
+        assert turn.state == "error"
+        kept = "".join(
+            p.content for p in turn.response_parts if getattr(p, "kind", "") == "markdown"
+        )
+        assert kept.startswith(before)  # nothing the client saw was lost
+        numbers = [e.server_seq for e in seen]
+        assert numbers == sorted(set(numbers)), "an envelope twice, or out of order"
+        # A fresh client on the third node sees the same state.
+        fresh = await AhpClient.connect(new_primary.url, subscriptions=[chat])
+        try:
+            assert comparable(fresh.confirmed(chat, ChatState)) == comparable(state)
+        finally:
+            await fresh.close()
+    finally:
+        await watcher.close()
+
+
+async def test_paused_primary_is_fenced_and_stops(nodes: list[Node]) -> None:
+    """SIGSTOP the primary past its lease: another node takes over; resumed, the old one
+    can commit nothing (fenced by the lease epoch) and exits non-zero."""
+    primary = await wait_for_primary(nodes)
+    edges = [n for n in nodes if n is not primary]
+    client = await AhpClient.connect(primary.url, subscriptions=[ROOT])
+    try:
+        chat = await client.open_chat("echo", timeout=TIMEOUT)
+        words = " ".join(f"w{i}" for i in range(400))
+        await client.send_message(chat, f"/slow 20 {words}", timeout=TIMEOUT)
+        await client.wait_for(lambda c: "w5" in _streamed(c, chat), timeout=TIMEOUT)
+        primary.pause()
+        try:
+            new_primary = await wait_for_primary(edges, within=TIMEOUT)
+        finally:
+            primary.resume()
+        code = await primary.exit_code(within=TIMEOUT)
+        assert code != 0
+        assert primary.has("cluster node failing")
+        # Whatever the old primary streamed after the takeover never reached the
+        # database: the new primary's state of the chat is the one every client gets.
+        fresh = await AhpClient.connect(new_primary.url, subscriptions=[chat])
+        try:
+            await fresh.wait_for(
+                lambda c: len(c.confirmed(chat, ChatState).turns) == 1, timeout=TIMEOUT
+            )
+            assert fresh.confirmed(chat, ChatState).turns[0].state == "error"
+        finally:
+            await fresh.close()
+        # Nothing the old primary did after the takeover reached the database: had
+        # it committed, its numbers would collide with the new primary's (both
+        # count on from the same mark). Every serverSeq in the log is there once.
+        rows = await query(nodes[0].store, "SELECT entries FROM log")
+        numbers = [entry[0] for (entries,) in rows for entry in json.loads(bytes(entries))]
+        assert numbers
+        assert len(numbers) == len(set(numbers))
+        mark = await query(nodes[0].store, "SELECT value FROM meta WHERE key = 'server_seq'")
+        assert max(numbers) <= mark[0]["value"]
+        epochs = await query(nodes[0].store, "SELECT node, epoch FROM cluster_lease")
+        assert epochs[0]["node"] == new_primary.name
+        assert epochs[0]["epoch"] == 2
+    finally:
+        await client.close()
+
+
+async def test_server_seq_is_one_sequence_across_failovers(nodes: list[Node]) -> None:
+    """Numbers never go back: after two failovers the sequence a client sees only grows,
+    and a replay from any node starts right after the last number it saw."""
+    first = await wait_for_primary(nodes)
+    client = await AhpClient.connect(first.url, subscriptions=[ROOT])
+    seen: list[int] = []
+    client.on_envelope(lambda e: seen.append(e.server_seq))
+    try:
+        chat = await client.open_chat("echo", timeout=TIMEOUT)
+        await client.ask(chat, "one", timeout=TIMEOUT)
+        alive = list(nodes)
+        for _ in range(2):
+            primary = await wait_for_primary(alive)
+            alive.remove(primary)
+            await primary.terminate()  # graceful: the lease is released at once
+            successor = await wait_for_primary(alive, within=TIMEOUT)
+            if client.closed is False:
+                await client.wait_closed(timeout=TIMEOUT)
+            await _reconnect(client, successor.url)
+            await client.ask(chat, "again", timeout=TIMEOUT)
+        assert seen == sorted(set(seen))
+        state = client.confirmed(chat, ChatState)
+        assert [t.state for t in state.turns] == ["complete"] * 3
+        sessions = [s for s in client.subscriptions if s.startswith("ahp-session")]
+        assert client.view(sessions[0], SessionState).lifecycle == "ready"
+    finally:
+        await client.close()
+
+
+def _streamed(client: AhpClient, chat: str) -> str:
+    state = client.view(chat, ChatState)
+    active = state.active_turn
+    parts = () if isinstance(active, UnsetType) else active.response_parts
+    return "".join(p.content for p in parts if getattr(p, "kind", "") == "markdown")
+
+
+async def _reconnect(client: AhpClient, url: str) -> str:
+    """Reconnect (the node may still be recovering: 503 until it is ready)."""
+    async with asyncio.timeout(TIMEOUT):
+        while True:
+            try:
+                return await client.reconnect(url, timeout=TIMEOUT)
+            except InvalidStatus as error:  # 503 while no node is the primary yet
+                if error.response.status_code != 503:
+                    raise
+                await asyncio.sleep(0.2)
+            except OSError:
+                await asyncio.sleep(0.2)
+
+
+async def test_frames_over_the_bus_payload_limit_are_relayed_whole(nodes: list[Node]) -> None:
+    """A 2.5 MB draft from a client on an edge (NATS takes 1 MiB a message): the frame goes
+    to the primary in pieces, its echo comes back in pieces, intact, and a client on the
+    other edge gets the same envelope."""
+    primary = await wait_for_primary(nodes)
+    edges = [n for n in nodes if n is not primary]
+    writer = await AhpClient.connect(edges[0].url, subscriptions=[ROOT])
+    reader = await AhpClient.connect(edges[1].url, subscriptions=[ROOT])
+    try:
+        chat = await writer.open_chat("echo", timeout=TIMEOUT)
+        await reader.subscribe(chat, timeout=TIMEOUT)
+        line = 'draft ✓ ünïcode "quoted" \\ line\n'
+        text = line * (2_500_000 // len(line.encode()))
+        assert 2_400_000 < len(text.encode()) < 3 * 1024 * 1024
+        draft = ChatDraftChangedAction(draft=Message(text=text, origin=MessageOrigin(kind="user")))
+        seq = await writer.dispatch(chat, draft, timeout=TIMEOUT)
+
+        def has_draft(client: AhpClient) -> bool:
+            state = client.confirmed(chat, ChatState)
+            return isinstance(state.draft, Message) and state.draft.text == text
+
+        await asyncio.gather(
+            writer.wait_for(has_draft, timeout=TIMEOUT), reader.wait_for(has_draft, timeout=TIMEOUT)
+        )
+        echo = next(e for e in writer.envelopes if getattr(e.origin, "client_seq", None) == seq)
+        assert echo.rejection_reason is None or isinstance(echo.rejection_reason, UnsetType)
+        seen = [e for e in reader.envelopes if isinstance(e.action, ChatDraftChangedAction)]
+        assert [e.server_seq for e in seen] == [echo.server_seq]
+        # The connections survived it: both still answer.
+        await writer.ping(timeout=TIMEOUT)
+        await reader.ping(timeout=TIMEOUT)
+    finally:
+        await writer.close()
+        await reader.close()
+
+
+ALICE = "alice-token-0123456789abcdef"
+BOB = "bob-token-0123456789abcdef"
+PERMISSION_DENIED = -32009
+
+
+async def test_multi_user_identity_holds_through_the_edges(tmp_path: Path) -> None:
+    """The user the edge's door admitted is the user on the primary: a session made by
+    alice through one edge is invisible and refused to bob on another, and alice's on
+    every node."""
+    (tmp_path / "alice").write_text(ALICE)
+    (tmp_path / "bob").write_text(BOB)
+    users = (
+        f'[[users]]\nname = "alice"\ntoken_file = "{tmp_path / "alice"}"\n'
+        f'[[users]]\nname = "bob"\ntoken_file = "{tmp_path / "bob"}"\n'
+    )
+    async with three_nodes(tmp_path, users) as nodes:
+        primary = await wait_for_primary(nodes)
+        edges = [n for n in nodes if n is not primary]
+        alice = await AhpClient.connect(edges[0].url, token=ALICE)
+        bob = await AhpClient.connect(edges[1].url, token=BOB)
+        try:
+            session = await alice.create_session("echo", subscribe=True, timeout=TIMEOUT)
+            listed = await bob.list_sessions(timeout=TIMEOUT)
+            assert session not in {s.resource for s in listed.items}
+            with pytest.raises(RemoteError) as refused:
+                await bob.subscribe(session, timeout=TIMEOUT)
+            assert refused.value.code == PERMISSION_DENIED
+            await bob.ping(timeout=TIMEOUT)  # bob's connection survives
+            for node in nodes:
+                async with AhpClient.connect(node.url, token=ALICE) as again:
+                    mine = await again.list_sessions(timeout=TIMEOUT)
+                    assert session in {s.resource for s in mine.items}
+                    state = await again.subscribe(session, timeout=TIMEOUT)
+                    assert isinstance(state, SessionState)
+        finally:
+            await alice.close()
+            await bob.close()
