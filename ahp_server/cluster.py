@@ -191,8 +191,10 @@ class ClusterNode:
             await self.lease.close()
 
     async def _close_bus(self) -> None:
+        import nats
+
         if self._nc is not None:
-            with contextlib.suppress(Exception):  # already closed, or the server is gone
+            with contextlib.suppress(nats.errors.Error):  # already closed, or the server is gone
                 await self._nc.close()
             self._nc = None
 
@@ -228,9 +230,11 @@ class ClusterNode:
         assert self._nc is not None
         assert self.subjects is not None
         log.info("lease taken: becoming the primary", node=self.node_id, epoch=epoch)
-        self.edge.active = False
-        self.edge.drop_all(CLOSE_SERVICE_RESTART, "this node is the primary now: reconnect")
+        # Not an edge any more: its relayed clients reconnect (to this node, now).
+        await self.edge.stop(CLOSE_SERVICE_RESTART, "this node is the primary now: reconnect")
         self.store.set_fence((LEASE, epoch))
+        # Renew from now on: recovering many sessions may take longer than the TTL.
+        self._spawn(self._renew(), "lease-renewal")
         try:
             await self.app.host.start()
         except StoreError as error:
@@ -250,7 +254,6 @@ class ClusterNode:
         )
         await self.primary.start()
         self.primary_since = time.monotonic()
-        self._spawn(self._renew(), "lease-renewal")
         log.info(
             "primary ready",
             node=self.node_id,
@@ -287,3 +290,10 @@ class ClusterNode:
 
     async def _bus_reconnected(self) -> None:
         log.info("bus reconnected", node=self.node_id)
+        if self.edge is not None and self.edge.active:
+            # Messages may have been lost while the bus was away (what nats-py
+            # buffered is sent on reconnect, possibly before the other side has
+            # subscribed again): relayed clients start over rather than wait on
+            # a lost answer until their own timeout.
+            self.edge.drop_all(CLOSE_SERVICE_RESTART, "bus reconnected: reconnect")
+            self.edge.bus_reconnected()

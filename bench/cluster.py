@@ -179,13 +179,12 @@ def cluster(n: int, store: str, tmp: Path, name: str) -> Iterator[list[NodeProce
 async def _drop_record(cluster: str) -> None:
     """Delete the cluster's primary record in JetStream: leave nothing behind."""
     import nats
-    from nats.js.errors import NotFoundError
+
+    from ahp_server.transport.relay import Subjects, forget_primary
 
     nc = await nats.connect(NATS, connect_timeout=5)
     try:
-        with contextlib.suppress(NotFoundError):
-            record = await nc.jetstream().key_value("ahp")
-            await record.purge(f"{cluster}.primary")
+        await forget_primary(nc, Subjects(cluster))
     finally:
         await nc.close()
 

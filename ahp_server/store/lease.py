@@ -56,7 +56,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ahp_server.store.base import StoreError
-from ahp_server.store.postgres import _MIGRATION_LOCK, Fenced, masked
+from ahp_server.store.postgres import _MIGRATION_LOCK, Fenced, connect, masked
 
 __all__ = ["Fenced", "Holder", "Lease", "LeaseLost"]
 
@@ -161,10 +161,7 @@ class Lease:
         import asyncpg  # lazily: only cluster nodes need the driver
 
         where = masked(self._url)
-        try:
-            conn = await asyncpg.connect(self._url, timeout=10)
-        except (TimeoutError, OSError, ValueError, asyncpg.PostgresError) as error:
-            raise StoreError(f"{where}: cannot connect to PostgreSQL ({error})") from None
+        conn = await connect(self._url)
         try:
             async with conn.transaction():
                 # The same key as the store's migrations: never races one.
@@ -185,17 +182,44 @@ class Lease:
             await conn.close()
 
     async def _run(self, method: str, sql: str, *args: object) -> Any:
+        """One statement on the lease's connection; reconnected once if it was lost.
+
+        A lost connection (PostgreSQL restarted, a proxy cut it) must not cost
+        the primary its lease: the statement runs again on a new connection.
+        Every statement here may run twice: renew and release are idempotent,
+        and an acquire whose first reply was lost finds the lease held by this
+        node under an epoch it does not know — it waits for the expiry, which
+        is safe.
+        """
         import asyncpg
 
-        conn = self._conn
-        if conn is None:
-            raise StoreError("the lease is not open: await open()")
-        try:
-            return await getattr(conn, method)(sql, *args, timeout=self._timeout)
-        except (TimeoutError, OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as error:
-            raise StoreError(
-                f"{masked(self._url)}: lease {self._name!r}: {type(error).__name__}: {error}"
-            ) from None
+        for attempt in (1, 2):
+            conn = self._conn
+            if conn is None:
+                raise StoreError("the lease is not open: await open()")
+            try:
+                if conn.is_closed():
+                    self._conn = conn = await connect(self._url)
+                return await getattr(conn, method)(sql, *args, timeout=self._timeout)
+            except asyncpg.PostgresError as error:
+                if attempt == 1 and conn.is_closed():  # e.g. the server restarted under it
+                    continue
+                raise self._error(error) from None  # the server answered: no retry
+            except (
+                TimeoutError,
+                OSError,
+                asyncpg.InterfaceError,
+                asyncpg.exceptions.InternalClientError,  # a half-dead connection
+            ) as error:
+                conn.terminate()  # in an unknown state: the next statement reconnects
+                if attempt == 2:
+                    raise self._error(error) from None
+        raise AssertionError("unreachable")
+
+    def _error(self, error: BaseException) -> StoreError:
+        return StoreError(
+            f"{masked(self._url)}: lease {self._name!r}: {type(error).__name__}: {error}"
+        )
 
     async def try_acquire(self) -> int | None:
         """Take the lease if it is free or expired, or renew it if held: the epoch, or ``None``.

@@ -163,6 +163,16 @@ class Fenced(StoreError):
     """Another node holds the lease this store was fenced with: it must not commit."""
 
 
+async def connect(url: str) -> _Connection:
+    """One connection to ``url``; :class:`StoreError` (never with the password) if none."""
+    import asyncpg  # lazily: only hosts configured for PostgreSQL need the driver
+
+    try:
+        return await asyncpg.connect(url, timeout=10)
+    except (TimeoutError, OSError, ValueError, asyncpg.PostgresError) as error:
+        raise StoreError(f"{masked(url)}: cannot connect to PostgreSQL ({error})") from None
+
+
 def is_postgres_url(url: str | None) -> bool:
     return bool(url) and str(url).split("://", 1)[0] in ("postgres", "postgresql")
 
@@ -239,10 +249,7 @@ class PostgresStore(GroupCommit, Store):
         import asyncpg  # lazily: only hosts configured for PostgreSQL need the driver
 
         where = masked(self._url)
-        try:
-            conn = await asyncpg.connect(self._url, timeout=10)
-        except (TimeoutError, OSError, ValueError, asyncpg.PostgresError) as error:
-            raise StoreError(f"{where}: cannot connect to PostgreSQL ({error})") from None
+        conn = await connect(self._url)
         try:
             server_seq = await self._migrate(conn, where)
             if self._fence is not None:

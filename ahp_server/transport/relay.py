@@ -58,6 +58,7 @@ from typing import Any, Protocol
 
 import structlog
 from nats.errors import Error as NatsError
+from nats.js.errors import NotFoundError
 from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed
 
@@ -73,6 +74,7 @@ __all__ = [
     "Subjects",
     "decode",
     "encode",
+    "forget_primary",
     "pack_frames",
     "publish",
     "unpack_frames",
@@ -186,6 +188,13 @@ def parse_primary(data: bytes) -> tuple[str, int] | None:
         return node_text, int(epoch_text)
     except ValueError:
         return None
+
+
+async def forget_primary(nc: _Nats, subjects: Subjects) -> None:
+    """Remove a cluster's primary record (a cluster taken down for good; tests, benchmarks)."""
+    with contextlib.suppress(NotFoundError):  # no bucket yet: nothing to forget
+        record = await nc.jetstream().key_value(BUCKET)
+        await record.purge(subjects.primary_key)
 
 
 async def primary_record(nc: _Nats) -> Any:
@@ -353,7 +362,7 @@ class PrimaryRelay:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._ticker
         for sub in self._subs:
-            with contextlib.suppress(Exception):  # the bus may be gone already
+            with contextlib.suppress(NatsError):  # the bus may be gone already
                 await sub.unsubscribe()
         self._subs.clear()
         for remote in list(self._remotes.values()):
@@ -371,8 +380,8 @@ class PrimaryRelay:
             await asyncio.sleep(self._heartbeat)
             try:
                 await self._beat()
-            except Exception:  # task boundary: the bus reconnects by itself
-                log.warning("primary heartbeat failed", exc_info=True)
+            except NatsError as error:  # the bus reconnects by itself
+                log.warning("primary heartbeat failed", error=str(error))
             now = time.monotonic()
             for edge, seen in list(self._edges_seen.items()):
                 if now - seen > self._edge_timeout:
@@ -568,6 +577,7 @@ class EdgeRelay:
         self._ticker: asyncio.Task[None] | None = None
         self._watcher: Any = None
         self._watching: asyncio.Task[None] | None = None
+        self._rewatching: asyncio.Task[None] | None = None
         #: False once this node serves clients itself (it became the primary).
         self.active = True
 
@@ -609,8 +619,51 @@ class EdgeRelay:
         except NatsError as error:
             log.warning("watching the primary's record stopped", error=str(error))
 
+    def bus_reconnected(self) -> None:
+        """The bus is back (nats-py reconnected): watch the primary's record afresh.
+
+        nats-py restores core subscriptions by itself, but after a NATS server
+        restart the watch's ordered consumer stays deaf until its idle
+        heartbeats time out (about 15 s): a new primary's record would be
+        missed meanwhile (heartbeats would still find it, a heartbeat later).
+        """
+        if not self.active or (self._rewatching is not None and not self._rewatching.done()):
+            return
+        self._rewatching = asyncio.get_running_loop().create_task(
+            self._rewatch(), name="relay-record-rewatch"
+        )
+
+    async def _rewatch(self) -> None:
+        """A new watch of the record (retried: JetStream may not be up yet), then the old stops."""
+        while True:
+            try:
+                record = await primary_record(self._nc)
+                watcher = await record.watch(self._subjects.primary_key)
+                break
+            except NatsError as error:  # also a timeout: JetStream is not answering yet
+                log.warning("cannot watch the primary's record again; retrying", error=str(error))
+                await asyncio.sleep(self._heartbeat)
+        old_watcher, old_watching = self._watcher, self._watching
+        self._watcher = watcher
+        self._watching = asyncio.get_running_loop().create_task(
+            self._watch(watcher), name="relay-record"
+        )
+        if old_watching is not None:
+            old_watching.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await old_watching
+        if old_watcher is not None:
+            with contextlib.suppress(NatsError):
+                await old_watcher.stop()
+        log.info("watching the primary's record again")
+
     async def stop(self, code: int = CLOSE_PRIMARY_GONE, reason: str = "node stopping") -> None:
         self.active = False
+        if self._rewatching is not None:
+            self._rewatching.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._rewatching
+            self._rewatching = None
         if self._watching is not None:
             self._watching.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -626,7 +679,7 @@ class EdgeRelay:
                 await self._ticker
             self._ticker = None
         for sub in self._subs:
-            with contextlib.suppress(Exception):  # the bus may be gone already
+            with contextlib.suppress(NatsError):  # the bus may be gone already
                 await sub.unsubscribe()
         self._subs.clear()
         self.drop_all(code, reason)
@@ -643,8 +696,8 @@ class EdgeRelay:
             await asyncio.sleep(self._heartbeat)
             try:
                 await self._nc.publish(self._subjects.hb_edge, self.node.encode())
-            except Exception:  # task boundary: the bus reconnects by itself
-                log.warning("edge heartbeat failed", exc_info=True)
+            except NatsError as error:  # the bus reconnects by itself
+                log.warning("edge heartbeat failed", error=str(error))
             if (
                 self.primary is not None
                 and time.monotonic() - self._primary_seen > self._primary_timeout
@@ -764,12 +817,12 @@ class EdgeRelay:
                     with contextlib.suppress(asyncio.CancelledError, ConnectionClosed):
                         await task
             if relayed.done.is_set() and connection.close_code is not None:
-                with contextlib.suppress(Exception):  # the socket may be gone already
+                with contextlib.suppress(ConnectionClosed, OSError):  # already gone
                     await websocket.close(connection.close_code, "")
         finally:
             del self._relayed[relayed.id]
             if self.primary is not None and self.primary[1] == relayed.epoch:
-                with contextlib.suppress(Exception):  # the bus may be gone already
+                with contextlib.suppress(NatsError):  # the bus may be gone already
                     await publish(self._nc, subject, "x", relayed.id, relayed.n_out + 1, b"", None)
             await connection.stop()
 

@@ -196,13 +196,12 @@ def new_cluster_name() -> str:
 async def drop_cluster_record(cluster: str) -> None:
     """Delete the record a test cluster's primary wrote in JetStream (tests leave nothing)."""
     import nats
-    from nats.js.errors import NotFoundError
+
+    from ahp_server.transport.relay import Subjects, forget_primary
 
     nc = await nats.connect(NATS_URL, connect_timeout=5)
     try:
-        with contextlib.suppress(NotFoundError):
-            record = await nc.jetstream().key_value("ahp")
-            await record.purge(f"{cluster}.primary")
+        await forget_primary(nc, Subjects(cluster))
     finally:
         await nc.close()
 

@@ -143,6 +143,31 @@ async def test_release_lets_another_node_take_over_at_once(
         assert holder.expires_in > 25
 
 
+async def test_a_lost_connection_does_not_cost_the_lease(
+    url: str, lease: Callable[..., Awaitable[Lease]]
+) -> None:
+    """The server drops the lease's connection (a restart, a proxy): the next renewal
+    reconnects and succeeds, with the same epoch — the primary keeps its lease."""
+    a = await lease("a")
+    async with asyncio.timeout(TIMEOUT):
+        assert await a.try_acquire() == 1
+        for _ in range(2):  # twice: a reconnected lease survives the next loss too
+            killed = await query(
+                url,
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE pid <> pg_backend_pid() AND datname = current_database() "
+                "AND query LIKE '%cluster_lease%' AND application_name = ''",
+            )
+            assert killed
+            assert all(row[0] for row in killed)
+            await a.renew()
+            assert a.epoch == 1
+        holder = await a.holder()
+        assert holder is not None
+        assert (holder.node, holder.epoch) == ("a", 1)
+        assert holder.expires_in > 25
+
+
 async def test_leases_and_stores_opening_an_empty_database_at_once(url: str) -> None:
     leases = [Lease(url, f"n{i}", ttl=5) for i in range(3)]
     stores = [PostgresStore(url) for _ in range(2)]
