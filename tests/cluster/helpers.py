@@ -48,8 +48,18 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+#: Short enough for failover in seconds, long enough that a loaded CI machine
+#: (browsers, builds, three nodes on two cores) does not miss heartbeats.
+LEASE_TTL = 3.0
+HEARTBEAT = 0.5
+
+
 def cluster_config(
-    directory: Path, *, lease_ttl: float = 2.0, heartbeat: float = 0.25, extra: str = ""
+    directory: Path,
+    *,
+    lease_ttl: float = LEASE_TTL,
+    heartbeat: float = HEARTBEAT,
+    extra: str = "",
 ) -> Path:
     """A TOML config with a short lease (failover in seconds, for tests).
 

@@ -25,6 +25,8 @@ from websockets.exceptions import InvalidStatus
 from ahp_server.client import AhpClient
 from ahp_server.protocol.types import ChatState
 from tests.cluster.helpers import (
+    HEARTBEAT,
+    LEASE_TTL,
     Node,
     cluster_config,
     free_port,
@@ -36,8 +38,6 @@ from tests.postgres import postgres_schema, query
 ROOT = "ahp-root://"
 TIMEOUT = 30.0
 NATS_SERVER = shutil.which("nats-server") or shutil.which("/usr/sbin/nats-server")
-HEARTBEAT = 0.25
-LEASE_TTL = 2.0
 
 
 class PrivateNats:
