@@ -59,6 +59,7 @@ def cluster_config(
     *,
     lease_ttl: float = LEASE_TTL,
     heartbeat: float = HEARTBEAT,
+    grace: float = 30.0,
     extra: str = "",
 ) -> Path:
     """A TOML config with a short lease (failover in seconds, for tests).
@@ -71,7 +72,7 @@ def cluster_config(
         f"lease_ttl = {lease_ttl}\n"
         f"heartbeat = {heartbeat}\n"
         "[server]\n"
-        "active_client_grace = 30\n" + extra
+        f"active_client_grace = {grace}\n" + extra
     )
     return path
 

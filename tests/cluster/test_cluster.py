@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import json
 import time
+import urllib.request
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -50,10 +51,13 @@ async def nodes(tmp_path: Path) -> AsyncIterator[list[Node]]:
 
 
 @contextlib.asynccontextmanager
-async def three_nodes(tmp_path: Path, extra: str = "") -> AsyncIterator[list[Node]]:
-    """Three node processes on a fresh schema; ``extra``: more TOML for their config."""
+async def three_nodes(
+    tmp_path: Path, extra: str = "", grace: float = 30.0
+) -> AsyncIterator[list[Node]]:
+    """Three node processes on a fresh schema; ``extra``: more TOML for their config;
+    ``grace``: ``server.active_client_grace``."""
     bus = nats_or_skip()
-    config = cluster_config(tmp_path, extra=extra)
+    config = cluster_config(tmp_path, grace=grace, extra=extra)
     cluster = new_cluster_name()
     async with postgres_schema() as store:
         started = [
@@ -326,3 +330,63 @@ async def test_multi_user_identity_holds_through_the_edges(tmp_path: Path) -> No
         finally:
             await alice.close()
             await bob.close()
+
+
+async def test_clients_dropped_at_an_edge_leave_nothing_behind(tmp_path: Path) -> None:
+    """Clients that vanish from an edge (TCP abort, no close frame) or close cleanly are
+    let go on the primary too: its connection and task counts come back to where they
+    were (no active-client grace here, so no release is left pending)."""
+    async with three_nodes(tmp_path, grace=0.0) as nodes:
+        await _drop_clients_at_an_edge(nodes)
+
+
+async def _drop_clients_at_an_edge(nodes: list[Node]) -> None:
+    primary = await wait_for_primary(nodes)
+    edge = next(n for n in nodes if n is not primary)
+    owner = await AhpClient.connect(primary.url, subscriptions=[ROOT])
+    try:
+        chat = await owner.open_chat("echo", timeout=TIMEOUT)
+        before = await _metrics(primary)
+        clients = [await AhpClient.connect(edge.url, subscriptions=[ROOT, chat]) for _ in range(30)]
+        during = await _metrics(primary)
+        assert during["ahp_connections"] == before["ahp_connections"] + 30
+        await owner.ask(chat, "/slow 1 everyone sees this", timeout=TIMEOUT)
+        for i, client in enumerate(clients):
+            if i % 2:
+                await client.close()
+            else:
+                link = client._link  # the raw socket: end it without a close frame
+                assert link is not None
+                link.ws.transport.abort()
+
+        async def settled() -> bool:
+            now = await _metrics(primary)
+            return (
+                now["ahp_connections"] == before["ahp_connections"]
+                and now["ahp_tasks"] <= before["ahp_tasks"] + 2
+            )
+
+        async with asyncio.timeout(TIMEOUT):
+            while not await settled():  # noqa: ASYNC110 - polling another process
+                await asyncio.sleep(0.2)
+        # The edge answers, and relays a new client as before.
+        again = await AhpClient.connect(edge.url, subscriptions=[chat])
+        await again.close()
+    finally:
+        await owner.close()
+
+
+async def _metrics(node: Node) -> dict[str, float]:
+    """The node's /metrics gauges without labels, by name."""
+    url = node.url.replace("ws://", "http://") + "/metrics"
+
+    def fetch() -> str:
+        with urllib.request.urlopen(url, timeout=5) as answer:
+            return str(answer.read().decode())
+
+    found: dict[str, float] = {}
+    for line in (await asyncio.to_thread(fetch)).splitlines():
+        name, _, value = line.partition(" ")
+        if line and not line.startswith("#") and "{" not in name:
+            found[name] = float(value)
+    return found
