@@ -3,7 +3,7 @@
 Layer map (imports flow one way, checked by ``lint-imports``; see
 docs/architecture.md)::
 
-    cli → app → transport → host → agents | store → protocol
+    cli → cluster → app → transport → host → agents | store → protocol
 
 ``protocol`` is the pure spec as code; ``client`` uses only ``protocol``;
 ``config`` and ``logging`` import none of the layers they configure.

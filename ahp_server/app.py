@@ -6,7 +6,7 @@ and nothing but ``cli``, the tests and the benchmarks imports it).
 The layers, outermost first (``pyproject.toml`` ``[tool.importlinter]``
 enforces them; docs/architecture.md draws them)::
 
-    cli → app → transport → host → agents | store → protocol
+    cli → cluster → app → transport → host → agents | store → protocol
 
 ``Host`` owns the state and knows nothing of frames; the ``Gateway`` (which
 builds the command dispatcher) turns frames into work for it; the transport
