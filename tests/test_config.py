@@ -56,6 +56,14 @@ def test_environment_overrides_the_file_and_flags_override_both() -> None:
         ("[server]\nhots = 'typo'\n", "server.hots"),
         ('[server]\nhost = "0.0.0.0"\n', "server.token"),
         ("not = [valid toml", "config"),
+        # Cluster mode needs the PostgreSQL the nodes share.
+        ('[cluster]\nbus = "nats://127.0.0.1:4222"\n', "cluster.bus"),
+        ('[cluster]\nbus = "http://nats:4222"\n', "cluster.bus"),
+        ('[cluster]\nnode_id = "a b"\n', "cluster.node_id"),
+        ('[cluster]\nname = "a.b"\n', "cluster.name"),
+        ("[cluster]\nlease_ttl = 0\n", "cluster.lease_ttl"),
+        # Three heartbeats (how long an edge waits for the primary) fit in a lease.
+        ("[cluster]\nlease_ttl = 2.0\nheartbeat = 1.0\n", "cluster.heartbeat"),
     ],
 )
 def test_invalid_settings_name_their_key(tmp_path: Path, toml: str, key: str) -> None:
@@ -281,3 +289,31 @@ def test_invalid_users_name_their_key(
         load_settings(path, environ=environ)
     assert caught.value.key == key
     assert "x" * 16 not in str(caught.value)
+
+
+def test_a_cluster_node_from_the_environment() -> None:
+    settings = load_settings(
+        environ={
+            "AHP_SERVER_STORE": "postgres://ahp:secret@db:5432/ahp",
+            "AHP_SERVER_BUS": "nats://nats:4222",
+            "AHP_SERVER_NODE_ID": "ahp-2",
+            "AHP_SERVER_CLUSTER_NAME": "prod",
+        }
+    )
+    assert (settings.bus, settings.node_id, settings.cluster_name) == (
+        "nats://nats:4222",
+        "ahp-2",
+        "prod",
+    )
+    assert (settings.lease_ttl, settings.heartbeat) == (10.0, 1.0)
+    assert load_settings(environ={}).bus is None  # one process: no bus, no cluster
+
+
+def test_a_bad_bus_url_is_not_echoed() -> None:
+    """The URL may carry credentials: the error names the key, never the value."""
+    with pytest.raises(ConfigError) as caught:
+        load_settings(
+            environ={"AHP_SERVER_STORE": "postgres://db/ahp", "AHP_SERVER_BUS": "nats//u:pw@x"}
+        )
+    assert caught.value.key == "cluster.bus"
+    assert "pw" not in str(caught.value)
