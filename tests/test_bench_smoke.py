@@ -275,10 +275,11 @@ def test_cluster_benchmark_produces_every_figure(tmp_path: Path) -> None:
     results = asyncio.run(run_async(QUICK))
     for count in (1, 3):
         entry = results[f"nodes_{count}"]
-        for figure in ("turns_per_s", "cpu_us_per_turn_all_nodes"):
-            assert positive(entry["short_turns"][figure])
-        for figure in ("deliveries_per_s", "cpu_us_per_delivery_primary"):
-            assert positive(entry["fan_out"][figure])
+        assert positive(entry["short_turns"]["turns_per_s"])
+        assert positive(entry["fan_out"]["deliveries_per_s"])
+        # CPU time counts in clock ticks (10 ms): a tiny run may use none of one.
+        assert entry["short_turns"]["cpu_us_per_turn_all_nodes"] >= 0
+        assert entry["fan_out"]["cpu_us_per_delivery_primary"] >= 0
     failover = results["nodes_3"]["failover"]
     assert positive(failover["lease_taken_after_s"])
     assert positive(failover["client_served_after_s"])
