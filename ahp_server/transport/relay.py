@@ -30,7 +30,10 @@ NATS server); below, that prefix is left out.
 Message body: a header line ``<kind><conn> <n> [<epoch>]\\n`` then the payload.
 Kinds: ``o`` open (payload: user, admin flag), ``t`` a text frame, ``b`` a
 binary frame, ``f`` frames (primary → edge: each as ``<length>\\n<bytes>``),
-``x`` close (payload: ``<code> <reason>``), ``k`` a piece of the next
+``x`` close (payload: ``<code> <reason>``), ``g`` (primary → edge) the same
+frames for several clients of one edge (payload: ``<conn>:<n>,…\n`` then the
+packed frames: an envelope fanned out crosses the bus once per edge, see
+:class:`EdgeLink`), ``k`` a piece of the next
 message's payload: a payload over the server's ``max_payload`` (1 MiB by
 default; a client frame may be 4 MiB, a snapshot more) goes as ``k`` pieces
 and the message itself with the last piece; the receiver joins them, bounded
@@ -52,6 +55,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -67,6 +71,7 @@ from ahp_server.host.fanout import Connection, Transport
 __all__ = [
     "CLOSE_PRIMARY_GONE",
     "BusTransport",
+    "EdgeLink",
     "EdgeRelay",
     "FrameSink",
     "Pieces",
@@ -92,7 +97,9 @@ CLOSE_TRY_AGAIN = 1013
 CLOSE_INVALID_DATA = 1007
 #: A relayed client frame over ``server.max_message_bytes``, as the door closes one.
 CLOSE_TOO_BIG = 1009
-#: The kinds an edge sends (a primary sends ``f``, ``x`` and ``k``).
+#: Bytes queued on the way to one edge (``EdgeLink``) before writers wait.
+LINK_MAX_BYTES = 16 * 1024 * 1024
+#: The kinds an edge sends (a primary sends ``f``, ``g``, ``x`` and ``k``).
 _FROM_EDGE = frozenset("otbkx")
 
 
@@ -251,41 +258,148 @@ class FrameSink(Protocol):
     async def close(self, connection: Connection) -> None: ...
 
 
-class BusTransport:
-    """A relayed client's transport on the primary: frames go to its edge over NATS."""
+def _same(a: list[bytes], b: list[bytes]) -> bool:
+    """The same frames (the hub hands every subscriber the same frame object)."""
+    return len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=True))
 
-    def __init__(self, nc: _Nats, subject: str, conn: int, epoch: int) -> None:
+
+class EdgeLink:
+    """The primary's one way out to an edge: every relayed connection of it writes here.
+
+    Connections' batches and closes go out in the order they were put, so each
+    connection's stay in order, numbered per connection as before; the same
+    frames put for several connections one after the other — an envelope fanned
+    out to that edge's subscribers — go as **one** ``g`` message naming each
+    connection and its number: the bytes cross the bus once per edge, and the
+    edge hands them to each of its clients. Bounded in bytes: a connection's
+    writer waits for room (:meth:`room`), and then its own outbox bounds it.
+    """
+
+    def __init__(self, nc: _Nats, subject: str, epoch: int, *, max_bytes: int) -> None:
         self._nc = nc
         self._subject = subject
-        self._conn = conn
         self._epoch = epoch
-        self._n = 0
-        # The writer and the closer are two tasks; a chunked publish awaits between
-        # pieces, so numbering and publishing must not interleave.
-        self._lock = asyncio.Lock()
+        self._max_bytes = max_bytes
+        self._queue: deque[tuple[str, int, list[bytes] | bytes]] = deque()
+        self._queued_bytes = 0
+        self._numbers: dict[int, int] = {}
+        self._wake = asyncio.Event()
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self._room = asyncio.Event()
+        self._room.set()
+        self._task = asyncio.get_running_loop().create_task(self._run(), name=f"link {subject}")
+        self.messages = 0
+
+    def put(self, kind: str, conn: int, payload: list[bytes] | bytes) -> None:
+        """Queue a connection's frames (``f``: a list) or its close (``x``: bytes)."""
+        size = sum(map(len, payload)) if isinstance(payload, list) else len(payload)
+        self._queue.append((kind, conn, payload))
+        self._queued_bytes += size
+        if self._queued_bytes > self._max_bytes:
+            self._room.clear()
+        self._idle.clear()
+        self._wake.set()
+
+    async def room(self) -> None:
+        await self._room.wait()
+
+    def put_message(self, data: bytes) -> None:
+        """Publish a message made elsewhere (a refusal), after what was put before it."""
+        self._queue.append(("r", 0, data))
+        self._idle.clear()
+        self._wake.set()
+
+    def forget(self, conn: int) -> None:
+        """``conn`` is gone: its numbering goes once what was put for it went out."""
+        self._queue.append(("-", conn, b""))
+        self._idle.clear()
+        self._wake.set()
+
+    async def drain(self) -> None:
+        """Until everything put so far is published."""
+        await self._idle.wait()
+
+    async def stop(self) -> None:
+        self._task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._task
+
+    def _next(self, conn: int) -> int:
+        n = self._numbers.get(conn, 0) + 1
+        self._numbers[conn] = n
+        return n
+
+    async def _run(self) -> None:
+        queue = self._queue
+        limit = max(1024, int(self._nc.max_payload) - 64)
+        while True:
+            if not queue:
+                self._idle.set()
+                self._wake.clear()
+                await self._wake.wait()
+                continue
+            kind, conn, payload = queue.popleft()
+            if kind == "-":  # the connection is gone, and all it was sent went out
+                self._numbers.pop(conn, None)
+                continue
+            if kind == "r":  # a message made elsewhere, after what was put before it
+                assert isinstance(payload, bytes)
+                with contextlib.suppress(NatsError):  # a reply about nothing: best effort
+                    await self._nc.publish(self._subject, payload)
+                continue
+            sent = [payload]
+            group = [conn]
+            if isinstance(payload, list):
+                while queue and queue[0][0] == "f":
+                    other = queue[0][2]
+                    if not isinstance(other, list) or not _same(other, payload):
+                        break
+                    group.append(queue.popleft()[1])
+                    sent.append(other)
+                data = pack_frames(payload)
+            else:
+                data = payload
+            try:
+                await self._publish(kind, group, data, limit)
+            except NatsError as error:
+                # The bus is away: what these connections were sent is lost, and
+                # their numbering says so to the edge (a gap closes them with 1012).
+                log.warning("relay to an edge failed", subject=self._subject, error=str(error))
+            for item in sent:
+                self._queued_bytes -= sum(map(len, item)) if isinstance(item, list) else len(item)
+            if self._queued_bytes <= self._max_bytes:
+                self._room.set()
+
+    async def _publish(self, kind: str, group: list[int], data: bytes, limit: int) -> None:
+        self.messages += 1
+        if len(group) == 1 or len(data) > limit:
+            for conn in group:
+                n = await publish(
+                    self._nc, self._subject, kind, conn, self._next(conn), data, self._epoch
+                )
+                self._numbers[conn] = n  # pieces took numbers too
+            return
+        names = b",".join(b"%d:%d" % (conn, self._next(conn)) for conn in group)
+        await self._nc.publish(self._subject, encode("g", 0, 0, names + b"\n" + data, self._epoch))
+
+
+class BusTransport:
+    """A relayed client's transport on the primary: its frames go out by its edge's link."""
+
+    def __init__(self, link: EdgeLink, conn: int) -> None:
+        self._link = link
+        self._conn = conn
 
     async def send_text(self, frame: bytes) -> None:
         await self.send_texts([frame])
 
     async def send_texts(self, frames: list[bytes]) -> None:
-        # One NATS message per writer batch (the Connection's writer batches).
-        async with self._lock:
-            self._n = await publish(
-                self._nc,
-                self._subject,
-                "f",
-                self._conn,
-                self._n + 1,
-                pack_frames(frames),
-                self._epoch,
-            )
+        await self._link.room()
+        self._link.put("f", self._conn, frames)
 
     async def close(self, code: int, reason: str) -> None:
-        payload = b"%d %s" % (code, reason.encode()[:120])
-        async with self._lock:
-            self._n = await publish(
-                self._nc, self._subject, "x", self._conn, self._n + 1, payload, self._epoch
-            )
+        self._link.put("x", self._conn, b"%d %s" % (code, reason.encode()[:120]))
 
 
 @dataclass(slots=True)
@@ -327,6 +441,8 @@ class PrimaryRelay:
         self._inbox = inbox
         self._max_message = max_message_bytes
         self._remotes: dict[tuple[str, int], _Remote] = {}
+        #: One outgoing link per edge (``EdgeLink``), made with its first connection.
+        self._links: dict[str, EdgeLink] = {}
         #: Connections being closed from this side (``_end``), held until they are.
         self._ending: set[asyncio.Task[None]] = set()
         self._edges_seen: dict[str, float] = {}
@@ -369,6 +485,12 @@ class PrimaryRelay:
             await self._drop(remote)
         if self._ending:  # connections closing from this side: let them finish
             await asyncio.gather(*self._ending, return_exceptions=True)
+        for link in self._links.values():  # what was put (closes above all) goes out
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(5.0):
+                    await link.drain()
+            await link.stop()
+        self._links.clear()
 
     async def _beat(self) -> None:
         await self._nc.publish(
@@ -391,6 +513,9 @@ class PrimaryRelay:
                         log.warning("edge silent: dropping its clients", edge=edge, n=len(gone))
                     for remote in gone:
                         await self._drop(remote)
+                    link = self._links.pop(edge, None)
+                    if link is not None:
+                        await link.stop()
 
     async def _on_edge_heartbeat(self, msg: _Msg) -> None:
         self._edges_seen[msg.data.decode(errors="replace")] = time.monotonic()
@@ -413,17 +538,11 @@ class PrimaryRelay:
                 await self._drop(remote)
             if not self._open(edge, conn, payload):
                 log.warning("relayed open with a bad identity refused", edge=edge, conn=conn)
-                await self._nc.publish(
-                    self._subjects.edge(edge),
-                    encode("x", conn, 0, b"%d bad open" % CLOSE_PRIMARY_GONE, self.epoch),
-                )
+                await self._refuse(edge, conn, b"bad open")
             return
         if remote is None:
-            if kind != "x":  # an edge still relaying a connection this primary never had
-                await self._nc.publish(
-                    self._subjects.edge(edge),
-                    encode("x", conn, 0, b"%d unknown connection" % CLOSE_PRIMARY_GONE, self.epoch),
-                )
+            if kind != "x":  # an edge still relaying a connection this primary does not have
+                await self._refuse(edge, conn, b"unknown connection")
             return
         if n != remote.n + 1:
             log.warning("relay gap: closing the connection", edge=edge, conn=conn)
@@ -449,6 +568,19 @@ class PrimaryRelay:
             log.warning("relayed client outran the primary", edge=edge, conn=conn)
             self._end(remote, CLOSE_TRY_AGAIN, "too many frames in flight")
 
+    async def _refuse(self, edge: str, conn: int, why: bytes) -> None:
+        """Tell an edge to close ``conn`` with 1012 (``x`` numbered 0: outside any sequence).
+
+        By the edge's link when it has one, so that it comes after whatever that
+        connection was sent before (a close with the real reason, say).
+        """
+        data = encode("x", conn, 0, b"%d %s" % (CLOSE_PRIMARY_GONE, why), self.epoch)
+        link = self._links.get(edge)
+        if link is not None:
+            link.put_message(data)
+        else:
+            await self._nc.publish(self._subjects.edge(edge), data)
+
     def _open(self, edge: str, conn: int, payload: bytes) -> bool:
         """A relayed connection; False (nothing opened) for an unreadable identity."""
         user_text, _, admin = payload.partition(b"\n")
@@ -456,8 +588,12 @@ class PrimaryRelay:
             user = user_text.decode() if user_text else None
         except UnicodeDecodeError:
             return False
-        transport = BusTransport(self._nc, self._subjects.edge(edge), conn, self.epoch)
-        connection = self._sink.open(transport)
+        link = self._links.get(edge)
+        if link is None:
+            link = self._links[edge] = EdgeLink(
+                self._nc, self._subjects.edge(edge), self.epoch, max_bytes=LINK_MAX_BYTES
+            )
+        connection = self._sink.open(BusTransport(link, conn))
         if user is not None:
             connection.user = user
             connection.admin = admin == b"1"
@@ -514,6 +650,7 @@ class PrimaryRelay:
                 await feeder
         await remote.connection.flush_and_close(code, reason, grace=2.0)
         await self._sink.close(remote.connection)
+        self._forget(remote)
 
     async def _drop(self, remote: _Remote) -> None:
         if self._remotes.get((remote.edge, remote.conn)) is not remote:
@@ -524,6 +661,12 @@ class PrimaryRelay:
             with contextlib.suppress(asyncio.CancelledError):
                 await remote.task
         await self._sink.close(remote.connection)
+        self._forget(remote)
+
+    def _forget(self, remote: _Remote) -> None:
+        link = self._links.get(remote.edge)
+        if link is not None:
+            link.forget(remote.conn)
 
 
 # -- the edge's side -----------------------------------------------------------------------------
@@ -732,6 +875,36 @@ class EdgeRelay:
         except ValueError:
             log.warning("malformed relay message dropped")
             return
+        if kind == "g":
+            self._on_group(epoch, payload)
+            return
+        self._receive(kind, conn, n, epoch, payload)
+
+    def _on_group(self, epoch: int | None, payload: bytes) -> None:
+        """The same frames for several clients: ``<conn>:<n>,…`` then the packed frames."""
+        names, sep, data = payload.partition(b"\n")
+        try:
+            if not sep:
+                raise ValueError("no frames")
+            targets = [tuple(map(int, name.split(b":"))) for name in names.split(b",")]
+            frames = unpack_frames(data)
+        except ValueError:
+            log.warning("malformed relay group dropped")
+            return
+        for target in targets:
+            if len(target) == 2:
+                self._receive("f", target[0], target[1], epoch, data, frames)
+
+    def _receive(
+        self,
+        kind: str,
+        conn: int,
+        n: int,
+        epoch: int | None,
+        payload: bytes,
+        frames: list[bytes] | None = None,
+    ) -> None:
+        """One message for one client (``frames``: already unpacked, from a group)."""
         relayed = self._relayed.get(conn)
         if relayed is None or epoch != relayed.epoch or relayed.closing:
             return  # a closed connection's, or a deposed primary's
@@ -753,7 +926,8 @@ class EdgeRelay:
         payload = relayed.pieces.join(payload)
         if kind == "f":
             try:
-                frames = unpack_frames(payload)
+                if frames is None:
+                    frames = unpack_frames(payload)
             except ValueError:
                 log.warning("unreadable frames from the primary: closing the client", conn=conn)
                 self._end(relayed, CLOSE_PRIMARY_GONE, "relay error: reconnect")

@@ -15,6 +15,7 @@ import dataclasses
 import json
 import urllib.error
 import urllib.request
+import uuid
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -30,6 +31,7 @@ from ahp_server.host.gateway import Gateway
 from ahp_server.host.host import Host
 from ahp_server.transport.relay import (
     BusTransport,
+    EdgeLink,
     EdgeRelay,
     Pieces,
     PrimaryRelay,
@@ -154,6 +156,8 @@ class FakeEdge:
         self.epoch = epoch
         self.messages: asyncio.Queue[Decoded] = asyncio.Queue()
         self.frames: dict[int, list[Any]] = {}
+        #: The ``g`` messages seen (one message for several connections).
+        self.groups: list[Decoded] = []
 
     async def start(self) -> None:
         async def on_message(msg: Any) -> None:
@@ -177,10 +181,18 @@ class FakeEdge:
         await self.nc.publish(self.subjects.hb_edge, self.name.encode())
 
     async def next(self, conn: int) -> Decoded:
-        """The next message for ``conn`` (frames of ``f`` messages are kept)."""
+        """The next message for ``conn`` (frames of ``f`` messages are kept; a ``g``
+        group counts as an ``f`` for each connection it names)."""
         async with asyncio.timeout(TIMEOUT):
             while True:
                 message = await self.messages.get()
+                if message[0] == "g":
+                    self.groups.append(message)
+                    names, _, data = message[4].partition(b"\n")
+                    for name in names.split(b","):
+                        target, n = map(int, name.split(b":"))
+                        self.messages.put_nowait(("f", target, n, message[3], data))
+                    continue
                 if message[0] == "f":
                     self.frames.setdefault(message[1], []).extend(
                         json.loads(f) for f in unpack_frames(message[4])
@@ -810,16 +822,25 @@ async def test_a_close_during_a_chunked_send_keeps_the_numbering(bus: Callable[[
     primary_nc = await bus()
     edge = FakeEdge(await bus(), subjects, "edge1", 1)
     await edge.start()
-    transport = BusTransport(primary_nc, subjects.edge("edge1"), 5, 1)
+    link = EdgeLink(primary_nc, subjects.edge("edge1"), 1, max_bytes=1 << 30)
+    transport = BusTransport(link, 5)
     big = b"y" * (int(primary_nc.max_payload) * 2)
     sending = asyncio.ensure_future(transport.send_texts([big]))
     await asyncio.sleep(0)  # the writer is between pieces
     await transport.close(1008, "bye")
     await sending
-    async with asyncio.timeout(TIMEOUT):
-        got = [await edge.messages.get() for _ in range(4)]  # f: one piece, not frames
-    assert [(kind, n) for kind, _, n, _, _ in got] == [("k", 1), ("k", 2), ("f", 3), ("x", 4)]
-    assert unpack_frames(b"".join(p for *_, p in got[:3])) == [big]
+    try:
+        async with asyncio.timeout(TIMEOUT):
+            got = [await edge.messages.get() for _ in range(4)]  # f: one piece, not frames
+        assert [(kind, n) for kind, _, n, _, _ in got] == [
+            ("k", 1),
+            ("k", 2),
+            ("f", 3),
+            ("x", 4),
+        ]
+        assert unpack_frames(b"".join(p for *_, p in got[:3])) == [big]
+    finally:
+        await link.stop()
 
 
 async def test_a_lost_bus_closes_relayed_clients_with_1012(bus: Callable[[], Any]) -> None:
@@ -838,3 +859,70 @@ async def test_a_lost_bus_closes_relayed_clients_with_1012(bus: Callable[[], Any
         await wait_until(lambda: door.edge.connections == 0, "the client is gone")
         async with connect(door.url, open_timeout=TIMEOUT) as ws:
             assert (await close_code(ws))[0] == 1012
+
+
+async def test_one_envelope_for_several_clients_of_an_edge_crosses_once(
+    bus: Callable[[], Any],
+) -> None:
+    """Two relayed clients of one edge subscribed to one chat: each envelope of it goes
+    to that edge as one ``g`` message naming both, each with its own next number."""
+    async with primary_relay(bus) as primary:
+        edge = await edge_of(bus, primary)
+        await opened(edge, 1, "a")
+        await opened(edge, 2, "b")
+        session = f"ahp-session:/{uuid.uuid4()}"
+        await edge.send(
+            "t", 1, 3, rpc(2, "createSession", {"channel": session, "provider": "echo"})
+        )
+        assert "result" in await edge.answer(1, 2)
+        await edge.send("t", 2, 3, rpc(2, "subscribe", {"channel": session}))
+        await edge.answer(2, 2)
+        await edge.send("t", 1, 4, rpc(3, "subscribe", {"channel": session}))
+        await edge.answer(1, 3)
+        edge.groups.clear()
+        # A client action on the session: its envelope reaches both subscribers.
+        action = {"type": "session/titleChanged", "title": "grouped"}
+        dispatch = {"channel": session, "clientSeq": 1, "action": action}
+        notification = {"jsonrpc": "2.0", "method": "dispatchAction", "params": dispatch}
+        await edge.send("t", 1, 5, json.dumps(notification).encode())
+
+        def titled(conn: int) -> bool:
+            return any(
+                f.get("method") == "action" and f["params"]["action"].get("title") == "grouped"
+                for f in edge.frames.get(conn, [])
+            )
+
+        async with asyncio.timeout(TIMEOUT):
+            while not (titled(1) and titled(2)):
+                await edge.next(1 if not titled(1) else 2)
+        grouped = [g for g in edge.groups if b"grouped" in g[4]]
+        assert len(grouped) == 1
+        names = grouped[0][4].partition(b"\n")[0]
+        assert sorted(int(name.split(b":")[0]) for name in names.split(b",")) == [1, 2]
+        # Numbering goes on per connection after a group: the next answer is whole.
+        await edge.send("t", 2, 4, rpc(3, "ping", {"channel": ROOT}))
+        assert (await edge.answer(2, 3))["result"] is None
+
+
+async def test_a_group_reaches_each_client_and_a_gap_closes_only_its_own(
+    bus: Callable[[], Any],
+) -> None:
+    async with edge_door(bus) as door:
+        await ready_door(door)
+        async with relayed_client(door) as (ws1, c1), relayed_client(door) as (ws2, c2):
+            frames = pack_frames([b'{"to": "both"}'])
+            group = b"%d:1,%d:1\n%s" % (c1, c2, frames)
+            await door.primary.send("g", 0, group, n=0)
+            async with asyncio.timeout(TIMEOUT):
+                assert json.loads(await ws1.recv()) == {"to": "both"}
+                assert json.loads(await ws2.recv()) == {"to": "both"}
+            await door.primary.send("g", 0, b"garbage without frames", n=0)  # dropped
+            # c1 is next at 2; a group numbering it 5 is a gap for c1 alone.
+            group = b"%d:5,%d:2\n%s" % (c1, c2, pack_frames([b'{"n": 2}']))
+            await door.primary.send("g", 0, group, n=0)
+            assert (await close_code(ws1))[0] == 1012
+            async with asyncio.timeout(TIMEOUT):
+                assert json.loads(await ws2.recv()) == {"n": 2}
+            await door.primary.frames(c2, [b'{"still": "here"}'], n=3)
+            async with asyncio.timeout(TIMEOUT):
+                assert json.loads(await ws2.recv()) == {"still": "here"}
