@@ -288,6 +288,7 @@ class EdgeLink:
         self._idle.set()
         self._room = asyncio.Event()
         self._room.set()
+        self._failing = False
         self._task = asyncio.get_running_loop().create_task(self._run(), name=f"link {subject}")
         self.messages = 0
 
@@ -365,7 +366,12 @@ class EdgeLink:
             except NatsError as error:
                 # The bus is away: what these connections were sent is lost, and
                 # their numbering says so to the edge (a gap closes them with 1012).
-                log.warning("relay to an edge failed", subject=self._subject, error=str(error))
+                # Said once per outage, not once per message.
+                if not self._failing:
+                    log.warning("relay to an edge failed", subject=self._subject, error=str(error))
+                self._failing = True
+            else:
+                self._failing = False
             for item in sent:
                 self._queued_bytes -= sum(map(len, item)) if isinstance(item, list) else len(item)
             if self._queued_bytes <= self._max_bytes:
