@@ -12,6 +12,7 @@ import contextlib
 import json
 import time
 import urllib.request
+import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -24,9 +25,12 @@ from ahp_server.protocol.types import (
     ActionEnvelope,
     ChatDraftChangedAction,
     ChatState,
+    CreateTerminalParams,
     Message,
     MessageOrigin,
     SessionState,
+    TerminalClientClaim,
+    TerminalInputAction,
 )
 from tests.cluster.helpers import (
     LEASE_TTL,
@@ -390,3 +394,85 @@ async def _metrics(node: Node) -> dict[str, float]:
         if line and not line.startswith("#") and "{" not in name:
             found[name] = float(value)
     return found
+
+
+async def test_a_fenced_primary_leaves_no_child_process_behind(tmp_path: Path) -> None:
+    """A primary that stops because it lost its lease still ends and reaps what it
+    started: a terminal's shell (opened by a client through an edge) is gone with it."""
+    shell = '[workspace]\nterminal_shell = ["/bin/sh"]\n'  # no rc files to wait for
+    async with three_nodes(tmp_path, extra=shell) as nodes:
+        await _fence_a_primary_with_a_terminal(nodes, tmp_path)
+
+
+async def _fence_a_primary_with_a_terminal(nodes: list[Node], tmp_path: Path) -> None:
+    primary = await wait_for_primary(nodes)
+    edge = next(n for n in nodes if n is not primary)
+    work = tmp_path / "work"
+    work.mkdir()
+    client = await AhpClient.connect(edge.url, subscriptions=[ROOT])
+    try:
+        session = await client.create_session(
+            "echo", working_directories=[work.as_uri()], timeout=TIMEOUT
+        )
+        assert session
+        terminal = f"ahp-terminal:/{uuid.uuid4()}"
+        await client.request(
+            "createTerminal",
+            CreateTerminalParams(
+                channel=terminal,
+                claim=TerminalClientClaim(client_id=client.client_id),
+                cwd=work.as_uri(),
+            ),
+        )
+        assert primary.process is not None
+        shells = _children_of(primary.process.pid)
+        assert shells, "the terminal's shell runs under the primary"
+        # A process that would outlive a mere hang-up: SIGHUP ignored (and kept
+        # across exec), so only the primary ending it on its way out removes it.
+        await client.subscribe(terminal, timeout=TIMEOUT)
+        await client.dispatch(terminal, TerminalInputAction(data="trap '' HUP; exec sleep 600\n"))
+        async with asyncio.timeout(TIMEOUT):
+            while not all(_command(pid) == "sleep" for pid in shells):  # noqa: ASYNC110
+                await asyncio.sleep(0.05)
+        others = [n for n in nodes if n is not primary]
+        primary.pause()
+        try:
+            await wait_for_primary(others, within=TIMEOUT)
+        finally:
+            primary.resume()
+        assert await primary.exit_code(within=TIMEOUT) != 0
+        async with asyncio.timeout(TIMEOUT):
+            while any(_alive_pid(pid) for pid in shells):  # noqa: ASYNC110 - other processes
+                await asyncio.sleep(0.1)
+    finally:
+        await client.close()
+
+
+def _children_of(pid: int) -> list[int]:
+    """The process ids whose parent is ``pid`` (from /proc)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                found.append(int(entry.name))
+    return found
+
+
+def _command(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return ""
+
+
+def _alive_pid(pid: int) -> bool:
+    """Running (a zombie counts as gone: it has ended, its parent just has not reaped it)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
