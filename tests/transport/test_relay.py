@@ -33,7 +33,6 @@ from ahp_server.transport.relay import (
     BusTransport,
     EdgeLink,
     EdgeRelay,
-    Pieces,
     PrimaryRelay,
     Subjects,
     decode,
@@ -58,70 +57,6 @@ def rpc(id_: int, method: str, params: dict[str, Any]) -> bytes:
 
 def init(id_: int = 1, client: str = "relayed") -> bytes:
     return rpc(id_, "initialize", {**INIT, "clientId": client})
-
-
-# -- 1. the message format (pure) -------------------------------------------------------------
-
-
-@pytest.mark.parametrize("epoch", [None, 0, 7])
-@pytest.mark.parametrize("payload", [b"", b"x", b"two\nlines\n", bytes(range(256))])
-def test_encode_decode_round_trip(epoch: int | None, payload: bytes) -> None:
-    assert decode(encode("t", 12, 345, payload, epoch)) == ("t", 12, 345, epoch, payload)
-
-
-@pytest.mark.parametrize(
-    "data",
-    [
-        b"t1 1",  # no newline
-        b"\npayload",  # empty header
-        b"t\n",  # too short
-        b"t1\n",  # one field
-        b"ta 1\n",  # non-numeric conn
-        b"t1 b\n",  # non-numeric n
-        b"t1 1 c\n",  # non-numeric epoch
-        b"t1 1 2 3\n",  # too many fields
-        b"t1  1\n",  # an empty field
-    ],
-)
-def test_malformed_headers_raise_value_error(data: bytes) -> None:
-    with pytest.raises(ValueError, match=r"relay|invalid literal"):
-        decode(data)
-
-
-@pytest.mark.parametrize(
-    "frames",
-    [[], [b""], [b"", b"", b""], [b"a\nb", b"\n", b"12\n34"], [b'{"x": 1}', b"\xff\x00" * 500]],
-)
-def test_pack_unpack_round_trip(frames: list[bytes]) -> None:
-    assert unpack_frames(pack_frames(frames)) == frames
-
-
-@pytest.mark.parametrize(
-    "data",
-    [
-        pack_frames([b"hello"])[:-1],  # short by one byte
-        b"5\nabc",
-        b"5",  # no newline after the length
-        b"x\nabc",  # non-numeric length
-        b"-1\n",  # negative length
-        pack_frames([b"ok"]) + b"9\nshort",  # a good frame, then a truncated one
-    ],
-)
-def test_truncated_packed_frames_raise_value_error(data: bytes) -> None:
-    with pytest.raises(ValueError, match=r"truncated|not found|invalid literal"):
-        unpack_frames(data)
-
-
-def test_pieces_are_bounded_and_joined() -> None:
-    pieces = Pieces(limit=10)
-    assert pieces.join(b"alone") == b"alone"
-    assert pieces.add(b"12345")
-    assert pieces.add(b"67890")  # exactly the limit
-    assert pieces.join(b"") == b"1234567890"
-    assert pieces.size == 0
-    assert pieces.parts == []
-    assert pieces.add(b"123456")
-    assert not pieces.add(b"78901")  # 11 > 10
 
 
 # -- fixtures ---------------------------------------------------------------------------------
