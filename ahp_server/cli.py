@@ -316,7 +316,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 1
         print(f"backed up to {args.destination}")
         return 0
-    configure_logging(settings.log_level, settings.log_format)
+    configure_logging(settings.log_level, settings.log_format, cache=True)
     try:
         asyncio.run(serve(settings))
     except ConfigError as error:

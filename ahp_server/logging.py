@@ -18,8 +18,14 @@ __all__ = ["configure_logging"]
 LogFormat = Literal["console", "json"]
 
 
-def configure_logging(level: str = "info", fmt: str | None = None) -> None:
-    """Configure structlog (idempotent). ``fmt=None`` picks console on a TTY, else JSON."""
+def configure_logging(level: str = "info", fmt: str | None = None, *, cache: bool = False) -> None:
+    """Configure structlog (idempotent). ``fmt=None`` picks console on a TTY, else JSON.
+
+    ``cache``: each module's logger is built on its first use and kept (the
+    daemon, which configures once before it logs). Otherwise every call on a
+    module-level logger rebuilds it — even a filtered-out ``debug`` line costs
+    that (~10 µs) — which tests need, as they reconfigure logging to capture it.
+    """
     if fmt is None:
         fmt = "console" if sys.stderr.isatty() else "json"
     renderer: structlog.typing.Processor = (
@@ -37,5 +43,5 @@ def configure_logging(level: str = "info", fmt: str | None = None) -> None:
             logging.getLevelNamesMapping()[level.upper()]
         ),
         logger_factory=structlog.PrintLoggerFactory(sys.stderr),
-        cache_logger_on_first_use=False,
+        cache_logger_on_first_use=cache,
     )

@@ -730,6 +730,10 @@ class _Turn:
         #: The diffs each open call showed, by path: (old text or None, new text).
         self._diffs: dict[str, dict[str, tuple[str | None, str]]] = {}
         self._permissions: list[asyncio.Future[str | None]] = []
+        #: A terminal's output as of the latest update that showed it, taken when
+        #: the update arrived: the agent may release the terminal right after
+        #: sending it, before the update is applied (its request runs at once).
+        self._terminal_texts: dict[str, str] = {}
         self.overflow = False
 
     # -- producers (SDK tasks; synchronous) -----------------------------------------------
@@ -741,6 +745,11 @@ class _Turn:
             self.overflow = True
             self._wake.set()
             return
+        for item in getattr(update, "content", None) or ():
+            if isinstance(item, TerminalToolCallContent):
+                terminal = self._chat.terminals.get(item.terminal_id)
+                if terminal is not None:
+                    self._terminal_texts[item.terminal_id] = terminal.output()
         self._queue.append(update)
         self._wake.set()
 
@@ -916,8 +925,13 @@ class _Turn:
                     out.append(ToolResultTextContent(text=_diff(path, old, new)))
                 case TerminalToolCallContent(terminal_id=terminal_id):
                     terminal = self._chat.terminals.get(terminal_id)
-                    if terminal is not None:
-                        out.append(ToolResultTextContent(text=terminal.output()))
+                    output = (
+                        terminal.output()
+                        if terminal is not None
+                        else self._terminal_texts.get(terminal_id)  # released meanwhile
+                    )
+                    if output is not None:
+                        out.append(ToolResultTextContent(text=output))
                 case _:
                     log.debug("tool content kind skipped", kind=type(item).__name__)
         return tuple(out)

@@ -31,7 +31,7 @@ from typing import Any, Generic, TypeVar
 
 import structlog
 from msgspec import UNSET, UnsetType
-from msgspec.structs import replace
+from msgspec.structs import astuple, replace
 
 from ahp_server.agents.base import InputAnswer, ToolDecision, TurnRequest
 from ahp_server.host.fanout import Connection
@@ -198,6 +198,9 @@ class ChannelActor(Generic[S]):
         self._in_flight_limit = host.settings.actor_in_flight
         self.closed = False
         self._task: asyncio.Task[None] | None = None
+        #: The actor's task waits on an empty inbox, holding nothing: a message
+        #: that needs no awaiting can be handled by whoever submits it (submit()).
+        self._idle = False
         #: The connection whose dispatch is being applied (only during that ``apply``).
         self._sender: Connection | None = None
 
@@ -219,7 +222,14 @@ class ChannelActor(Generic[S]):
         inbox = self.inbox
         limit = self._in_flight_limit
         while True:
-            message = inbox.get_nowait() if inbox else await inbox.get()
+            if inbox:
+                message = inbox.get_nowait()
+            else:
+                self._idle = True  # parked: submit() may handle a message right away
+                try:
+                    message = await inbox.get()
+                finally:
+                    self._idle = False
             try:
                 if not self.handle_now(message):
                     await self._handle(message)
@@ -234,9 +244,37 @@ class ChannelActor(Generic[S]):
     # -- entry points (any task) --------------------------------------------------------------
 
     async def submit(self, message: object) -> None:
-        """Queue a message; waits while the inbox is full (backpressure)."""
-        if not self.closed and not self.inbox.offer(message):
+        """Queue a message; waits while the inbox is full (backpressure).
+
+        An idle actor (its task parked on an empty inbox, under its in-flight
+        limit, the store keeping up) handles a message that needs no awaiting
+        (:meth:`handle_now`) at once, in the caller's task: the same as its own
+        task would do next, without waking it — nothing is queued before it,
+        and a synchronous handler cannot interleave with anything. That saves
+        a task switch per message on the hops a turn makes (a chat's catalogue
+        entry into its session).
+        """
+        if self.closed:
+            return
+        if self._idle and not self.inbox and self._may_run() and self._handle_inline(message):
+            return
+        if not self.inbox.offer(message):
             await self.inbox.put(message)
+
+    def _handle_inline(self, message: object) -> bool:
+        """Handle ``message`` in the caller's task (the actor is idle); False: queue it."""
+        self._idle = False  # re-entrant submits queue behind this message
+        try:
+            return self.handle_now(message)
+        except Exception:  # this actor's boundary, as in _loop: the caller is not at fault
+            log.exception("actor failed", channel=self.uri, message=type(message).__name__)
+            return True
+        finally:
+            self._idle = not self.inbox
+
+    def _may_run(self) -> bool:
+        """Under the in-flight limit and the store keeps up (what _loop waits for)."""
+        return self._in_flight <= self._in_flight_limit and not self.host.hub.store.backlog
 
     async def dispatch(self, action: object, origin: ActionOrigin, connection: Connection) -> None:
         """A client's ``dispatchAction`` (validated, then applied or echoed as rejected)."""
@@ -362,25 +400,8 @@ class ChannelActor(Generic[S]):
     async def _handle(self, message: object) -> None:
         match message:
             case _ClientDispatch():
-                action, origin, connection = message.action, message.origin, message.connection
-                rejection = self.check(action, origin.client_id)
-                if rejection is not None:
-                    self.host.counters.rejected += 1
-                    log.info(
-                        "action rejected",
-                        channel=self.uri,
-                        client_id=origin.client_id,
-                        action=action_type(action),
-                        code=rejection.code.value,
-                    )
-                    self.host.hub.reject(connection, self.uri, action, origin, rejection.reason)
-                    return
-                self._sender = connection  # acknowledged even if not subscribed (§7.2)
-                try:
-                    self.apply(action, origin)
-                finally:
-                    self._sender = None
-                await self.after_client_action(action, origin.client_id)
+                if self.apply_dispatch(message):
+                    await self.after_client_action(message.action, message.origin.client_id)
             case _ServerAction():
                 if not self.accepts(message):
                     if message.done is not None and not message.done.done():
@@ -400,6 +421,28 @@ class ChannelActor(Generic[S]):
                         future.set_result(result)
             case _:
                 await self.handle_other(message)
+
+    def apply_dispatch(self, message: _ClientDispatch) -> bool:
+        """Check a client's action, then apply it or echo it as rejected; True if applied."""
+        action, origin, connection = message.action, message.origin, message.connection
+        rejection = self.check(action, origin.client_id)
+        if rejection is not None:
+            self.host.counters.rejected += 1
+            log.info(
+                "action rejected",
+                channel=self.uri,
+                client_id=origin.client_id,
+                action=action_type(action),
+                code=rejection.code.value,
+            )
+            self.host.hub.reject(connection, self.uri, action, origin, rejection.reason)
+            return False
+        self._sender = connection  # acknowledged even if not subscribed (§7.2)
+        try:
+            self.apply(action, origin)
+        finally:
+            self._sender = None
+        return True
 
     def accepts(self, message: _ServerAction) -> bool:
         return True
@@ -444,19 +487,36 @@ def chat_summary(state: ChatState) -> ChatSummary:
     )
 
 
-def _summary_changes(old: ChatSummary, new: ChatSummary) -> PartialChatSummary | None:
-    """Only the changed fields; a cleared field is sent as ``null``.
+#: (position in ChatSummary, name) of the fields a catalogue update may carry:
+#: ``primaryWorkingDirectory`` is fixed at creation and never sent.
+_CHANGING_FIELDS = tuple(
+    (ChatSummary.__struct_fields__.index(field), field)
+    for field in _SUMMARY_FIELDS
+    if field != "primary_working_directory"
+)
 
-    ``primaryWorkingDirectory`` is fixed at creation and never sent.
-    """
-    changes: dict[str, Any] = {}
-    for field in _SUMMARY_FIELDS:
-        if field == "primary_working_directory":
-            continue
-        before, after = getattr(old, field), getattr(new, field)
-        if before != after:
-            changes[field] = None if after is UNSET else after
+
+def _summary_changes(old: ChatSummary, new: ChatSummary) -> PartialChatSummary | None:
+    """Only the changed fields; a cleared field is sent as ``null``."""
+    before, after = astuple(old), astuple(new)  # compared by position: no getattr per field
+    changes = {
+        field: None if after[i] is UNSET else after[i]
+        for i, field in _CHANGING_FIELDS
+        if before[i] != after[i]
+    }
     return PartialChatSummary(**changes) if changes else None
+
+
+_IDLE = int(SessionStatus.Idle)
+_ERROR = int(SessionStatus.Error)
+
+#: (position, name) of a session summary's fields that change; the identity
+#: fields never do (root.md).
+_SESSION_CHANGING_FIELDS = tuple(
+    (i, field)
+    for i, field in enumerate(SessionSummary.__struct_fields__)
+    if field not in ("resource", "provider", "created_at")
+)
 
 
 class SessionActor(ChannelActor[SessionState]):
@@ -477,16 +537,27 @@ class SessionActor(ChannelActor[SessionState]):
     def compute_summary(self) -> SessionSummary:
         """The catalogue entry of this session (``listSessions``, ``root/session*``)."""
         state = self.state
-        chats = state.chats
-        modified = max([self.created_at, *(c.modified_at for c in chats)])
-        source = next((c for c in chats if c.resource == state.default_chat), None)
-        if source is None and chats:
-            source = max(chats, key=lambda c: c.modified_at)
-        activity = (source.status & ACTIVITY_MASK) if source else int(SessionStatus.Idle)
+        default = state.default_chat
+        modified = self.created_at
+        source: ChatSummary | None = None  # the default chat, else the newest
+        newest: ChatSummary | None = None
+        failed = False
+        for chat in state.chats:  # one pass (runs twice a turn)
+            if chat.modified_at > modified:
+                modified = chat.modified_at
+            if source is None and chat.resource == default:
+                source = chat
+            if newest is None or chat.modified_at > newest.modified_at:
+                newest = chat
+            if chat.status & ACTIVITY_MASK == _ERROR:
+                failed = True
+        if source is None:
+            source = newest
+        activity = (source.status & ACTIVITY_MASK) if source else _IDLE
         if not isinstance(state.input_needed, UnsetType) and state.input_needed:
             activity = int(SessionStatus.InputNeeded)
-        elif any(c.status & ACTIVITY_MASK == SessionStatus.Error for c in chats):
-            activity = int(SessionStatus.Error)
+        elif failed:
+            activity = _ERROR
         status = (state.status & ~ACTIVITY_MASK) | activity
         return SessionSummary(
             provider=state.provider,
@@ -504,13 +575,12 @@ class SessionActor(ChannelActor[SessionState]):
         summary = self.compute_summary()
         if summary == self.summary:
             return
-        changes: dict[str, Any] = {}
-        for field in summary.__struct_fields__:
-            if field in ("resource", "provider", "created_at"):
-                continue  # identity fields never change (root.md)
-            before, after = getattr(self.summary, field), getattr(summary, field)
-            if before != after:
-                changes[field] = None if after is UNSET else after
+        before, after = astuple(self.summary), astuple(summary)
+        changes = {
+            field: None if after[i] is UNSET else after[i]
+            for i, field in _SESSION_CHANGING_FIELDS
+            if before[i] != after[i]
+        }
         self.summary = summary
         self.persist_row()
         if changes:
@@ -528,6 +598,27 @@ class SessionActor(ChannelActor[SessionState]):
             self._mirror_chat(message)
             return
         await super().handle_other(message)
+
+    def handle_now(self, message: object) -> bool:
+        # A chat's catalogue entry: synchronous (two per turn, see submit()).
+        if type(message) is _ChatChanged:
+            assert isinstance(message, _ChatChanged)
+            self._mirror_chat(message)
+            return True
+        return False
+
+    def has_room(self, messages: int) -> bool:
+        """Whether :meth:`post` can take ``messages`` messages now."""
+        return self.closed or self.inbox.room() >= messages
+
+    def post(self, message: _ChatChanged) -> None:
+        """:meth:`submit` for a caller that checked :meth:`has_room` (never waits)."""
+        if self.closed:
+            return
+        if self._idle and not self.inbox and self._may_run() and self._handle_inline(message):
+            return
+        accepted = self.inbox.offer(message)
+        assert accepted, "post() without has_room()"
 
     def persist_new(self) -> None:
         """Store a new session: its catalogue row and a first snapshot."""
@@ -569,6 +660,10 @@ class SessionActor(ChannelActor[SessionState]):
 
 #: Actions a running turn streams (never mirrored into the session).
 _STREAMED = frozenset({ChatDeltaAction, ChatReasoningAction})
+
+#: The most catalogue entries one message to a chat hands its session: one for
+#: the action, one for a queued message starting the next turn.
+_MIRRORS_PER_MESSAGE = 2
 
 #: Actions after which a chat's catalogue entry or blocking requests may differ.
 _MIRRORED = frozenset(
@@ -896,24 +991,43 @@ class ChatActor(ChannelActor[ChatState]):
         return message.runner is None or message.runner is self.runner
 
     def handle_now(self, message: object) -> bool:
-        # Streamed text from the running turn: applied in O(1), nothing to
-        # mirror into the session, nobody waiting on it — no coroutine needed.
-        if (
-            type(message) is _ServerAction
-            and message.runner is not None
-            and message.runner is self.runner
-            and type(message.action) in _STREAMED
-        ):
-            self.apply(message.action)
+        # The hot paths need no coroutine: everything a chat does in reaction to
+        # an action is synchronous (the runner starts as a task) except handing
+        # its catalogue entry to the session, which waits only while the
+        # session's inbox is full — so with room for what one message can send
+        # (_MIRRORS_PER_MESSAGE), the whole message is handled here.
+        kind = type(message)
+        if kind is _ServerAction:
+            assert isinstance(message, _ServerAction)
+            if message.runner is None or message.runner is not self.runner:
+                return False  # the host's own actions, late events of an aborted turn
+            if type(message.action) in _STREAMED:
+                # Streamed text: applied in O(1), nothing to mirror, nobody waiting.
+                self.apply(message.action)
+                return True
+            if not self.session.has_room(_MIRRORS_PER_MESSAGE):
+                return False
+            self.apply(message.action, done=message.done)
+            self._post(self._react_to_server(message))
+            return True
+        if kind is _ClientDispatch:
+            assert isinstance(message, _ClientDispatch)
+            if not self.session.has_room(_MIRRORS_PER_MESSAGE):
+                return False
+            if self.apply_dispatch(message):
+                self._post(self._react_to_client(message.action, message.origin.client_id))
             return True
         return False
+
+    def _post(self, messages: list[_ChatChanged]) -> None:
+        """Hand catalogue entries to the session, which has room for them (handle_now)."""
+        for message in messages:
+            self.session.post(message)
 
     async def submit_from_runner(
         self, runner: TurnRunner, action: object, *, final_action: bool = False
     ) -> None:
-        message = _ServerAction(action, runner=runner, final=final_action)
-        if not self.closed and not self.inbox.offer(message):
-            await self.inbox.put(message)
+        await self.submit(_ServerAction(action, runner=runner, final=final_action))
 
     async def stop(self) -> None:
         if self.runner is not None:
@@ -948,7 +1062,7 @@ class ChatActor(ChannelActor[ChatState]):
                 self.apply(action)
                 if self.runner is not None:
                     self.runner.resolve_client_result(call.tool_call_id, result)
-                await self._mirror(action)
+                await self._send_mirror(action)
 
         if not self.closed:
             await self.call(fail)
@@ -965,13 +1079,19 @@ class ChatActor(ChannelActor[ChatState]):
     # -- side effects -------------------------------------------------------------------------
 
     async def after_client_action(self, action: object, client_id: str) -> None:
+        for message in self._react_to_client(action, client_id):
+            await self.session.submit(message)
+
+    def _react_to_client(self, action: object, client_id: str) -> list[_ChatChanged]:
+        """Side effects of an accepted client action; returns what the session must mirror."""
+        mirrors: list[_ChatChanged] = []
         runner = self.runner
         match action:
             case ChatTurnStartedAction(turn_id=turn_id, message=message):
                 self._start_runner(turn_id, message, client_id)
             case ChatTurnCancelledAction():
                 self._abort_runner()
-                await self._start_next()
+                self._start_next(mirrors)
             case ChatToolCallApprovedAction() if runner is not None:
                 edited = action.edited_tool_input
                 runner.resolve_decision(
@@ -998,21 +1118,29 @@ class ChatActor(ChannelActor[ChatState]):
             case ChatPendingMessageSetAction(id=message_id):
                 self._message_clients[message_id] = client_id
                 if not isinstance(self.state.active_turn, ActiveTurn):
-                    await self._start_next()
+                    self._start_next(mirrors)
             case ChatTruncatedAction():
                 if not isinstance(self.state.active_turn, ActiveTurn):
                     self._abort_runner()
             case _:
                 pass
-        await self._mirror(action)
+        self._mirror(action, mirrors)
+        return mirrors
 
     async def after_server_action(self, message: _ServerAction) -> None:
+        for mirror in self._react_to_server(message):
+            await self.session.submit(mirror)
+
+    def _react_to_server(self, message: _ServerAction) -> list[_ChatChanged]:
+        """Side effects of an applied server action; returns what the session must mirror."""
+        mirrors: list[_ChatChanged] = []
         if message.final:
             self.runner = None
-            await self._mirror(message.action)
-            await self._start_next()
-            return
-        await self._mirror(message.action)
+            self._mirror(message.action, mirrors)
+            self._start_next(mirrors)
+        else:
+            self._mirror(message.action, mirrors)
+        return mirrors
 
     def _input_answer(self, request_id: str, response: str) -> InputAnswer:
         turn = self.state.active_turn
@@ -1092,7 +1220,7 @@ class ChatActor(ChannelActor[ChatState]):
             ),
         )
         self.apply(action)
-        await self._mirror(action)
+        await self._send_mirror(action)
 
     async def start_turn(self, message: Message, client_id: str | None) -> str:
         """Start a turn from inside the actor (``createChat.initialMessage``)."""
@@ -1101,10 +1229,10 @@ class ChatActor(ChannelActor[ChatState]):
         action = ChatTurnStartedAction(turn_id=turn_id, started_at=started_at, message=message)
         self.apply(action)
         self._start_runner(turn_id, message, client_id)
-        await self._mirror(action)
+        await self._send_mirror(action)
         return turn_id
 
-    async def _start_next(self) -> None:
+    def _start_next(self, mirrors: list[_ChatChanged]) -> None:
         """When idle, a leftover steering message, else the first queued one, starts a turn."""
         state = self.state
         if isinstance(state.active_turn, ActiveTurn) or self.runner is not None:
@@ -1129,11 +1257,12 @@ class ChatActor(ChannelActor[ChatState]):
         )
         self.apply(started)
         self._start_runner(turn_id, pending.message, self._message_clients.pop(pending.id, None))
-        await self._mirror(started)
+        self._mirror(started, mirrors)
 
     # -- mirroring into the session -----------------------------------------------------------
 
-    async def _mirror(self, action: object) -> None:
+    def _mirror(self, action: object, mirrors: list[_ChatChanged]) -> None:
+        """Add the session's copy of this chat's entry to ``mirrors`` if ``action`` changed it."""
         if action_type(action) not in _MIRRORED:
             return
         summary = chat_summary(self.state)
@@ -1142,7 +1271,14 @@ class ChatActor(ChannelActor[ChatState]):
             return
         self._last_summary = summary
         self._last_requests = requests
-        await self.session.submit(_ChatChanged(self.uri, summary, requests))
+        mirrors.append(_ChatChanged(self.uri, summary, requests))
+
+    async def _send_mirror(self, action: object) -> None:
+        """Mirror ``action`` into the session, waiting while its inbox is full."""
+        mirrors: list[_ChatChanged] = []
+        self._mirror(action, mirrors)
+        for message in mirrors:
+            await self.session.submit(message)
 
     def _blocking_requests(self) -> tuple[SessionInputRequest, ...]:
         """Everything in the active turn that waits on a user (WIRE-SUMMARY §10.6)."""

@@ -44,6 +44,10 @@ class Mailbox(Generic[T]):
     def __bool__(self) -> bool:
         return bool(self._items)
 
+    def room(self) -> int:
+        """How many messages :meth:`offer` takes now (none while producers wait)."""
+        return 0 if self._putters else self._maxsize - len(self._items)
+
     def offer(self, item: T) -> bool:
         """Queue ``item`` if there is room and nobody is already waiting; never blocks."""
         if len(self._items) >= self._maxsize or self._putters:

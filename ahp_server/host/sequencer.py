@@ -69,11 +69,13 @@ def response_frame(request_id: int | str, result_json: bytes) -> bytes:
 
 
 def action_type(action: object) -> str:
+    value = getattr(action, "type", None)  # every known action (the common case first)
+    if isinstance(value, str):
+        return value
     if isinstance(action, UnknownVariant):
         value = action.data.get("type")
         return value if isinstance(value, str) else ""
-    value = getattr(action, "type", "")
-    return value if isinstance(value, str) else ""
+    return ""
 
 
 @dataclass(slots=True)

@@ -256,6 +256,10 @@ class SqliteStore(GroupCommit, Store):
         self._room = asyncio.Event()
         self._room.set()
         self._flushes: list[tuple[int, asyncio.Future[None]]] = []
+        #: Row writes queued and not yet committed whose newest value is all that
+        #: counts, by (kind, channel): a newer value replaces the queued one
+        #: (_write_latest). On the loop only, where commits run synchronously.
+        self._latest: dict[tuple[str, str], list[Any]] = {}
         self._failure: BaseException | None = None
         self._reader: sqlite3.Connection | None = None
         self._read_lock = threading.Lock()
@@ -549,24 +553,51 @@ class SqliteStore(GroupCommit, Store):
         # The hot path (one call per action): a row, not a closure; see _write_loop.
         self._enqueue(None, (seq, channel, at_ms, envelope), (on_commit, args), len(envelope))
 
-    def put_channel(
-        self, uri: str, kind: str, session: str | None, created_at: str, summary: bytes | None
-    ) -> None:
+    def _write_latest(self, key: tuple[str, str], statement: str, values: tuple[Any, ...]) -> None:
+        """Queue ``statement`` with ``values``, or give a queued one these newer values.
+
+        For writes of one row where only the newest value matters: a session's
+        catalogue row is rewritten twice a turn, a chat's unfinished-turn
+        marker set and cleared — usually within one commit, which then writes
+        each row once. The row is written where the first of them was queued,
+        with the values of the last; a commit takes everything queued before
+        it, so those values never run ahead of the envelopes they follow.
+        (Only on the loop: a writer thread could take the row while the loop
+        gives it a newer value that belongs to a later commit.)
+        """
+        if not self._on_loop:
+            self._enqueue(lambda conn: conn.execute(statement, values))
+            return
+        if self._failure is not None:
+            raise StoreError(f"{self._path}: the store failed: {self._failure}")
+        cell = self._latest.get(key)
+        if cell is not None:
+            cell[0] = values
+            return
+        cell = [values]
+        self._latest[key] = cell
+
         def write(conn: sqlite3.Connection) -> None:
-            conn.execute(
-                "INSERT INTO channels (uri, kind, session, created_at, summary) "
-                "VALUES (?, ?, ?, ?, ?) ON CONFLICT (uri) DO UPDATE SET summary = excluded.summary",
-                (uri, kind, session, created_at, summary),
-            )
+            if self._latest.get(key) is cell:
+                del self._latest[key]  # a newer value from now on is queued anew
+            conn.execute(statement, cell[0])
 
         self._enqueue(write)
 
+    def put_channel(
+        self, uri: str, kind: str, session: str | None, created_at: str, summary: bytes | None
+    ) -> None:
+        self._write_latest(
+            ("channel", uri),
+            "INSERT INTO channels (uri, kind, session, created_at, summary) "
+            "VALUES (?, ?, ?, ?, ?) ON CONFLICT (uri) DO UPDATE SET summary = excluded.summary",
+            (uri, kind, session, created_at, summary),
+        )
+
     def set_unfinished(self, uri: str, marker: str | None) -> None:
         # The column keeps its schema-1 name: it held only a chat's turn id then.
-        self._enqueue(
-            lambda conn: conn.execute(
-                "UPDATE channels SET active_turn = ? WHERE uri = ?", (marker, uri)
-            )
+        self._write_latest(
+            ("unfinished", uri), "UPDATE channels SET active_turn = ? WHERE uri = ?", (marker, uri)
         )
 
     def put_agent_state(self, uri: str, state: str | None) -> None:
@@ -627,6 +658,11 @@ class SqliteStore(GroupCommit, Store):
         self._enqueue(write)
 
     def delete_channel(self, uri: str) -> None:
+        # Row writes queued before the deletion stay before it; one after it
+        # (the same URI used again) is queued after it, not merged into them.
+        for kind in ("channel", "unfinished"):
+            self._latest.pop((kind, uri), None)
+
         def write(conn: sqlite3.Connection) -> None:
             for table, column in (
                 ("channels", "uri"),

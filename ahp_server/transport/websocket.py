@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import asyncio
 import hmac
+import struct
 from collections import Counter
 from http import HTTPStatus
 from typing import TYPE_CHECKING
@@ -54,6 +55,7 @@ from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.datastructures import Headers
 from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
+from websockets.protocol import State
 
 from ahp_server.config import ConfigError, UserConfig, is_loopback
 from ahp_server.host import metrics
@@ -80,15 +82,30 @@ class WebSocketTransport:
         await self._ws.send(frame, text=True)
 
     async def send_texts(self, frames: list[bytes]) -> None:
-        # websockets' documented pattern for writing from user code: frame
-        # every message, then write and drain once for the whole batch. On its
-        # own the library then writes each frame separately (a send() system
-        # call each while the socket keeps up); joined, the batch is one write.
         ws = self._ws
+        protocol = ws.protocol
+        if (
+            protocol.state is State.OPEN
+            and not protocol.extensions  # no permessage-deflate negotiated
+            and not protocol.writes  # nothing of the library's own waits to go first
+            and not protocol.expect_continuation_frame
+            and not ws.transport.is_closing()
+        ):
+            # The hot path: unmasked, unfragmented server text frames (RFC 6455
+            # §5.2) framed here and written with one write() for the batch. The
+            # library would frame each through its Frame objects and write each
+            # separately (a send() system call per frame while the socket keeps
+            # up). What it would do after a send is done here too: flow control.
+            ws.transport.write(b"".join([_text_header(len(f)) + f for f in frames]))
+            if ws.paused:
+                await ws.drain()
+            return
+        # Anything else (compression, a close under way) goes the library's way:
+        # frame every message, then write and drain once for the whole batch.
         async with ws.send_context():
             for frame in frames:
-                ws.protocol.send_text(frame)
-            pending = ws.protocol.data_to_send()
+                protocol.send_text(frame)
+            pending = protocol.data_to_send()
             if all(pending):
                 ws.transport.write(b"".join(pending))
             else:  # an end-of-stream marker: only when closing; write it the library's way
@@ -100,6 +117,19 @@ class WebSocketTransport:
 
     async def close(self, code: int, reason: str) -> None:
         await self._ws.close(code, reason)
+
+
+def _text_header(length: int) -> bytes:
+    """The header of a final, unmasked text frame carrying ``length`` bytes (RFC 6455 §5.2)."""
+    if length < 126:
+        return bytes((0x81, length))
+    if length < 0x10000:
+        return _HEADER_16.pack(0x81, 126, length)
+    return _HEADER_64.pack(0x81, 127, length)
+
+
+_HEADER_16 = struct.Struct("!BBH")
+_HEADER_64 = struct.Struct("!BBQ")
 
 
 def _plain(

@@ -17,6 +17,9 @@ chosen by the prompt's last text block:
 ``/diff-denied PATH``   an ``edit`` tool call showing a diff, then ``failed``
 ``/terminal CMD…``     ``terminal/create`` in the session's cwd, waits, shows its output
 ``/terminal-in DIR``   ``terminal/create`` with ``cwd = DIR`` (confinement test)
+``/terminal-held``     ``/terminal pwd`` (after 0.5 s), but a permission request ("call-h") is sent
+                       before the call completes and the terminal is released; it
+                       writes ``terminal-released`` to the state directory, then waits
 ``/sleep``             ``terminal/create sleep 600`` then waits for it (cancel kills it)
 ``/hang``              never answers, ignores ``session/cancel``
 ``/slow N``            N chunks, 50 ms apart; stops early on ``session/cancel``
@@ -242,7 +245,9 @@ class ScriptedAgent:
     async def do_diff_denied(self, session_id: str, rest: str, prompt: list[Any]) -> None:
         await self._diff(session_id, rest.strip(), "old", "new", False)
 
-    async def _terminal(self, session_id: str, command: list[str], cwd: str | None) -> None:
+    async def _terminal(
+        self, session_id: str, command: list[str], cwd: str | None, held: bool = False
+    ) -> None:
         try:
             created = await self.conn.create_terminal(
                 session_id=session_id, command=command[0], args=command[1:], cwd=cwd
@@ -261,15 +266,34 @@ class ScriptedAgent:
             session_id=session_id, terminal_id=terminal
         )
         output = await self.conn.terminal_output(session_id=session_id, terminal_id=terminal)
+        hold: asyncio.Task[Any] | None = None
+        if held:
+            # A permission request the user answers late: the host applies nothing
+            # sent after it until then, while it serves the release at once.
+            hold = asyncio.create_task(
+                self.conn.request_permission(
+                    session_id=session_id,
+                    tool_call=ToolCallUpdate(tool_call_id="call-h", title="Hold"),
+                    options=[PermissionOption(option_id="ok", name="OK", kind="allow_once")],
+                )
+            )
+            await asyncio.sleep(0.2)  # (it is sent before what follows)
         await self.conn.session_update(
             session_id,
             update_tool_call("call-t", status="completed", content=[tool_terminal_ref(terminal)]),
         )
         await self.conn.release_terminal(session_id=session_id, terminal_id=terminal)
+        if hold is not None:
+            save(STATE / "terminal-released", "yes")
+            await hold
         await self.say(session_id, f"exit {exit_status.exit_code}: {output.output.strip()}")
 
     async def do_terminal(self, session_id: str, rest: str, prompt: list[Any]) -> None:
         await self._terminal(session_id, rest.split(), None)
+
+    async def do_terminal_held(self, session_id: str, rest: str, prompt: list[Any]) -> None:
+        # The call is shown before the command prints anything.
+        await self._terminal(session_id, ["sh", "-c", "sleep 0.5; pwd"], None, held=True)
 
     async def do_terminal_in(self, session_id: str, rest: str, prompt: list[Any]) -> None:
         await self._terminal(session_id, ["pwd"], rest.strip())

@@ -203,6 +203,25 @@ async def pending_confirmation(client: AhpClient, chat: str) -> ToolCallPendingC
     return pending(client)[0]
 
 
+async def approve_and_finish(
+    client: AhpClient, chat: str, turn_id: str, tool_call_id: str, option: str
+) -> None:
+    """Approve a pending tool call with ``option``, then wait until its turn is over."""
+    await client.dispatch(
+        chat,
+        ChatToolCallApprovedAction(
+            turn_id=turn_id,
+            tool_call_id=tool_call_id,
+            confirmed="user-action",
+            selected_option_id=option,
+        ),
+    )
+    await client.wait_for(
+        lambda c: any(t.id == turn_id for t in c.confirmed(chat, ChatState).turns),
+        timeout=TIMEOUT,
+    )
+
+
 @pytest.mark.parametrize(
     ("option", "approved"),
     [("allow-always", True), ("allow-once", True), ("reject-once", False)],
@@ -326,6 +345,23 @@ async def test_a_command_runs_in_the_working_directory_and_shows_its_output(
         refused = await client.ask(chat, "/terminal-in /", timeout=TIMEOUT)
         assert refused.startswith("terminal error:")
         assert "outside the working directories" in refused
+
+
+async def test_a_terminal_released_before_its_last_update_is_applied_still_shows_its_output(
+    bench: Bench,
+) -> None:
+    # The agent completes the call, then releases the terminal at once. Its
+    # request is served while the completion waits to be applied (behind a
+    # permission request the user answers only afterwards): the completed
+    # call shows the output as it was when the agent sent it.
+    async with AhpClient.connect(bench.url) as client:
+        chat = await open_chat(client, bench.work)
+        turn_id = await client.send_message(chat, "/terminal-held")
+        hold = await pending_confirmation(client, chat)
+        await poll((bench.state / "terminal-released").exists)
+        await approve_and_finish(client, chat, turn_id, hold.tool_call_id, "ok")
+        run = next(t for t in tools(last_turn(client, chat)) if t.tool_call_id != hold.tool_call_id)
+        assert [c.text.strip() for c in run.content] == [str(bench.work.resolve())]
 
 
 # -- cancel, hang, crash, garbage ----------------------------------------------------------

@@ -21,13 +21,12 @@ import pytest
 from ahp_server.client import AhpClient
 from ahp_server.config import AgentConfig
 from ahp_server.protocol.types import (
-    ChatState,
-    ChatToolCallApprovedAction,
     ToolCallCompletedState,
 )
 from tests.agents.test_acp import (
     TIMEOUT,
     Bench,
+    approve_and_finish,
     children,
     last_turn,
     open_chat,
@@ -92,19 +91,7 @@ async def run_the_tool(client: AhpClient, started: Bench) -> None:
     command = '***CALL_TOOL execute {"command": "echo from-the-host; pwd"}'
     turn_id = await client.send_message(chat, command)
     call = await pending_confirmation(client, chat)
-    await client.dispatch(
-        chat,
-        ChatToolCallApprovedAction(
-            turn_id=turn_id,
-            tool_call_id=call.tool_call_id,
-            confirmed="user-action",
-            selected_option_id="allow_once",
-        ),
-    )
-    await client.wait_for(
-        lambda c: any(t.id == turn_id for t in c.confirmed(chat, ChatState).turns),
-        timeout=TIMEOUT,
-    )
+    await approve_and_finish(client, chat, turn_id, call.tool_call_id, "allow_once")
     turn = last_turn(client, chat)
     assert turn.state == "complete", turn.error
     shown = [

@@ -930,3 +930,18 @@ def test_iso_timestamp_prints_what_javascript_prints(ms: float, expected: str) -
     from ahp_server.protocol.reducers import iso_timestamp
 
     assert iso_timestamp(ms) == expected
+
+
+@given(st.lists(st.floats(min_value=-62135596800000, max_value=253402300799999), max_size=20))
+def test_iso_timestamp_is_the_same_whatever_came_before(stamps: list[float]) -> None:
+    """The one-second memo never leaks one input's text into another's."""
+    from datetime import UTC, datetime, timedelta
+
+    from ahp_server.protocol.reducers import iso_timestamp
+
+    epoch = datetime(1970, 1, 1, tzinfo=UTC)
+    for ms in stamps + [s + 1 for s in stamps] + [s - 1000 for s in stamps]:
+        if not -62135596800000 <= ms <= 253402300799999:
+            continue
+        at = epoch + timedelta(milliseconds=int(ms))
+        assert iso_timestamp(ms) == at.isoformat(timespec="milliseconds").replace("+00:00", "Z")

@@ -332,3 +332,44 @@ async def test_history_reads_are_bounded_in_bytes(tmp_path: Path) -> None:
         assert await page(chat, 3, 2, 10_000) == turns[1:3]
         assert await page(chat, 0, 10, 10_000) == []
     await store.close()
+
+
+async def test_row_writes_within_one_commit_write_each_row_once(tmp_path: Path) -> None:
+    # A session's catalogue row and a chat's unfinished-turn marker change
+    # twice a turn; within one commit only their newest values are written.
+    path = tmp_path / "ahp.db"
+    store = SqliteStore(path)
+    store.open()
+    session, chat = "ahp-session:/s", "ahp-chat:/c"
+    created = "2026-01-01T00:00:00.000Z"
+    statements: list[str] = []
+    store._writer_conn.set_trace_callback(statements.append)  # counts the statements
+    store.put_channel(chat, "chat", session, created, None)
+    for turn in range(3):
+        store.put_channel(session, "session", None, created, b'{"turn":%d}' % turn)
+        store.set_unfinished(chat, f"turn-{turn}")
+        store.append_envelope(turn + 1, chat, 1.0, b"{}", lambda: None)
+        store.set_unfinished(chat, None if turn == 2 else f"turn-{turn}")
+    async with asyncio.timeout(TIMEOUT):
+        await store.flush()
+    writes = [s for s in statements if s.startswith(("INSERT INTO channels", "UPDATE channels"))]
+    assert len(writes) == 3  # the chat's row, the session's row, the marker: once each
+    conn = sqlite3.connect(path)
+    rows = dict(conn.execute("SELECT uri, summary FROM channels").fetchall())
+    assert rows == {chat: None, session: b'{"turn":2}'}  # the newest values
+    (marker,) = conn.execute("SELECT active_turn FROM channels WHERE uri = ?", (chat,)).fetchone()
+    assert marker is None
+    # After the commit a new value is queued anew, and a deletion is not merged across.
+    store.set_unfinished(chat, "turn-9")
+    store.delete_channel(session)
+    store.put_channel(session, "session", None, created, b'{"again":true}')
+    async with asyncio.timeout(TIMEOUT):
+        await store.flush()
+    await store.close()
+    conn = sqlite3.connect(path)
+    assert conn.execute("SELECT active_turn FROM channels WHERE uri = ?", (chat,)).fetchone() == (
+        "turn-9",
+    )
+    assert conn.execute("SELECT summary FROM channels WHERE uri = ?", (session,)).fetchone() == (
+        b'{"again":true}',
+    )

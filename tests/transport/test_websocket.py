@@ -1,11 +1,18 @@
-"""The WebSocket transport: a writer batch leaves as one socket write."""
+"""The WebSocket transport: a writer batch leaves as one socket write, framed per RFC 6455."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from typing import Any
+
+import websockets
+from websockets.asyncio.server import ServerConnection, serve
+from websockets.exceptions import ConnectionClosed
 
 from ahp_server.client import AhpClient
 from ahp_server.protocol.types import ChatDeltaAction
+from ahp_server.transport.websocket import WebSocketTransport
 from tests.conftest import RunningHost
 
 TIMEOUT = 30.0
@@ -34,3 +41,60 @@ async def test_a_batch_of_frames_is_one_write(running_host: RunningHost) -> None
         # The writer takes what queued up while it was writing: many frames a
         # batch, each batch one write (websockets alone would write every frame).
         assert len(writes) < len(deltas) / 2
+
+
+# -- the frames send_texts writes itself ---------------------------------------------------------
+
+#: Payload sizes around every header form of RFC 6455 §5.2 (7-bit, 16-bit, 64-bit lengths).
+SIZES = (0, 1, 125, 126, 127, 65_535, 65_536, 70_000)
+
+
+async def _served(
+    frames: list[bytes], *, compression: str | None, close_first: bool = False
+) -> tuple[list[str | bytes], list[BaseException]]:
+    """Serve one connection that sends ``frames`` with one ``send_texts``; what a client got."""
+    errors: list[BaseException] = []
+
+    async def handler(ws: ServerConnection) -> None:
+        transport = WebSocketTransport(ws)
+        if close_first:
+            closing = asyncio.create_task(ws.close(1000, "bye"))
+            await asyncio.sleep(0)
+            try:
+                await transport.send_texts(frames)
+            except ConnectionClosed as error:
+                errors.append(error)
+            await closing
+            return
+        await transport.send_texts(frames)
+        await ws.close()
+
+    async with serve(handler, "127.0.0.1", 0, compression=compression, max_size=None) as server:
+        port = server.sockets[0].getsockname()[1]
+        received: list[str | bytes] = []
+        async with websockets.connect(
+            f"ws://127.0.0.1:{port}", compression=compression, max_size=None
+        ) as client:
+            with contextlib.suppress(ConnectionClosed):
+                async with asyncio.timeout(TIMEOUT):
+                    async for message in client:
+                        received.append(message)
+        return received, errors
+
+
+async def test_frames_of_every_length_form_arrive_intact() -> None:
+    frames = [("é" * (size // 2) + "x" * (size % 2)).encode() for size in SIZES]
+    received, _ = await _served(frames, compression=None)
+    assert received == [frame.decode() for frame in frames]  # text frames, in order
+
+
+async def test_with_compression_the_library_frames_them() -> None:
+    frames = [b'{"n":%d}' % i * (i + 1) for i in range(50)]
+    received, _ = await _served(frames, compression="deflate")
+    assert received == [frame.decode() for frame in frames]
+
+
+async def test_a_closing_connection_refuses_the_batch() -> None:
+    received, errors = await _served([b'{"late":true}'], compression=None, close_first=True)
+    assert received == []
+    assert len(errors) == 1  # ConnectionClosed, as the library raises it
