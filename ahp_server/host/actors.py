@@ -193,7 +193,8 @@ class ChannelActor(Generic[S]):
         #: Actions applied but not yet committed. Each holds its resulting state
         #: until then, so the window is bounded (``actor_in_flight``).
         self._in_flight = 0
-        self._committed = asyncio.Event()
+        #: The actor's task waits for a commit (over its in-flight limit).
+        self._commit_waiter: asyncio.Future[None] | None = None
         self.inbox: Mailbox[object] = Mailbox(host.settings.actor_inbox)
         self._in_flight_limit = host.settings.actor_in_flight
         self.closed = False
@@ -234,8 +235,8 @@ class ChannelActor(Generic[S]):
                 if not self.handle_now(message):
                     await self._handle(message)
                 while self._in_flight > limit:  # this chat outruns the disk: slow it down
-                    self._committed.clear()
-                    await self._committed.wait()
+                    waiter = self._commit_waiter = asyncio.get_running_loop().create_future()
+                    await waiter
                 if store.backlog:
                     await store.wait_for_room()  # all chats together outrun the disk
             except Exception:  # task boundary: one bad message must not kill the channel
@@ -327,7 +328,11 @@ class ChannelActor(Generic[S]):
         """The hub delivered one of this channel's actions (``DeliveryListener``)."""
         self._show(token)
         self._in_flight -= 1
-        self._committed.set()
+        waiter = self._commit_waiter
+        if waiter is not None:
+            self._commit_waiter = None
+            if not waiter.done():
+                waiter.set_result(None)
         if done is not None and not done.done():
             done.set_result(seq)
 

@@ -98,6 +98,9 @@ class Connection:
         self._outbox: deque[bytes] = deque()
         self._outbox_bytes = 0
         self._wakeup = asyncio.Event()
+        #: The writer waits on ``_wakeup`` with nothing queued: only then does a
+        #: new frame need to wake it (a busy writer takes it on its next round).
+        self._writer_idle = False
         self._writer: asyncio.Task[None] | None = None
         self._closer: asyncio.Task[None] | None = None
         self._on_drained: asyncio.Future[None] | None = None
@@ -148,7 +151,9 @@ class Connection:
             )
             self.close(CLOSE_SLOW_CONSUMER, "too far behind: reconnect to resume")
             return False
-        self._wakeup.set()
+        if self._writer_idle:
+            self._writer_idle = False
+            self._wakeup.set()
         return True
 
     def close(self, code: int, reason: str) -> None:
@@ -192,7 +197,11 @@ class Connection:
                     if self._on_drained is not None and not self._on_drained.done():
                         self._on_drained.set_result(None)
                     self._wakeup.clear()
-                    await self._wakeup.wait()
+                    self._writer_idle = True
+                    try:
+                        await self._wakeup.wait()
+                    finally:
+                        self._writer_idle = False
                     continue
                 # Everything queued so far (bounded) goes out in one write.
                 batch: list[bytes] = []

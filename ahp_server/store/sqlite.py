@@ -19,8 +19,13 @@ which WAL lets run beside the writer.
 Schema (versioned, forward-migrated; a newer schema is refused):
 
 * ``meta(key, value)`` — ``schema_version`` and ``server_seq``, the high-water
-  mark: a trigger raises it with every log row, in the same statement, so it
-  never lags the log and never goes back when rows are deleted;
+  mark as of the last deletion of log rows that could have held the newest
+  number: a channel's deletion raises it to that channel's newest number in
+  the same transaction. The store opens at the highest of it, the newest log
+  row (the last by row id: rows go in ``serverSeq`` order) and the newest
+  snapshot (pruning keeps the log after the previous snapshot, so a pruned
+  number is at most a snapshot's) — so numbering never goes back. (Schemas
+  1–6 raised it with a trigger on every log row: a page written per commit.)
 * ``channels`` — one row per session and chat: kind, owning session, creation
   time, a session's summary (for ``listSessions`` without loading anything),
   what it was in the middle of (column ``active_turn``: a chat's running turn,
@@ -64,7 +69,7 @@ __all__ = ["SCHEMA_VERSION", "SqliteStore"]
 
 log = structlog.get_logger(__name__)
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 #: Forward migrations: MIGRATIONS[n] brings schema n to n + 1.
 MIGRATIONS: dict[int, str] = {
@@ -186,6 +191,13 @@ MIGRATIONS: dict[int, str] = {
     5: """
     ALTER TABLE clients ADD COLUMN user_name TEXT;
     """,
+    # Schema 7: no trigger on the log. It rewrote the meta page in every
+    # commit (a third of a one-envelope commit's pages); the high-water mark is
+    # derived when the store opens and raised when a channel is deleted
+    # (docs/performance.md). meta.server_seq is current as the trigger left it.
+    6: """
+    DROP TRIGGER IF EXISTS log_high_water;
+    """,
 }
 
 #: synchronous=NORMAL: ask the checkpointer to run after about this much WAL
@@ -202,6 +214,18 @@ _Write = tuple[
     Callback | None,
     int,
 ]
+
+
+def _high_water(conn: sqlite3.Connection) -> int:
+    """The highest ``serverSeq`` ever committed (see ``meta`` in the module docstring)."""
+    row = conn.execute(
+        "SELECT max("
+        " coalesce((SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'server_seq'), 0),"
+        " coalesce((SELECT last_seq FROM log ORDER BY first_seq DESC LIMIT 1), 0),"
+        " coalesce((SELECT max(seq) FROM snapshots), 0))"
+    ).fetchone()
+    return int(row[0])
+
 
 _INSERT_SEGMENT = "INSERT INTO log (channel, first_seq, last_seq, entries) VALUES (?, ?, ?, ?)"
 
@@ -301,8 +325,7 @@ class SqliteStore(GroupCommit, Store):
                 conn.execute(
                     "INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", (step + 1,)
                 )
-            row = conn.execute("SELECT value FROM meta WHERE key = 'server_seq'").fetchone()
-            server_seq = int(row[0]) if row else 0
+            server_seq = _high_water(conn)
         except sqlite3.DatabaseError as error:
             raise StoreError(
                 f"{self._path}: not a readable ahp-server database ({error}); "
@@ -664,6 +687,14 @@ class SqliteStore(GroupCommit, Store):
             self._latest.pop((kind, uri), None)
 
         def write(conn: sqlite3.Connection) -> None:
+            # Its numbers may be the newest ever sent: keep them in the mark.
+            conn.execute(
+                "UPDATE meta SET value = max(CAST(value AS INTEGER),"
+                " coalesce((SELECT max(last_seq) FROM log WHERE channel = ?1), 0),"
+                " coalesce((SELECT seq FROM snapshots WHERE channel = ?1), 0))"
+                " WHERE key = 'server_seq'",
+                (uri,),
+            )
             for table, column in (
                 ("channels", "uri"),
                 ("snapshots", "channel"),

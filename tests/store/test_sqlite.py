@@ -373,3 +373,50 @@ async def test_row_writes_within_one_commit_write_each_row_once(tmp_path: Path) 
     assert conn.execute("SELECT summary FROM channels WHERE uri = ?", (session,)).fetchone() == (
         b'{"again":true}',
     )
+
+
+async def test_the_high_water_mark_survives_pruning_every_log_row_of_the_newest_channel(
+    tmp_path: Path,
+) -> None:
+    # Schema 7 keeps no mark per commit: a store opens at the newest of the
+    # mark, the log and the snapshots. Pruning can leave a channel's newest
+    # number only in its snapshot.
+    path = tmp_path / "ahp.db"
+    store = SqliteStore(path)
+    store.open()
+    store.put_channel("ahp-chat:/c", "chat", "ahp-session:/s", "2026-01-01T00:00:00.000Z", None)
+    for seq in range(1, 6):
+        store.append_envelope(seq, "ahp-chat:/c", 1.0, b"{}", lambda: None)
+    store.put_snapshot("ahp-chat:/c", 5, b"{}", 0)
+    store.put_snapshot("ahp-chat:/c", 5, b"{}", 0)  # prunes the log up to the previous one
+    async with asyncio.timeout(TIMEOUT):
+        await store.flush()
+    await store.close()
+    conn = sqlite3.connect(path)
+    assert conn.execute("SELECT count(*) FROM log").fetchone() == (0,)
+    assert conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'").fetchall() == []
+    conn.close()
+    again = SqliteStore(path)
+    assert again.open() == 5
+    await again.close()
+
+
+async def test_schema_7_drops_the_trigger_and_keeps_the_mark(tmp_path: Path) -> None:
+    path = tmp_path / "ahp.db"
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.executescript("BEGIN;" + "".join(MIGRATIONS[n] for n in range(6)) + "COMMIT;")
+    conn.execute("INSERT INTO meta VALUES ('schema_version', 6)")
+    conn.execute("INSERT INTO log VALUES (3, 'ahp-chat:/c', 4, '[]')")  # the trigger: mark 4
+    conn.execute("DELETE FROM log")  # the newest rows gone; the mark stays
+    conn.close()
+    store = SqliteStore(path)
+    assert store.open() == 4
+    store.append_envelope(5, "ahp-chat:/c", 1.0, b"{}", lambda: None)
+    async with asyncio.timeout(TIMEOUT):
+        await store.flush()
+    await store.close()
+    conn = sqlite3.connect(path)
+    assert conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'").fetchall() == []
+    assert conn.execute("SELECT value FROM meta WHERE key = 'server_seq'").fetchone() == (4,)
+    conn.close()
+    assert SqliteStore(path).open() == 5  # from the log now
