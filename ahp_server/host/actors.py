@@ -274,8 +274,8 @@ class ChannelActor(Generic[S]):
             self._idle = not self.inbox
 
     def _may_run(self) -> bool:
-        """Under the in-flight limit and the store keeps up (what _loop waits for)."""
-        return self._in_flight <= self._in_flight_limit and not self.host.hub.store.backlog
+        """Under the in-flight limit and the store has room (what _loop waits for)."""
+        return self._in_flight <= self._in_flight_limit and self.host.hub.store.has_room
 
     async def dispatch(self, action: object, origin: ActionOrigin, connection: Connection) -> None:
         """A client's ``dispatchAction`` (validated, then applied or echoed as rejected)."""

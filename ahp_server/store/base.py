@@ -105,6 +105,11 @@ class Store:
         """Writes queued but not yet committed."""
         return 0
 
+    @property
+    def has_room(self) -> bool:
+        """Whether :meth:`wait_for_room` would return at once."""
+        return True
+
     async def wait_for_room(self) -> None:
         """Wait while the write queue is over its high-water mark (backpressure)."""
 

@@ -108,6 +108,10 @@ class GroupCommit:
     def backlog(self) -> int:
         return self._queued - self._committed
 
+    @property
+    def has_room(self) -> bool:
+        return self._room.is_set()
+
     async def wait_for_room(self) -> None:
         await self._room.wait()
 
