@@ -255,12 +255,19 @@ class ChannelActor(Generic[S]):
         a task switch per message on the hops a turn makes (a chat's catalogue
         entry into its session).
         """
-        if self.closed:
-            return
-        if self._idle and not self.inbox and self._may_run() and self._handle_inline(message):
-            return
-        if not self.inbox.offer(message):
+        if not self.offer(message):
             await self.inbox.put(message)
+
+    def offer(self, message: object) -> bool:
+        """:meth:`submit` without waiting: False when the inbox is full (nothing done).
+
+        (A closed actor takes and drops everything.)
+        """
+        if self.closed:
+            return True
+        if self._idle and not self.inbox and self._may_run() and self._handle_inline(message):
+            return True
+        return self.inbox.offer(message)
 
     def _handle_inline(self, message: object) -> bool:
         """Handle ``message`` in the caller's task (the actor is idle); False: queue it."""
@@ -613,17 +620,8 @@ class SessionActor(ChannelActor[SessionState]):
         return False
 
     def has_room(self, messages: int) -> bool:
-        """Whether :meth:`post` can take ``messages`` messages now."""
+        """Whether :meth:`offer` takes ``messages`` messages now."""
         return self.closed or self.inbox.room() >= messages
-
-    def post(self, message: _ChatChanged) -> None:
-        """:meth:`submit` for a caller that checked :meth:`has_room` (never waits)."""
-        if self.closed:
-            return
-        if self._idle and not self.inbox and self._may_run() and self._handle_inline(message):
-            return
-        accepted = self.inbox.offer(message)
-        assert accepted, "post() without has_room()"
 
     def persist_new(self) -> None:
         """Store a new session: its catalogue row and a first snapshot."""
@@ -1027,7 +1025,8 @@ class ChatActor(ChannelActor[ChatState]):
     def _post(self, messages: list[_ChatChanged]) -> None:
         """Hand catalogue entries to the session, which has room for them (handle_now)."""
         for message in messages:
-            self.session.post(message)
+            accepted = self.session.offer(message)
+            assert accepted, "checked with has_room()"
 
     async def submit_from_runner(
         self, runner: TurnRunner, action: object, *, final_action: bool = False
