@@ -579,10 +579,11 @@ class SqliteStore(GroupCommit, Store):
     def _write_latest(self, key: tuple[str, str], statement: str, values: tuple[Any, ...]) -> None:
         """Queue ``statement`` with ``values``, or give a queued one these newer values.
 
-        For writes of one row where only the newest value matters: a session's
-        catalogue row is rewritten twice a turn, a chat's unfinished-turn
-        marker set and cleared — usually within one commit, which then writes
-        each row once. The row is written where the first of them was queued,
+        For writes of one row where only the newest value matters — a
+        session's catalogue row, rewritten whenever one of its chats changes;
+        a chat's unfinished-turn marker, set and cleared — several of them
+        before one commit (chats of a session busy within one commit window)
+        write the row once. The row is written where the first was queued,
         with the values of the last; a commit takes everything queued before
         it, so those values never run ahead of the envelopes they follow.
         (Only on the loop: a writer thread could take the row while the loop
