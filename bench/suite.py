@@ -991,17 +991,35 @@ def bench_rtt(sizes: Sizes, floor_url: str, mode: str) -> dict[str, Any]:
     }
 
 
-def bench_tokens(sizes: Sizes, floor_url: str, mode: str, chats: int) -> dict[str, Any]:
-    words = sizes.token_words
+def _interleaved(
+    repeats: int,
+    mode: str,
+    floor_url: str,
+    host_job: Callable[[str, int], Any],
+    floor_job: Callable[[dict[str, Any]], Callable[[str], Any]],
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """``repeats`` runs of the host and of the floor, interleaved so drift hits both alike.
+
+    ``floor_job(host_figures)`` is the floor's job for that run (it sends what the host sent).
+    """
     hosts: list[dict[str, Any]] = []
     floors: list[dict[str, Any]] = []
-    for _ in range(sizes.cpu_repeats):  # interleaved, so drift hits both alike
-        host = _on_host(MODES[mode], lambda url, pid: host_tokens(url, pid, chats, words))
-        per_connection = host["deliveries_per_connection"]
+    for _ in range(repeats):
+        host = _on_host(MODES[mode], host_job)
         hosts.append(host)
-        floors.append(
-            _on_floor(floor_url, lambda url: floor_tokens(url, chats, per_connection))  # noqa: B023
-        )
+        floors.append(_on_floor(floor_url, floor_job(host)))
+    return hosts, floors
+
+
+def bench_tokens(sizes: Sizes, floor_url: str, mode: str, chats: int) -> dict[str, Any]:
+    words = sizes.token_words
+    hosts, floors = _interleaved(
+        sizes.cpu_repeats,
+        mode,
+        floor_url,
+        lambda url, pid: host_tokens(url, pid, chats, words),
+        lambda host: lambda url: floor_tokens(url, chats, host["deliveries_per_connection"]),
+    )
     return {
         "chats": chats,
         "words": words,
@@ -1012,15 +1030,13 @@ def bench_tokens(sizes: Sizes, floor_url: str, mode: str, chats: int) -> dict[st
 
 def bench_short_turns(sizes: Sizes, floor_url: str, mode: str) -> dict[str, Any]:
     n, turns = sizes.short_sessions, sizes.short_turns
-    hosts: list[dict[str, Any]] = []
-    floors: list[dict[str, Any]] = []
-    for _ in range(sizes.cpu_repeats):  # interleaved, so drift hits both alike
-        host = _on_host(MODES[mode], lambda url, pid: host_short_turns(url, pid, n, turns))
-        frames = host["frames_per_turn"]
-        hosts.append(host)
-        floors.append(
-            _on_floor(floor_url, lambda url: floor_short_turns(url, n, turns, frames))  # noqa: B023
-        )
+    hosts, floors = _interleaved(
+        sizes.cpu_repeats,
+        mode,
+        floor_url,
+        lambda url, pid: host_short_turns(url, pid, n, turns),
+        lambda host: lambda url: floor_short_turns(url, n, turns, host["frames_per_turn"]),
+    )
     return {
         "sessions": n,
         "turns": turns,
