@@ -432,6 +432,17 @@ async def run_async(sizes: Sizes) -> dict[str, Any]:
     return results
 
 
+def _busy_row(results: dict[str, Any], scenario: str) -> str:
+    """Cores each process kept busy in ``scenario``, with 1 node and with 3."""
+    return "; ".join(
+        f"{n} node(s): "
+        + ", ".join(
+            f"{k} {v:.2f}" for k, v in results[f"nodes_{n}"][scenario]["busy_by_process"].items()
+        )
+        for n in (1, 3)
+    )
+
+
 def report(results: dict[str, Any]) -> str:
     one, three = results["nodes_1"], results["nodes_3"]
     rows = [
@@ -474,24 +485,8 @@ def report(results: dict[str, Any]) -> str:
         f"failover (3 nodes, lease_ttl {fail.get('lease_ttl_s')} s): lease taken after "
         f"{fail.get('lease_taken_after_s', float('nan')):.2f} s, a client served again after "
         f"{(fail.get('client_served_after_s') or float('nan')):.2f} s",
-        "busy (cores) in short turns: "
-        + "; ".join(
-            f"{n} node(s): "
-            + ", ".join(
-                f"{k} {v:.2f}"
-                for k, v in results[f"nodes_{n}"]["short_turns"]["busy_by_process"].items()
-            )
-            for n in (1, 3)
-        ),
-        "busy (cores) in fan-out: "
-        + "; ".join(
-            f"{n} node(s): "
-            + ", ".join(
-                f"{k} {v:.2f}"
-                for k, v in results[f"nodes_{n}"]["fan_out"]["busy_by_process"].items()
-            )
-            for n in (1, 3)
-        ),
+        "busy (cores) in short turns: " + _busy_row(results, "short_turns"),
+        "busy (cores) in fan-out: " + _busy_row(results, "fan_out"),
         "per-node CPU µs/turn (3 nodes): "
         + ", ".join(
             f"{k} {v:,.0f}" for k, v in three["short_turns"]["cpu_us_per_turn_by_node"].items()

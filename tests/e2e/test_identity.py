@@ -31,6 +31,7 @@ from ahp_server.protocol.types import (
     ToolCallResponsePart,
     ToolCallResult,
     ToolCallRunningState,
+    Turn,
 )
 from tests.conftest import RunningHost, start_host
 from tests.e2e.helpers import TIMEOUT, chat_state, session_of, turn_done
@@ -239,21 +240,30 @@ async def start_client_tool(running: RunningHost) -> tuple[AhpClient, AhpClient,
     return watcher, alice, session, chat
 
 
+async def released_and_failed(
+    watcher: AhpClient, alice: AhpClient, session: str, chat: str
+) -> tuple[Turn, ToolCallCompletedState]:
+    """Wait until alice left the session's active clients and her tool's turn ended;
+    the turn and its (failed) client-tool call."""
+    await watcher.wait_for(
+        lambda c: turn_done(c, chat) and alice.client_id not in active_ids(c, session),
+        timeout=TIMEOUT,
+    )
+    turn = chat_state(watcher, chat).turns[0]
+    calls = [p.tool_call for p in turn.response_parts if isinstance(p, ToolCallResponsePart)]
+    assert isinstance(calls[0], ToolCallCompletedState)
+    assert calls[0].success is False
+    return turn, calls[0]
+
+
 async def test_a_client_gone_past_the_grace_is_removed_and_its_client_tool_fails(
     short_grace: RunningHost,
 ) -> None:
     watcher, alice, session, chat = await start_client_tool(short_grace)
     async with watcher:
         await alice.close()
-        await watcher.wait_for(
-            lambda c: turn_done(c, chat) and alice.client_id not in active_ids(c, session),
-            timeout=TIMEOUT,
-        )
-        turn = chat_state(watcher, chat).turns[0]
-        calls = [p.tool_call for p in turn.response_parts if isinstance(p, ToolCallResponsePart)]
-        assert isinstance(calls[0], ToolCallCompletedState)
-        assert calls[0].success is False
-        assert calls[0].past_tense_message == "The client that runs this tool disconnected"
+        turn, call = await released_and_failed(watcher, alice, session, chat)
+        assert call.past_tense_message == "The client that runs this tool disconnected"
         assert "The client tool failed." in markdown(turn)
         removed = [
             e for e in watcher.envelopes if isinstance(e.action, SessionActiveClientRemovedAction)
@@ -318,13 +328,6 @@ async def test_unsubscribing_from_the_session_releases_the_client_there(
         assert alice.client_id in active_ids(watcher, session)
         assert isinstance(tool_call(watcher, chat), ToolCallRunningState)
         await alice.unsubscribe(session)
-        await watcher.wait_for(
-            lambda c: turn_done(c, chat) and alice.client_id not in active_ids(c, session),
-            timeout=TIMEOUT,
-        )
-        turn = chat_state(watcher, chat).turns[0]
-        calls = [p.tool_call for p in turn.response_parts if isinstance(p, ToolCallResponsePart)]
-        assert isinstance(calls[0], ToolCallCompletedState)
-        assert calls[0].success is False
-        assert calls[0].past_tense_message == "The client that runs this tool left the session"
+        _, call = await released_and_failed(watcher, alice, session, chat)
+        assert call.past_tense_message == "The client that runs this tool left the session"
         assert not alice.closed  # she stays connected: only that session let her go
