@@ -40,6 +40,7 @@ from ahp_server.protocol.types import (
     MarkdownResponsePart,
 )
 from ahp_server.store.base import StoreError
+from ahp_server.store.sqlite import complete_copy
 
 log = structlog.get_logger(__name__)
 
@@ -178,14 +179,16 @@ async def serve_cluster(settings: Settings) -> None:
 
 
 def backup_database(data_dir: Path, destination: Path) -> None:
-    """SQLite's online backup: a consistent copy, safe while the host writes."""
+    """SQLite's online backup and the log's tail: a consistent copy, safe while the host writes."""
     source_path = data_dir / DB_FILE
     if not source_path.is_file():
         raise StoreError(f"{source_path}: no database to back up")
     source = sqlite3.connect(f"file:{source_path}?mode=ro", uri=True)
-    target = sqlite3.connect(destination)
+    target = sqlite3.connect(destination, isolation_level=None)
     try:
         source.backup(target)
+        # The newest envelopes may still be in the log's tail, beside the file.
+        complete_copy(target, source_path)
     finally:
         target.close()
         source.close()

@@ -64,12 +64,13 @@ import structlog
 
 from ahp_server.store.base import ChannelRow, LoadedChannel, Store, StoreError
 from ahp_server.store.group import HIGH_WATER, SEGMENT, Callback, GroupCommit, Row, segments
+from ahp_server.store.tail import Position, TailFile, replay
 
-__all__ = ["SCHEMA_VERSION", "SqliteStore"]
+__all__ = ["SCHEMA_VERSION", "SqliteStore", "complete_copy"]
 
 log = structlog.get_logger(__name__)
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 
 #: Forward migrations: MIGRATIONS[n] brings schema n to n + 1.
 MIGRATIONS: dict[int, str] = {
@@ -198,6 +199,11 @@ MIGRATIONS: dict[int, str] = {
     6: """
     DROP TRIGGER IF EXISTS log_high_water;
     """,
+    # Schema 8: the newest envelopes may be in the log's tail (tail.py), not
+    # yet in this file; ``meta.tail`` says where this file stands in it. No
+    # table changes — the version keeps an older ahp-server, which would
+    # ignore the tail, from opening it.
+    7: "",
 }
 
 #: synchronous=NORMAL: ask the checkpointer to run after about this much WAL
@@ -205,6 +211,14 @@ MIGRATIONS: dict[int, str] = {
 CHECKPOINT_BYTES = 4 * 1024 * 1024
 #: ... and make the commits wait for it once the WAL has this many pages (~16 MB).
 HOLD_FRAMES = 4096
+
+#: synchronous=NORMAL: fold the log's tail into the database once it holds this
+#: many bytes not yet folded ...
+TAIL_FOLD_BYTES = 1024 * 1024
+#: ... or this many seconds after its oldest record not yet folded ...
+TAIL_FOLD_SECONDS = 1.0
+#: ... and start a new tail file once the current one is this large.
+TAIL_FILE_BYTES = 16 * 1024 * 1024
 
 # A queued write: either an envelope row (``write`` is None) or a function of
 # the writer's connection; an optional callback; and its position in the queue.
@@ -228,6 +242,36 @@ def _high_water(conn: sqlite3.Connection) -> int:
 
 
 _INSERT_SEGMENT = "INSERT INTO log (channel, first_seq, last_seq, entries) VALUES (?, ?, ?, ?)"
+#: Replaying the tail: a row already there (which should not happen) is kept, and counted.
+_INSERT_SEGMENT_AGAIN = _INSERT_SEGMENT.replace("INSERT", "INSERT OR IGNORE", 1)
+_SET_TAIL = "INSERT OR REPLACE INTO meta VALUES ('tail', ?)"
+
+
+def _tail_position(conn: sqlite3.Connection) -> Position | None:
+    """Where the database stands in the log's tail (``None``: it never had one)."""
+    row = conn.execute("SELECT value FROM meta WHERE key = 'tail'").fetchone()
+    if not row or not row[0]:
+        return None
+    try:
+        return Position.decode(str(row[0]))
+    except ValueError:
+        raise sqlite3.DatabaseError(f"meta.tail is not a tail position: {row[0]!r}") from None
+
+
+def complete_copy(copy: sqlite3.Connection, database: Path) -> int:
+    """Make ``copy`` (an online backup of ``database``) hold what the log's tail adds.
+
+    Reads the tail files beside ``database`` (a running host may be appending
+    to them: replay stops at a record not yet whole) and applies what
+    continues the copy; the copy then stands alone, with no tail position.
+    Returns how many log rows it added.
+    """
+    found = replay(database, _tail_position(copy))
+    copy.execute("BEGIN IMMEDIATE")
+    copy.executemany(_INSERT_SEGMENT_AGAIN, found.rows)
+    copy.execute("DELETE FROM meta WHERE key = 'tail'")
+    copy.execute("COMMIT")
+    return len(found.rows)
 
 
 class SqliteStore(GroupCommit, Store):
@@ -243,6 +287,9 @@ class SqliteStore(GroupCommit, Store):
         checkpoint_bytes: int = CHECKPOINT_BYTES,
         hold_frames: int = HOLD_FRAMES,
         commit_window: float = 0.0,
+        tail_fold_bytes: int = TAIL_FOLD_BYTES,
+        tail_fold_seconds: float = TAIL_FOLD_SECONDS,
+        tail_file_bytes: int = TAIL_FILE_BYTES,
     ) -> None:
         self._path = Path(path)
         #: synchronous=NORMAL: at most one commit per this many seconds while
@@ -274,6 +321,25 @@ class SqliteStore(GroupCommit, Store):
         self._wal_bytes = 0
         #: Pages in the WAL when the last checkpoint ran (0: it starts over).
         self._wal_frames = 0
+        #: SQLite transactions so far, and how many there were when the running
+        #: checkpoint was asked for (a complete one makes them durable).
+        self._transactions = 0
+        self._checkpoint_mark = 0
+        #: synchronous=NORMAL: the log's tail (tail.py), where commits of envelopes
+        #: only go; the log rows in it not yet folded into the database, and
+        #: about how many bytes they take there.
+        self._tail: TailFile | None = None
+        self._unfolded: list[tuple[str, int, int, bytes]] = []
+        self._unfolded_bytes = 0
+        self._fold_timer: asyncio.TimerHandle | None = None
+        self._fold_bytes = tail_fold_bytes
+        self._fold_seconds = tail_fold_seconds
+        self._tail_file_bytes = tail_file_bytes
+        #: The number of the last barrier (a commit of other writes) in the tail.
+        self._barrier = 0
+        #: Tail files all folded: deleted once a complete checkpoint has made
+        #: the transactions up to the mark durable.
+        self._retired: list[tuple[int, Path]] = []
         self._loop: asyncio.AbstractEventLoop | None = None
         self._queued = 0
         self._committed = 0
@@ -325,12 +391,15 @@ class SqliteStore(GroupCommit, Store):
                 conn.execute(
                     "INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", (step + 1,)
                 )
+            self._recover_tail(conn)
             server_seq = _high_water(conn)
         except sqlite3.DatabaseError as error:
             raise StoreError(
                 f"{self._path}: not a readable ahp-server database ({error}); "
                 "refusing to start over it — move it aside or restore a backup"
             ) from None
+        except OSError as error:  # the log's tail (a rename, a new file) or the directory
+            raise StoreError(f"{self._path}: {error}") from None
         self._writer_conn = conn
         self._reader = self._connect()
         self._loop = asyncio.get_running_loop()
@@ -345,6 +414,59 @@ class SqliteStore(GroupCommit, Store):
         self._thread.start()
         log.info("store opened", path=str(self._path), server_seq=server_seq)
         return server_seq
+
+    def _recover_tail(self, conn: sqlite3.Connection) -> None:
+        """At open: fold what the log's tail holds beyond the database; start a new tail file.
+
+        The files read are deleted once a checkpoint has made the fold durable
+        (here, or at a later one); files that do not continue where the
+        database stands are renamed aside and never applied (tail.py).
+        """
+        position = _tail_position(conn)
+        found = replay(self._path, position)
+        for path, why in found.foreign:
+            aside = path.with_name(path.name.replace("-tail.", "-tail-set-aside.", 1))
+            path.rename(aside)
+            log.warning("tail file set aside", file=str(aside), reason=why)
+        if found.stopped is not None and not found.foreign:
+            log.warning("tail replay stopped", reason=found.stopped)
+        if self._on_loop:
+            try:
+                self._tail = TailFile.create(
+                    self._path, found.generation + 1, (bytes(16), 0), sync=True
+                )
+            except OSError as error:
+                raise StoreError(f"{self._path}: cannot create the log's tail: {error}") from None
+            self._barrier = position.barrier if position else 0
+            new: Position | None = self._tail_position()
+        else:  # (FULL commits straight into the database; the position stays put)
+            new = found.reached
+        conn.execute("BEGIN IMMEDIATE")
+        before = conn.total_changes
+        conn.executemany(_INSERT_SEGMENT_AGAIN, found.rows)
+        if conn.total_changes - before != len(found.rows):
+            log.warning(
+                "tail replay found rows already in the database",
+                rows=len(found.rows),
+                inserted=conn.total_changes - before,
+            )
+        if new is not None:
+            conn.execute(_SET_TAIL, (new.encode(),))
+        conn.execute("COMMIT")
+        if found.rows:
+            log.info("tail folded at open", rows=len(found.rows), files=len(found.consumed))
+        if found.consumed:
+            busy, frames, copied = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+            if busy == 0 and frames == copied:
+                for path in found.consumed:
+                    path.unlink(missing_ok=True)
+            else:
+                self._retired = [(0, path) for path in found.consumed]
+
+    def _tail_position(self) -> Position:
+        tail = self._tail
+        assert tail is not None
+        return Position(tail.generation, tail.nonce, tail.size, self._barrier)
 
     @staticmethod
     def _schema_version(conn: sqlite3.Connection) -> int:
@@ -363,6 +485,10 @@ class SqliteStore(GroupCommit, Store):
             return
         if self._failure is None:  # after a failed commit there is nothing to wait for
             await self.flush()
+            self._fold(now=True)
+        if self._fold_timer is not None:
+            self._fold_timer.cancel()
+            self._fold_timer = None
         with self._ready:
             self._stopping = True
             self._ready.notify()
@@ -370,6 +496,8 @@ class SqliteStore(GroupCommit, Store):
         self._thread = None
         if self._on_loop:
             self._checkpointer.close()
+        if self._tail is not None:
+            self._tail.close()
         self._writer_conn.close()
         if self._reader is not None:
             self._reader.close()
@@ -412,53 +540,119 @@ class SqliteStore(GroupCommit, Store):
         """Group commit on the event loop: everything queued since the last one.
 
         Scheduled by the first write after a commit, so it runs once the tasks
-        ready now have run: one transaction for all they produced. With
-        ``synchronous=NORMAL`` a WAL commit is a write into the OS page cache,
-        no fsync (a crash of the process loses nothing; a power cut may lose
-        the last commits — the same as SQLite's own guarantee for NORMAL). Doing
-        it here costs a few microseconds per envelope and saves two thread
-        handoffs per commit and the contention for the GIL between the loop
-        and a writer thread. Checkpoints, which fsync, run in a thread.
+        ready now have run: one commit for all they produced. With
+        ``synchronous=NORMAL`` a commit is a write into the OS page cache, no
+        fsync (a crash of the process loses nothing; a power cut may lose the
+        last commits — the same as SQLite's own guarantee for NORMAL). Doing it
+        here saves two thread handoffs per commit and the contention for the
+        GIL between the loop and a writer thread.
+
+        A commit of envelopes only — the hot path: a stream's deltas, a
+        client's drafts — is one record appended to the log's tail (one
+        ``write()``, tail.py), folded into the database later by
+        :meth:`_fold`. Any other commit is a transaction that folds the tail
+        first, then leaves a barrier in it. Checkpoints, which fsync, run in a
+        thread.
         """
         self._scheduled = False
         self._timer = None
-        if self._failure is not None or not self._queue or self._holding:
+        queue = self._queue
+        if self._failure is not None or not queue:
+            return
+        tail = self._tail
+        # (While a checkpoint holds the transactions, the tail still takes envelopes.)
+        to_tail = tail is not None and all(write is None for write, _, _, _ in queue)
+        if self._holding and not to_tail:
             return  # (after a checkpoint, _checkpoint_done commits what waited)
         assert self._loop is not None
         self._last_commit = self._loop.time()
-        batch = list(self._queue)
-        self._queue.clear()
-        conn = self._writer_conn
+        batch = list(queue)
+        queue.clear()
         started = time.perf_counter()
         try:
-            self._commit(conn, batch)
+            if to_tail:
+                assert tail is not None
+                runs = segments([row for _, row, _, _ in batch])  # type: ignore[misc]
+                self._unfolded_bytes += tail.append_segments(runs)
+                self._unfolded.extend(runs)
+            else:
+                self._commit(self._writer_conn, batch)
         except Exception as error:  # callback boundary, as in the writer thread: the store stops
             log.critical("commit failed: stopping the store", path=str(self._path), exc_info=True)
-            with contextlib.suppress(sqlite3.Error):
-                conn.execute("ROLLBACK")
-            self._failure = error
-            self._failed(error)
+            self._stop_on(error)
             return
         self.commits += 1
         self.commit_seconds += time.perf_counter() - started
         self._committed_batch([cb for _, _, cb, _ in batch if cb is not None], batch[-1][3])
+        if not to_tail:
+            self._transacted()
+        elif self._unfolded_bytes >= self._fold_bytes:
+            self._loop.call_soon(self._fold)
+        elif self._fold_timer is None:
+            self._fold_timer = self._loop.call_later(self._fold_seconds, self._fold)
+
+    def _stop_on(self, error: BaseException) -> None:
+        """A commit failed (logged by the caller): nothing more commits; tell those who wait."""
+        with contextlib.suppress(sqlite3.Error):
+            self._writer_conn.execute("ROLLBACK")
+        self._failure = error
+        self._failed(error)
+
+    def _fold(self, *, now: bool = False) -> None:
+        """Fold the log's tail into the database: one transaction for many commits.
+
+        Not while a checkpoint holds the transactions (:meth:`_checkpoint_done`
+        folds then) unless ``now`` (a read, or closing, needs the log complete).
+        """
+        if self._fold_timer is not None:
+            self._fold_timer.cancel()
+            self._fold_timer = None
+        if self._failure is not None or not self._unfolded or (self._holding and not now):
+            return
+        try:
+            self._commit(self._writer_conn, [])
+        except Exception as error:  # callback boundary: the store stops
+            log.critical("fold failed: stopping the store", path=str(self._path), exc_info=True)
+            self._stop_on(error)
+            return
+        self._transacted()
+
+    def _transacted(self) -> None:
+        """After each transaction on the loop: checkpoints, and the tail's next file."""
+        self._transactions += 1
         self._wal_bytes += 8192  # each commit writes a page or two besides its data
         if self._wal_bytes >= self._checkpoint_bytes and not self._checkpoint_running:
             # Checkpoints copy the WAL into the database and fsync it, in the
             # checkpointer thread while commits go on. But a checkpoint that
             # races new commits never completes, and then the WAL never starts
             # over and grows without bound. So once it has grown past
-            # `hold_frames`, a checkpoint makes the commits wait (envelopes
+            # `hold_frames`, a checkpoint makes the transactions wait (writes
             # queue; actors run up to their in-flight limit): it copies the
             # little the racing ones left, and the next commit starts the WAL
             # over. (A writer thread checkpointing in line would hold commits
             # for every checkpoint.)
             self._wal_bytes = 0
             self._checkpoint_running = True
+            self._checkpoint_mark = self._transactions
             self._holding = self._wal_frames >= self._hold_frames
             with self._ready:
                 self._checkpoint_due = True
                 self._ready.notify()
+        tail = self._tail
+        if tail is not None and tail.size >= self._tail_file_bytes:
+            # All of it is folded (a transaction folds first): the next file
+            # continues where this one ends, and this one goes once a
+            # checkpoint has made this transaction durable.
+            try:
+                self._tail = TailFile.create(
+                    self._path, tail.generation + 1, (tail.nonce, tail.size), sync=False
+                )
+            except OSError as error:
+                log.critical("no new tail file: stopping the store", path=str(self._path))
+                self._stop_on(error)
+                return
+            tail.close()
+            self._retired.append((self._transactions, tail.path))
 
     def _checkpoint_done(self, frames: int, copied: int) -> None:
         """On the loop: the checkpoint found ``frames`` pages in the WAL and copied ``copied``."""
@@ -466,11 +660,22 @@ class SqliteStore(GroupCommit, Store):
             # After a complete checkpoint that held the commits, the next
             # commit starts the WAL over. A racing one cannot know that.
             self._wal_frames = 0 if self._holding and copied == frames else frames
+            if copied == frames and self._retired:
+                # Complete: the database file holds, fsynced, every transaction
+                # up to the mark — and so everything the retired files held.
+                mark = self._checkpoint_mark
+                for _, path in [r for r in self._retired if r[0] <= mark]:
+                    path.unlink(missing_ok=True)
+                self._retired = [r for r in self._retired if r[0] > mark]
         self._checkpoint_running = self._holding = False
+        assert self._loop is not None
         if self._queue and not self._scheduled:
             self._scheduled = True
-            assert self._loop is not None
             self._loop.call_soon(self._commit_on_loop)
+        if self._unfolded and (
+            self._fold_timer is None or self._unfolded_bytes >= self._fold_bytes
+        ):  # (a fold came due while the checkpoint held it)
+            self._loop.call_soon(self._fold)
 
     def _checkpoint_loop(self) -> None:
         """The checkpointer thread (synchronous=NORMAL): copies the WAL into the database."""
@@ -530,28 +735,44 @@ class SqliteStore(GroupCommit, Store):
             self._loop.call_soon_threadsafe(self._committed_batch, callbacks, last)
 
     def _commit(self, conn: sqlite3.Connection, batch: list[_Write]) -> None:
-        """Write one batch in one transaction (the trigger keeps the high-water mark).
+        """Write one batch in one transaction, after the tail not yet folded.
 
-        Every envelope of the batch goes in first, as one log segment per
-        channel, then the other writes in queue order. That order is safe: the
-        other writes only delete log rows at or below a snapshot's ``serverSeq``
-        (earlier envelopes, which they delete either way) or of a deleted
-        channel (which queues nothing after its deletion). The common case —
-        envelopes only — with a single channel is one INSERT in autocommit
-        mode: one call into SQLite instead of four.
+        Every envelope goes in first, as one log segment per channel, then the
+        other writes in queue order. That order is safe: the other writes only
+        delete log rows at or below a snapshot's ``serverSeq`` (earlier
+        envelopes, which they delete either way) or of a deleted channel
+        (which queues nothing after its deletion). With a tail, the
+        transaction records where the database now stands in it, and one
+        with other writes than envelopes leaves a barrier there once
+        committed (tail.py says why). Without one (``FULL``), envelopes only
+        of a single channel are one INSERT in autocommit mode: one call into
+        SQLite instead of four.
         """
         rows = [row for write, row, _, _ in batch if write is None and row is not None]
         runs = segments(rows) if rows else []
-        if len(runs) == 1 and len(rows) == len(batch):
+        tail = self._tail
+        if tail is None and len(runs) == 1 and len(rows) == len(batch):
             conn.execute(_INSERT_SEGMENT, runs[0])
             return
         conn.execute("BEGIN IMMEDIATE")
+        if self._unfolded:
+            conn.executemany(_INSERT_SEGMENT, self._unfolded)
         if runs:
             conn.executemany(_INSERT_SEGMENT, runs)
+        barrier = self._barrier
         for write, _, _, _ in batch:
             if write is not None:
                 write(conn)
+                barrier = self._barrier + 1
+        if tail is not None:
+            position = Position(tail.generation, tail.nonce, tail.size, barrier)
+            conn.execute(_SET_TAIL, (position.encode(),))
         conn.execute("COMMIT")
+        self._unfolded = []
+        self._unfolded_bytes = 0
+        if tail is not None and barrier != self._barrier:
+            tail.append_barrier(barrier)
+            self._barrier = barrier
 
     def commit_soon(self) -> None:
         """Someone waits for what was just queued (a client's echo): do not hold it back."""
@@ -711,6 +932,8 @@ class SqliteStore(GroupCommit, Store):
     async def _read(self, fn: Callable[[sqlite3.Connection], Any]) -> Any:
         reader = self._reader
         assert reader is not None, "store not open"
+        if self._unfolded:  # what was committed to the tail is read from the database
+            self._fold(now=True)
         lock = self._read_lock
 
         def run() -> Any:

@@ -7,15 +7,32 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import json
+import signal
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from ahp_server.store.base import Store, StoreError
-from ahp_server.store.sqlite import MIGRATIONS, SCHEMA_VERSION, SqliteStore
+from ahp_server.store.sqlite import MIGRATIONS, SCHEMA_VERSION, SqliteStore, complete_copy
+from ahp_server.store.tail import Position, replay
 
 TIMEOUT = 10.0
+
+
+def stored_seqs(path: Path, reader: sqlite3.Connection) -> set[int]:
+    """Every serverSeq a store opened now would have: in the log, or in the tail after it."""
+    seqs: set[int] = set()
+    for (entries,) in reader.execute("SELECT entries FROM log"):
+        seqs.update(seq for seq, _, _ in json.loads(entries))
+    row = reader.execute("SELECT value FROM meta WHERE key = 'tail'").fetchone()
+    for _, first, last, _ in replay(path, Position.decode(row[0]) if row else None).rows:
+        seqs.update(range(first, last + 1))
+    return seqs
 
 
 async def test_a_new_store_is_created_and_migrated(tmp_path: Path) -> None:
@@ -41,11 +58,7 @@ async def test_envelopes_commit_in_order_before_their_callbacks(
 
     def on_commit(seq: int) -> None:
         committed.append(seq)
-        row = reader.execute(
-            "SELECT 1 FROM log WHERE channel = 'ahp-chat:/c' AND first_seq <= ? AND last_seq >= ?",
-            (seq, seq),
-        ).fetchone()
-        visible_at_callback.append(row is not None)
+        visible_at_callback.append(seq in stored_seqs(path, reader))
 
     for seq in range(1, 501):
         store.append_envelope(seq, "ahp-chat:/c", 1.0, b"{}", lambda s=seq: on_commit(s))
@@ -53,6 +66,7 @@ async def test_envelopes_commit_in_order_before_their_callbacks(
         await store.flush()
     assert committed == list(range(1, 501))
     assert all(visible_at_callback)  # durable before anyone is told
+    assert stored_seqs(path, reader) == set(range(1, 501))
     assert store.commits < 500  # grouped: many envelopes per transaction
     await store.close()
     assert SqliteStore(path).open() == 500  # the high-water mark survived
@@ -172,7 +186,10 @@ async def test_a_failed_commit_stops_the_store_and_delivers_nothing_of_it(
     async with asyncio.timeout(TIMEOUT):
         await store.flush()
     # The same (channel, serverSeq) again: the log refuses it, the commit fails.
+    # (With another write in the commit: SQLite's tail takes envelopes alone
+    # unchecked, and test_sqlite.py fails a tail write by itself.)
     store.append_envelope(1, "ahp-chat:/c", 1.0, b"{}", delivered.append, 99)
+    store.put_client("a-client", "0.7.0", keep=10)
     with pytest.raises(StoreError, match="commit failed"):
         async with asyncio.timeout(TIMEOUT):
             await store.flush()
@@ -420,3 +437,184 @@ async def test_schema_7_drops_the_trigger_and_keeps_the_mark(tmp_path: Path) -> 
     assert conn.execute("SELECT value FROM meta WHERE key = 'server_seq'").fetchone() == (4,)
     conn.close()
     assert SqliteStore(path).open() == 5  # from the log now
+
+
+# -- the log's tail (store/tail.py): commits of envelopes only -------------------------------
+
+WRITER = Path(__file__).with_name("tail_writer.py")
+CHAT = "ahp-chat:/c"
+
+
+def write_and_die(path: Path, steps: list[list[object]]) -> dict[str, Any]:
+    """Run tail_writer.py's ``steps`` on ``path`` in a process that ends with SIGKILL."""
+    done = subprocess.run(
+        [sys.executable, str(WRITER), str(path), json.dumps(steps)],
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == -signal.SIGKILL, done.stderr.decode()
+    result: dict[str, Any] = json.loads(done.stdout.splitlines()[-1])  # after the store's logs
+    return result
+
+
+def logged_seqs(path: Path) -> list[int]:
+    """The serverSeqs in the log table itself (not the tail)."""
+    conn = sqlite3.connect(path)
+    try:
+        rows = conn.execute("SELECT entries FROM log ORDER BY first_seq").fetchall()
+    finally:
+        conn.close()
+    return [seq for (entries,) in rows for seq, _, _ in json.loads(entries)]
+
+
+async def loaded_seqs(store: SqliteStore) -> list[int]:
+    loaded = await store.load(CHAT, retained_turns=0)
+    assert loaded is not None
+    return [seq for seq, _, _ in loaded.envelopes]
+
+
+async def test_a_kill_9_keeps_every_envelope_the_tail_took(tmp_path: Path) -> None:
+    path = tmp_path / "ahp.db"
+    result = write_and_die(path, [["channel", CHAT], ["envelopes", 1, 300]])
+    assert result["delivered"] == list(range(1, 301))
+    assert logged_seqs(path) == []  # all of them only in the tail when the process died
+    (before,) = tail_files(path)
+    store = SqliteStore(path)
+    assert store.open() == 300  # numbering resumes above them
+    assert logged_seqs(path) == list(range(1, 301))  # folded at open
+    (after,) = tail_files(path)  # a new file; the old one went once the fold was durable
+    assert after != before
+    assert await loaded_seqs(store) == list(range(1, 301))
+    await store.close()
+
+
+async def test_a_read_folds_the_tail_first(tmp_path: Path) -> None:
+    path = tmp_path / "ahp.db"
+    store = SqliteStore(path, tail_fold_seconds=3600.0)
+    store.open()
+    store.put_channel(CHAT, "chat", None, "2026-01-01T00:00:00Z", None)
+    await store.flush()
+    for seq in range(1, 6):
+        store.append_envelope(seq, CHAT, 1.0, b"{}", lambda: None)
+        async with asyncio.timeout(TIMEOUT):
+            await store.flush()
+    assert logged_seqs(path) == []
+    assert await loaded_seqs(store) == [1, 2, 3, 4, 5]
+    assert logged_seqs(path) == [1, 2, 3, 4, 5]
+    await store.close()
+
+
+async def test_a_database_older_than_its_tail_takes_only_what_preceded_the_commit_it_lacks(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "ahp.db"
+    older = tmp_path / "older.db"
+    steps = [
+        ["channel", CHAT],
+        ["envelopes", 1, 10],  # in the tail
+        ["copy", str(older)],  # the database as it was here
+        ["client", "bob"],  # a commit the older database lacks: a barrier in the tail
+        ["envelopes", 11, 20],
+    ]
+    assert write_and_die(path, steps)["delivered"] == list(range(1, 21))
+    # What a restored backup, or a power cut that lost the end of the WAL but
+    # not the tail, leaves: the database from before the barrier.
+    replace_database(path, older)
+    store = SqliteStore(path)
+    store.open()
+    assert await loaded_seqs(store) == list(range(1, 11))  # never 11-20 without bob
+    assert await store.clients() == []
+    assert tail_files(path, "-tail-set-aside.") == ["ahp.db-tail-set-aside.00000001"]
+    await store.close()
+
+
+async def test_a_failed_tail_write_stops_the_store_and_delivers_nothing_of_it(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "ahp.db"
+    steps = [["channel", CHAT], ["envelopes", 1, 5], ["file_limit", 100], ["envelopes", 6, 50]]
+    result = write_and_die(path, steps)
+    delivered = result["delivered"]
+    assert 5 <= len(delivered) < 50
+    assert delivered == list(range(1, len(delivered) + 1))
+    assert "failed: [Errno 27]" in result["error"]  # EFBIG, as ENOSPC on a full disk
+    store = SqliteStore(path)
+    store.open()
+    # The record cut short by the limit is not applied, nor anything after.
+    assert await loaded_seqs(store) == delivered
+    await store.close()
+
+
+async def test_tail_files_roll_over_and_go_once_a_checkpoint_made_them_redundant(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "ahp.db"
+    store = SqliteStore(
+        path, checkpoint_bytes=32 * 1024, tail_fold_bytes=2048, tail_file_bytes=8192
+    )
+    store.open()
+    store.put_channel(CHAT, "chat", None, "2026-01-01T00:00:00Z", None)
+    most = 0
+    for seq in range(1, 3001):
+        store.append_envelope(seq, CHAT, 1.0, b'{"delta":"%d"}' % seq, lambda: None)
+        store.commit_soon()
+        await asyncio.sleep(0)
+        most = max(most, len(tail_files(path)))
+    async with asyncio.timeout(TIMEOUT):
+        await store.flush()
+    generation = int(tail_files(path)[-1].rsplit(".", 1)[1])
+    assert generation > 10  # it rolled over many times ...
+    assert most <= 4  # ... and the files went as checkpoints completed
+    await store.close()
+    again = SqliteStore(path)
+    assert again.open() == 3000
+    assert await loaded_seqs(again) == list(range(1, 3001))
+    await again.close()
+
+
+def tail_files(path: Path, infix: str = "-tail.") -> list[str]:
+    return sorted(p.name for p in path.parent.glob(f"{path.name}{infix}*"))
+
+
+def replace_database(path: Path, older: Path) -> None:
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
+    older.rename(path)
+
+
+async def test_an_online_copy_takes_in_what_the_tail_holds_and_stands_alone(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "live" / "ahp.db"
+    store = SqliteStore(path, tail_fold_seconds=3600.0)
+    store.open()
+    store.put_channel(CHAT, "chat", None, "2026-01-01T00:00:00Z", None)
+    async with asyncio.timeout(TIMEOUT):
+        await store.flush()
+    for seq in range(1, 21):
+        store.append_envelope(seq, CHAT, 1.0, b"{}", lambda: None)
+        async with asyncio.timeout(TIMEOUT):
+            await store.flush()
+    copy_path = tmp_path / "copy" / "ahp.db"
+    assert online_copy(path, copy_path) == 20  # every one of them was only in the tail
+    await store.close()
+    copied = SqliteStore(copy_path)
+    assert copied.open() == 20
+    assert await loaded_seqs(copied) == list(range(1, 21))
+    await copied.close()
+
+
+def online_copy(path: Path, copy_path: Path) -> int:
+    """What ``ahp-server backup`` does, beside a running store."""
+    copy_path.parent.mkdir()
+    source = sqlite3.connect(path)
+    copy = sqlite3.connect(copy_path, isolation_level=None)
+    try:
+        source.backup(copy)
+        added = complete_copy(copy, path)
+        assert copy.execute("SELECT value FROM meta WHERE key = 'tail'").fetchone() is None
+        return added
+    finally:
+        copy.close()
+        source.close()
