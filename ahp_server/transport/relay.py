@@ -308,6 +308,9 @@ class PrimaryRelay:
         self._links: dict[str, EdgeLink] = {}
         #: Connections being closed from this side (``_end``), held until they are.
         self._ending: set[asyncio.Task[None]] = set()
+        #: ... and which they are: what their edge still relays for them is
+        #: dropped, not refused — a refusal (1012) would overtake their close.
+        self._ending_conns: set[tuple[str, int]] = set()
         self._edges_seen: dict[str, float] = {}
         self._subs: list[Any] = []
         self._ticker: asyncio.Task[None] | None = None
@@ -404,7 +407,9 @@ class PrimaryRelay:
                 await self._refuse(edge, conn, b"bad open")
             return
         if remote is None:
-            if kind != "x":  # an edge still relaying a connection this primary does not have
+            # An edge still relaying a connection this primary does not have
+            # (but one it is closing gets its own close).
+            if kind != "x" and key not in self._ending_conns:
                 await self._refuse(edge, conn, b"unknown connection")
             return
         if n != remote.n + 1:
@@ -492,13 +497,16 @@ class PrimaryRelay:
     def _end(self, remote: _Remote, code: int, reason: str) -> None:
         """Close a relayed connection from this side, and forget it.
 
-        It is forgotten at once (later messages for it are for an unknown
-        connection); in a task of its own, what its outbox holds goes first,
-        then the ``x`` with ``code`` reaches the edge, then the host lets go of
-        it — never blocking the subscription that feeds every connection.
+        It is forgotten at once (later messages for it are dropped until its
+        close is sent); in a task of its own, what its outbox holds goes
+        first, then the ``x`` with ``code`` reaches the edge, then the host
+        lets go of it — never blocking the subscription that feeds every
+        connection.
         """
-        if self._remotes.get((remote.edge, remote.conn)) is remote:
-            del self._remotes[(remote.edge, remote.conn)]
+        key = (remote.edge, remote.conn)
+        if self._remotes.get(key) is remote:
+            del self._remotes[key]
+        self._ending_conns.add(key)
         task = asyncio.get_running_loop().create_task(
             self._finish(remote, code, reason), name=f"relay end {remote.edge}/{remote.conn}"
         )
@@ -511,7 +519,10 @@ class PrimaryRelay:
             feeder.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await feeder
-        await remote.connection.flush_and_close(code, reason, grace=2.0)
+        try:
+            await remote.connection.flush_and_close(code, reason, grace=2.0)
+        finally:
+            self._ending_conns.discard((remote.edge, remote.conn))
         await self._sink.close(remote.connection)
         self._forget(remote)
 
