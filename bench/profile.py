@@ -50,6 +50,15 @@ SCENARIOS: dict[str, Scenario] = {
         50,
         lambda n: 50 * n,
     ),
+    # One client's drafts, each sent when the echo of the last came back
+    # (dispatch-rtt's workload; n round trips after n // 10 of warm-up).
+    "dispatch": Scenario(
+        "round trip",
+        lambda url, pid, n: suite.host_rtt(url, n),
+        500,
+        2500,
+        lambda n: n + max(1, n // 10),
+    ),
     # 50 chats streaming ``/slow 0`` words (a delta per word).
     "tokens": Scenario(
         "delta",

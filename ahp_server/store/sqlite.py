@@ -306,6 +306,8 @@ class SqliteStore(GroupCommit, Store):
         #: commits wait for fsync, in the writer thread.
         self._on_loop = self._synchronous == "NORMAL"
         self._scheduled = False
+        #: The loop is running the callbacks of a commit (commit_soon waits its turn).
+        self._delivering = False
         self._ready = threading.Condition()
         self._idle = False
         self._stopping = False
@@ -583,7 +585,11 @@ class SqliteStore(GroupCommit, Store):
             return
         self.commits += 1
         self.commit_seconds += time.perf_counter() - started
-        self._committed_batch([cb for _, _, cb, _ in batch if cb is not None], batch[-1][3])
+        self._delivering = True
+        try:
+            self._committed_batch([cb for _, _, cb, _ in batch if cb is not None], batch[-1][3])
+        finally:
+            self._delivering = False
         if not to_tail:
             self._transacted()
         elif self._unfolded_bytes >= self._fold_bytes:
@@ -775,11 +781,27 @@ class SqliteStore(GroupCommit, Store):
             self._barrier = barrier
 
     def commit_soon(self) -> None:
-        """Someone waits for what was just queued (a client's echo): do not hold it back."""
+        """Someone waits for what was just queued (a client's echo): do not hold it back.
+
+        If all of it goes to the log's tail — one ``write()`` — it is committed
+        now, in the caller's step, and delivered as the store without
+        persistence delivers (in ``append_envelope``): the echo leaves in this
+        loop iteration instead of the next. Not from within a delivery, whose
+        remaining envelopes must go out first (``serverSeq`` order).
+        """
         timer = self._timer
         if timer is not None:
             timer.cancel()
             self._timer = None
+        queue = self._queue
+        if (
+            self._tail is not None
+            and not self._delivering
+            and queue
+            and all(write is None for write, _, _, _ in queue)
+        ):
+            self._commit_on_loop()  # (a call already scheduled finds nothing left)
+        elif timer is not None:
             assert self._loop is not None
             self._loop.call_soon(self._commit_on_loop)
 

@@ -618,3 +618,36 @@ def online_copy(path: Path, copy_path: Path) -> int:
     finally:
         copy.close()
         source.close()
+
+
+async def test_a_waited_for_commit_to_the_tail_is_delivered_at_once_and_in_order(
+    tmp_path: Path,
+) -> None:
+    store = SqliteStore(tmp_path / "ahp.db")
+    store.open()
+    delivered: list[int] = []
+
+    def on_commit(seq: int) -> None:
+        delivered.append(seq)
+        if seq == 1:  # a delivery that publishes again, and waits for it
+            store.append_envelope(4, CHAT, 1.0, b"{}", on_commit, 4)
+            store.commit_soon()
+
+    for seq in (1, 2, 3):
+        store.append_envelope(seq, CHAT, 1.0, b"{}", on_commit, seq)
+    store.commit_soon()
+    # Envelopes only: committed to the tail and delivered within the call,
+    # as without persistence; 4 only after the rest of its batch.
+    assert delivered == [1, 2, 3]
+    async with asyncio.timeout(TIMEOUT):
+        await store.flush()
+    assert delivered == [1, 2, 3, 4]
+    # Another write in the queue: a transaction, grouped in the next loop turn.
+    store.put_client("a-client", "0.7.0", keep=10)
+    store.append_envelope(5, CHAT, 1.0, b"{}", on_commit, 5)
+    store.commit_soon()
+    assert delivered == [1, 2, 3, 4]
+    async with asyncio.timeout(TIMEOUT):
+        await store.flush()
+    assert delivered == [1, 2, 3, 4, 5]
+    await store.close()
