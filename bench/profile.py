@@ -1,7 +1,8 @@
 """Where the host's CPU goes per unit of work: the real host under ``cProfile``.
 
 Run ``python -m bench.profile SCENARIO [--persist] [--top N]``, SCENARIO one of
-``short-turns`` (per turn) or ``tokens`` (per delta). It starts the real host
+``short-turns`` (per turn), ``tokens`` (per delta) or ``dispatch`` (per round
+trip). It starts the real host
 as ``python -m cProfile -o FILE -m ahp_server serve`` (the same host and
 config as ``python -m bench``), drives it with the suite's own client code,
 stops it with SIGTERM (the profile is written on the host's orderly exit) —

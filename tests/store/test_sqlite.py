@@ -489,6 +489,24 @@ async def test_a_kill_9_keeps_every_envelope_the_tail_took(tmp_path: Path) -> No
     await store.close()
 
 
+async def test_a_full_durability_start_folds_a_tail_left_by_a_normal_run(tmp_path: Path) -> None:
+    path = tmp_path / "ahp.db"
+    write_and_die(path, [["channel", CHAT], ["envelopes", 1, 50]])
+    store = SqliteStore(path, synchronous="FULL")
+    assert store.open() == 50
+    assert tail_files(path) == []  # FULL keeps no tail: the one read is gone once durable
+    assert await loaded_seqs(store) == list(range(1, 51))
+    store.append_envelope(51, CHAT, 1.0, b"{}", lambda: None)
+    async with asyncio.timeout(TIMEOUT):
+        await store.flush()
+    assert logged_seqs(path) == list(range(1, 52))  # straight into the log table
+    await store.close()
+    again = SqliteStore(path)  # and back to NORMAL: nothing applied twice
+    assert again.open() == 51
+    assert await loaded_seqs(again) == list(range(1, 52))
+    await again.close()
+
+
 async def test_a_read_folds_the_tail_first(tmp_path: Path) -> None:
     path = tmp_path / "ahp.db"
     store = SqliteStore(path, tail_fold_seconds=3600.0)
