@@ -302,6 +302,8 @@ class SqliteStore(GroupCommit, Store):
             raise StoreError(f"synchronous must be NORMAL or FULL, not {synchronous!r}")
         self._synchronous = synchronous.upper()
         self._queue: deque[_Write] = deque()
+        #: Everything queued is an envelope (on the loop: what a commit to the tail takes).
+        self._rows_only = True
         #: synchronous=NORMAL commits on the event loop (_commit_on_loop); FULL, whose
         #: commits wait for fsync, in the writer thread.
         self._on_loop = self._synchronous == "NORMAL"
@@ -520,6 +522,8 @@ class SqliteStore(GroupCommit, Store):
         self._wal_bytes += size
         self._queued += 1
         self._queue.append((write, row, on_commit, self._queued))  # deque.append is thread-safe
+        if write is not None:
+            self._rows_only = False
         if self._on_loop:
             if not self._scheduled:
                 self._scheduled = True
@@ -563,13 +567,14 @@ class SqliteStore(GroupCommit, Store):
             return
         tail = self._tail
         # (While a checkpoint holds the transactions, the tail still takes envelopes.)
-        to_tail = tail is not None and all(write is None for write, _, _, _ in queue)
+        to_tail = tail is not None and self._rows_only
         if self._holding and not to_tail:
             return  # (after a checkpoint, _checkpoint_done commits what waited)
         assert self._loop is not None
         self._last_commit = self._loop.time()
         batch = list(queue)
         queue.clear()
+        self._rows_only = True
         started = time.perf_counter()
         try:
             if to_tail:
@@ -793,13 +798,7 @@ class SqliteStore(GroupCommit, Store):
         if timer is not None:
             timer.cancel()
             self._timer = None
-        queue = self._queue
-        if (
-            self._tail is not None
-            and not self._delivering
-            and queue
-            and all(write is None for write, _, _, _ in queue)
-        ):
+        if self._tail is not None and self._queue and self._rows_only and not self._delivering:
             self._commit_on_loop()  # (a call already scheduled finds nothing left)
         elif timer is not None:
             assert self._loop is not None
