@@ -145,7 +145,7 @@ class TailFile:
         path = path_of(database, generation)
         nonce = secrets.token_bytes(16)
         flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND | os.O_CLOEXEC
-        fd = os.open(path, flags, 0o600)
+        fd = os.open(path, flags, 0o644)  # as SQLite creates its files (less the umask)
         tail = cls(path, generation, nonce, fd, 0)
         try:
             tail._write(_HEADER.pack(MAGIC, nonce, generation, *previous))

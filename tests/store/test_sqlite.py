@@ -583,7 +583,9 @@ async def test_tail_files_roll_over_and_go_once_a_checkpoint_made_them_redundant
         await store.flush()
     generation = int(tail_files(path)[-1].rsplit(".", 1)[1])
     assert generation > 10  # it rolled over many times ...
-    assert most <= 4  # ... and the files went as checkpoints completed
+    # ... and the files went as checkpoints completed (3 at most here when
+    # idle; the bound leaves room for a checkpointer slowed by a busy machine).
+    assert most <= 8
     await store.close()
     again = SqliteStore(path)
     assert again.open() == 3000
@@ -669,3 +671,16 @@ async def test_a_waited_for_commit_to_the_tail_is_delivered_at_once_and_in_order
         await store.flush()
     assert delivered == [1, 2, 3, 4, 5]
     await store.close()
+
+
+async def test_a_tail_file_can_be_read_by_whoever_can_read_the_database(tmp_path: Path) -> None:
+    path = tmp_path / "ahp.db"
+    store = SqliteStore(path)
+    store.open()
+    (tail,) = tail_files(path)
+    assert permissions(tmp_path / tail) == permissions(path)  # (ahp-server backup reads both)
+    await store.close()
+
+
+def permissions(path: Path) -> int:
+    return path.stat().st_mode & 0o777
