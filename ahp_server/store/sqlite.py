@@ -442,7 +442,7 @@ class SqliteStore(GroupCommit, Store):
             except OSError as error:
                 raise StoreError(f"{self._path}: cannot create the log's tail: {error}") from None
             self._barrier = position.barrier if position else 0
-            new: Position | None = self._tail_position()
+            new: Position | None = self._tail.position(self._barrier)
         else:  # (FULL commits straight into the database; the position stays put)
             new = found.reached
         conn.execute("BEGIN IMMEDIATE")
@@ -466,11 +466,6 @@ class SqliteStore(GroupCommit, Store):
                     path.unlink(missing_ok=True)
             else:
                 self._retired = [(0, path) for path in found.consumed]
-
-    def _tail_position(self) -> Position:
-        tail = self._tail
-        assert tail is not None
-        return Position(tail.generation, tail.nonce, tail.size, self._barrier)
 
     @staticmethod
     def _schema_version(conn: sqlite3.Connection) -> int:
@@ -563,13 +558,13 @@ class SqliteStore(GroupCommit, Store):
         self._scheduled = False
         self._timer = None
         queue = self._queue
-        if self._failure is not None or not queue:
+        if self._failure is not None or not queue or self._holding:
+            # (After a checkpoint, _checkpoint_done commits what waited. The
+            # tail waits too: what it took would pile up unfolded, and the
+            # queue's high-water mark is what holds producers back.)
             return
         tail = self._tail
-        # (While a checkpoint holds the transactions, the tail still takes envelopes.)
         to_tail = tail is not None and self._rows_only
-        if self._holding and not to_tail:
-            return  # (after a checkpoint, _checkpoint_done commits what waited)
         assert self._loop is not None
         self._last_commit = self._loop.time()
         batch = list(queue)
@@ -776,8 +771,7 @@ class SqliteStore(GroupCommit, Store):
                 write(conn)
                 barrier = self._barrier + 1
         if tail is not None:
-            position = Position(tail.generation, tail.nonce, tail.size, barrier)
-            conn.execute(_SET_TAIL, (position.encode(),))
+            conn.execute(_SET_TAIL, (tail.position(barrier).encode(),))
         conn.execute("COMMIT")
         self._unfolded = []
         self._unfolded_bytes = 0

@@ -161,6 +161,10 @@ class TailFile:
             raise
         return tail
 
+    def position(self, barrier: int) -> Position:
+        """Where a database holding all of this file so far (and barriers to ``barrier``) stands."""
+        return Position(self.generation, self.nonce, self.size, barrier)
+
     def _write(self, data: bytes) -> None:
         view = memoryview(data)
         while view:  # a regular file takes it all but on a full disk (which raises)

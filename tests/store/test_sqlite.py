@@ -204,9 +204,12 @@ def _size(path: Path) -> int:
 
 async def test_checkpoints_keep_the_wal_bounded_while_a_chat_streams(tmp_path: Path) -> None:
     path = tmp_path / "ahp.db"
-    # NORMAL: commits on the loop, checkpoints in a thread; small thresholds
-    # (a checkpoint every ~256 KB, holding the commits past 256 pages ~ 1 MB).
-    store = SqliteStore(path, checkpoint_bytes=256 * 1024, hold_frames=256)
+    # NORMAL: commits on the loop, checkpoints in a thread; small thresholds,
+    # all 1/16 of the defaults (a checkpoint every ~256 KB, holding the
+    # transactions past 256 pages ~ 1 MB, the tail folded every 64 KB).
+    store = SqliteStore(
+        path, checkpoint_bytes=256 * 1024, hold_frames=256, tail_fold_bytes=64 * 1024
+    )
     store.open()
     store.put_channel("ahp-chat:/c", "chat", "ahp-session:/s", "2026-01-01T00:00:00.000Z", None)
     envelope = b'{"delta":"' + b"x" * 1000 + b'"}'
