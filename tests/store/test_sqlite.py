@@ -687,3 +687,23 @@ async def test_a_tail_file_can_be_read_by_whoever_can_read_the_database(tmp_path
 
 def permissions(path: Path) -> int:
     return path.stat().st_mode & 0o777
+
+
+async def test_a_tail_position_that_makes_no_sense_stops_the_start_with_a_clear_error(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "ahp.db"
+    store = SqliteStore(path)
+    store.open()
+    await store.close()
+    garble_tail_position(path)
+    with pytest.raises(StoreError, match=r"not a readable ahp-server database.*meta\.tail"):
+        SqliteStore(path).open()
+    assert tail_files(path, "-tail-set-aside.") == []  # nothing was touched
+
+
+def garble_tail_position(path: Path) -> None:
+    conn = sqlite3.connect(path)
+    with conn:
+        conn.execute("UPDATE meta SET value = 'not a position' WHERE key = 'tail'")
+    conn.close()
