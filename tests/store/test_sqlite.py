@@ -531,7 +531,7 @@ async def test_a_database_older_than_its_tail_takes_only_what_preceded_the_commi
 ) -> None:
     path = tmp_path / "ahp.db"
     older = tmp_path / "older.db"
-    steps = [
+    steps: list[list[object]] = [
         ["channel", CHAT],
         ["envelopes", 1, 10],  # in the tail
         ["copy", str(older)],  # the database as it was here
@@ -554,7 +554,12 @@ async def test_a_failed_tail_write_stops_the_store_and_delivers_nothing_of_it(
     tmp_path: Path,
 ) -> None:
     path = tmp_path / "ahp.db"
-    steps = [["channel", CHAT], ["envelopes", 1, 5], ["file_limit", 100], ["envelopes", 6, 50]]
+    steps: list[list[object]] = [
+        ["channel", CHAT],
+        ["envelopes", 1, 5],
+        ["file_limit", 100],
+        ["envelopes", 6, 50],
+    ]
     result = write_and_die(path, steps)
     delivered = result["delivered"]
     assert 5 <= len(delivered) < 50
