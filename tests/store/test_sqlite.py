@@ -510,16 +510,23 @@ async def test_a_full_durability_start_folds_a_tail_left_by_a_normal_run(tmp_pat
     await again.close()
 
 
-async def test_a_read_folds_the_tail_first(tmp_path: Path) -> None:
-    path = tmp_path / "ahp.db"
+async def with_envelopes_in_the_tail(path: Path, last: int) -> SqliteStore:
+    """A store whose chat has envelopes 1..``last``, each its own commit, none folded yet."""
     store = SqliteStore(path, tail_fold_seconds=3600.0)
     store.open()
     store.put_channel(CHAT, "chat", None, "2026-01-01T00:00:00Z", None)
-    await store.flush()
-    for seq in range(1, 6):
+    async with asyncio.timeout(TIMEOUT):
+        await store.flush()
+    for seq in range(1, last + 1):
         store.append_envelope(seq, CHAT, 1.0, b"{}", lambda: None)
         async with asyncio.timeout(TIMEOUT):
             await store.flush()
+    return store
+
+
+async def test_a_read_folds_the_tail_first(tmp_path: Path) -> None:
+    path = tmp_path / "ahp.db"
+    store = await with_envelopes_in_the_tail(path, 5)
     assert logged_seqs(path) == []
     assert await loaded_seqs(store) == [1, 2, 3, 4, 5]
     assert logged_seqs(path) == [1, 2, 3, 4, 5]
@@ -615,15 +622,7 @@ async def test_an_online_copy_takes_in_what_the_tail_holds_and_stands_alone(
     tmp_path: Path,
 ) -> None:
     path = tmp_path / "live" / "ahp.db"
-    store = SqliteStore(path, tail_fold_seconds=3600.0)
-    store.open()
-    store.put_channel(CHAT, "chat", None, "2026-01-01T00:00:00Z", None)
-    async with asyncio.timeout(TIMEOUT):
-        await store.flush()
-    for seq in range(1, 21):
-        store.append_envelope(seq, CHAT, 1.0, b"{}", lambda: None)
-        async with asyncio.timeout(TIMEOUT):
-            await store.flush()
+    store = await with_envelopes_in_the_tail(path, 20)
     copy_path = tmp_path / "copy" / "ahp.db"
     assert online_copy(path, copy_path) == 20  # every one of them was only in the tail
     await store.close()
