@@ -987,7 +987,11 @@ class ChatActor(ChannelActor[ChatState]):
         return index if isinstance(turn.response_parts[index], expected) else None
 
     def check(self, action: object, client_id: str) -> Rejection | None:
-        return check_dispatch(self.state, action, client_id, session=self.session.state)
+        # turn_sizes is keyed by the ids of exactly the turns in memory (settle,
+        # _trimmed): a turn start's duplicate check is O(1), not O(turns).
+        return check_dispatch(
+            self.state, action, client_id, session=self.session.state, turn_ids=self.turn_sizes
+        )
 
     def accepts(self, message: _ServerAction) -> bool:
         # Late events of an aborted turn are dropped (the actor already ended it).

@@ -15,6 +15,7 @@ this module only sees channels that exist.
 
 from __future__ import annotations
 
+from collections.abc import Container
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -213,12 +214,15 @@ def check_dispatch(
     client_id: str,
     *,
     session: SessionState | None = None,
+    turn_ids: Container[str] | None = None,
 ) -> Rejection | None:
     """Decide whether ``client_id`` may dispatch ``action`` on the channel holding ``state``.
 
     ``session`` is the owning session's state; chat channels need it to check
     working directories (WIRE-SUMMARY §7: "directory not in session
-    workingDirectories: MUST reject").
+    workingDirectories: MUST reject"). ``turn_ids``, if given, holds exactly
+    the ids of a chat's ``turns`` (the host keeps it as they change): a new
+    turn's id is then looked up in O(1) instead of scanning the turns.
     """
     action_type = _action_type(action)
     if isinstance(action, UnknownVariant) or action_type is None:
@@ -232,7 +236,7 @@ def check_dispatch(
     if action_type not in CLIENT_DISPATCHABLE:
         return Rejection(RejectionCode.ServerOnly, f"{action_type} is server-only")
     if isinstance(state, ChatState):
-        return _check_chat(state, action, client_id, session)
+        return _check_chat(state, action, client_id, session, turn_ids)
     if isinstance(state, SessionState):
         return _check_session(state, action, client_id)
     if isinstance(state, TerminalState):
@@ -545,7 +549,11 @@ def _required_missing(request: ChatInputRequest, answers: dict[str, Any]) -> str
 
 
 def _check_chat(
-    chat: ChatState, action: object, client_id: str, session: SessionState | None
+    chat: ChatState,
+    action: object,
+    client_id: str,
+    session: SessionState | None,
+    turn_ids: Container[str] | None,
 ) -> Rejection | None:
     match action:
         case ChatTurnStartedAction(message=message, turn_id=turn_id):
@@ -557,7 +565,11 @@ def _check_chat(
                     RejectionCode.TurnInProgress,
                     "a turn is already in progress: queue or steer the message instead",
                 )
-            if any(turn.id == turn_id for turn in chat.turns):
+            if (
+                turn_id in turn_ids
+                if turn_ids is not None
+                else any(turn.id == turn_id for turn in chat.turns)
+            ):
                 # Turn ids name turns (fetchTurns cursors, tool calls, forks): the
                 # reducer would append a second turn with the same id.
                 return Rejection(

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
+from pathlib import Path
+
 import pytest
 from msgspec import UNSET
 
 from ahp_server.client import AhpClient, TurnFailedError
+from ahp_server.config import Settings
 from ahp_server.protocol.types import (
     ActiveTurn,
     ChatInputAnswered,
@@ -15,6 +19,7 @@ from ahp_server.protocol.types import (
     ChatToolCallApprovedAction,
     ChatToolCallCompleteAction,
     ChatToolCallDeniedAction,
+    ChatTruncatedAction,
     ChatTurnCancelledAction,
     InputRequestResponsePart,
     MarkdownResponsePart,
@@ -27,7 +32,7 @@ from ahp_server.protocol.types import (
     ToolCallRunningState,
     Turn,
 )
-from tests.conftest import RunningHost
+from tests.conftest import RunningHost, start_host
 from tests.e2e.helpers import TIMEOUT, assert_mirrors_host, chat_state, session_of, turn_done
 
 
@@ -276,3 +281,60 @@ async def test_a_turn_started_with_a_completed_turns_id_is_rejected(
         assert [t.id for t in actor.state.turns] == [taken]  # one turn, one id
         assert [t.id for t in chat_state(client, chat).turns] == [taken]
         assert await client.ask(chat, "still works", timeout=TIMEOUT) == "still works"
+
+
+async def _start_turn(client: AhpClient, chat: str, turn_id: str) -> str | None:
+    """Start a turn with ``turn_id``: the rejection's reason, or None once it ran."""
+    seq = await client.dispatch(
+        chat,
+        {
+            "type": "chat/turnStarted",
+            "turnId": turn_id,
+            "startedAt": "2026-12-03T00:00:00.000Z",
+            "message": {"text": "again", "origin": {"kind": "user"}},
+        },
+    )
+
+    def echo(c: AhpClient) -> object:
+        return next((e for e in c.envelopes if getattr(e.origin, "client_seq", None) == seq), None)
+
+    await client.wait_for(lambda c: echo(c) is not None, timeout=TIMEOUT)
+    reason = getattr(echo(client), "rejection_reason", None)
+    if isinstance(reason, str):
+        return reason
+    await client.wait_for(
+        lambda c: any(t.id == turn_id for t in chat_state(c, chat).turns), timeout=TIMEOUT
+    )
+    return None
+
+
+async def test_a_turn_id_is_taken_while_its_turn_is_kept_across_truncation_and_restart(
+    tmp_path: Path,
+) -> None:
+    # The host looks a new turn's id up among the turns it holds (an O(1) set
+    # that follows every change of them), not by scanning them.
+    settings = dataclasses.replace(Settings(), data_dir=str(tmp_path))
+    running = await start_host(settings)
+    try:
+        async with AhpClient.connect(running.url) as client:
+            chat = await client.open_chat()
+            for text in ("one", "two", "three"):
+                await client.ask(chat, text, timeout=TIMEOUT)
+            first, second, third = (t.id for t in chat_state(client, chat).turns)
+            assert "already taken" in str(await _start_turn(client, chat, third))
+            await client.dispatch(chat, ChatTruncatedAction(turn_id=first))
+            await client.wait_for(lambda c: len(chat_state(c, chat).turns) == 1, timeout=TIMEOUT)
+            assert "already taken" in str(await _start_turn(client, chat, first))
+            assert await _start_turn(client, chat, second) is None  # truncated away: free
+            assert [t.id for t in chat_state(client, chat).turns] == [first, second]
+    finally:
+        await running.stop()
+    running = await start_host(settings)  # the chat loads from disk
+    try:
+        async with AhpClient.connect(running.url) as client:
+            await client.subscribe(chat)
+            assert "already taken" in str(await _start_turn(client, chat, second))
+            assert await _start_turn(client, chat, third) is None
+            assert [t.id for t in chat_state(client, chat).turns] == [first, second, third]
+    finally:
+        await running.stop()

@@ -215,7 +215,17 @@ class Case:
     session: SessionState | None = None
 
     def run(self) -> Rejection | None:
-        return check_dispatch(self.state, self.action, self.client_id, session=self.session)
+        result = check_dispatch(self.state, self.action, self.client_id, session=self.session)
+        if isinstance(self.state, ChatState):
+            # The host's form — the turns' ids handed over as a set — decides alike.
+            ids = {turn.id for turn in self.state.turns}
+            assert (
+                check_dispatch(
+                    self.state, self.action, self.client_id, session=self.session, turn_ids=ids
+                )
+                == result
+            )
+        return result
 
 
 def reject(
