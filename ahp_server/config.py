@@ -109,6 +109,10 @@ class Settings:
     #: Browser ``Origin`` values allowed to connect (others get 403). Clients
     #: that send no Origin (IDEs, CLIs) are not affected.
     allowed_origins: tuple[str, ...] = ()
+    #: Reverse proxies (addresses or networks, e.g. ``10.0.0.0/8``) whose
+    #: ``X-Forwarded-For`` names the client: its address is then the one the
+    #: per-address limit counts and the logs show. Empty: the peer's address.
+    trusted_proxies: tuple[str, ...] = ()
     #: Serve the browser client at ``/`` (docs/web.md) and admit the page's own
     #: origin: an Origin naming the Host the request was sent to, when that Host
     #: is a loopback name or a token is configured.
@@ -275,6 +279,7 @@ _KEYS: dict[str, tuple[str, str]] = {
     "server.port": ("port", "port"),
     "server.token": ("token", "optstr"),
     "server.allowed_origins": ("allowed_origins", "strlist"),
+    "server.trusted_proxies": ("trusted_proxies", "netlist"),
     "server.web_ui": ("web_ui", "bool"),
     "server.max_message_bytes": ("max_message_bytes", "posint"),
     "server.compression": ("compression", "bool"),
@@ -338,6 +343,7 @@ ENVIRONMENT: dict[str, str] = {
     "AHP_SERVER_PORT": "server.port",
     "AHP_SERVER_TOKEN": "server.token",
     "AHP_SERVER_ALLOWED_ORIGINS": "server.allowed_origins",
+    "AHP_SERVER_TRUSTED_PROXIES": "server.trusted_proxies",
     "AHP_SERVER_WEB_UI": "server.web_ui",
     "AHP_SERVER_DATA_DIR": "storage.data_dir",
     "AHP_SERVER_STORE": "storage.store",
@@ -404,7 +410,7 @@ def _from_env(kind: str, text: str) -> object:
             return text
     if kind == "bool":
         return text.strip().lower() in ("1", "true", "yes", "on")
-    if kind == "strlist":
+    if kind in ("strlist", "netlist"):
         return [item.strip() for item in text.split(",") if item.strip()]
     return text
 
@@ -476,6 +482,13 @@ def _check(key: str, kind: str, value: object) -> object:
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise fail("a list of strings")
         return tuple(value)
+    if kind == "netlist":
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise fail("a list of addresses or networks")
+        try:  # host bits allowed: "10.1.2.3/8" is 10.0.0.0/8
+            return tuple(str(ipaddress.ip_network(v.strip(), strict=False)) for v in value)
+        except ValueError as error:
+            raise ConfigError(key, f"must be IP addresses or networks: {error}") from None
     if kind == "storeurl":
         # Never echo the value: the URL may carry a password.
         if not isinstance(value, str):

@@ -30,6 +30,7 @@ def test_environment_overrides_the_file_and_flags_override_both() -> None:
             "AHP_SERVER_DATA_DIR": "/var/lib/ahp",
             "AHP_SERVER_LOG_FORMAT": "json",
             "AHP_SERVER_MAX_CONNECTIONS_PER_IP": "1000",
+            "AHP_SERVER_TRUSTED_PROXIES": "10.1.2.3/8, fd00::1, 192.0.2.7",
         },
         overrides={"server.port": 9100},
     )
@@ -40,6 +41,8 @@ def test_environment_overrides_the_file_and_flags_override_both() -> None:
     assert settings.data_dir == "/var/lib/ahp"
     assert settings.log_format == "json"
     assert settings.max_connections_per_ip == 1000
+    # Networks as written (host bits dropped); a lone address is its own /32 or /128.
+    assert settings.trusted_proxies == ("10.0.0.0/8", "fd00::1/128", "192.0.2.7/32")
 
 
 @pytest.mark.parametrize(
@@ -48,6 +51,8 @@ def test_environment_overrides_the_file_and_flags_override_both() -> None:
         ("[server]\nport = 70000\n", "server.port"),
         ('[server]\nport = "http"\n', "server.port"),
         ("[server]\nallowed_origins = 'x'\n", "server.allowed_origins"),
+        ("[server]\ntrusted_proxies = ['proxy.local']\n", "server.trusted_proxies"),
+        ("[server]\ntrusted_proxies = '10.0.0.0/8'\n", "server.trusted_proxies"),
         ('[storage]\ndurability = "sometimes"\n', "storage.durability"),
         ("[limits]\nmax_connections = 0\n", "limits.max_connections"),
         ("[storage]\nmemory_turn_bytes = 0\n", "storage.memory_turn_bytes"),

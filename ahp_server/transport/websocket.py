@@ -26,7 +26,9 @@ Before the upgrade (``process_request``), in this order:
 * ``max_connections_per_ip`` connections already open from the client's IP
   address (loopback counts too) → 429 Too Many Requests, with ``Retry-After``.
   A slot is taken when the upgrade is admitted and released when that TCP
-  connection closes, however it ends (docs/reliability.md).
+  connection closes, however it ends (docs/reliability.md). Behind a proxy in
+  ``trusted_proxies`` the client's address is the one its ``X-Forwarded-For``
+  names (:func:`forwarded_client`); any other peer's header is ignored.
 
 A client that does not finish its upgrade request within
 ``handshake_timeout`` seconds (a slow loris) is disconnected by websockets'
@@ -43,8 +45,10 @@ from __future__ import annotations
 
 import asyncio
 import hmac
+import ipaddress
 import struct
 from collections import Counter
+from collections.abc import Sequence
 from http import HTTPStatus
 from typing import TYPE_CHECKING
 from urllib.parse import parse_qs, urlsplit
@@ -149,6 +153,62 @@ def _token_of(request: Request) -> str | None:
     return values[0] if values else None
 
 
+IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+
+def _address(entry: str) -> IPAddress | None:
+    """One ``X-Forwarded-For`` entry as an address: ``1.2.3.4``, ``1.2.3.4:5``, ``[::1]:5``."""
+    entry = entry.strip()
+    if entry.startswith("["):  # [v6] or [v6]:port
+        entry = entry[1 : entry.find("]")] if "]" in entry else ""
+    elif entry.count(":") == 1:  # v4:port (a bare v6 has more colons)
+        entry = entry.partition(":")[0]
+    try:
+        address = ipaddress.ip_address(entry)
+    except ValueError:
+        return None  # "unknown", an obfuscated name (RFC 7239 §6), garbage
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        return address.ipv4_mapped  # a dual-stack socket's IPv4 peer
+    return address
+
+
+def forwarded_client(peer: str, forwarded: Sequence[str], trusted: Sequence[IPNetwork]) -> str:
+    """The client's address: ``peer``, or what a trusted proxy says in ``X-Forwarded-For``.
+
+    ``forwarded`` holds the header's values in order. Only a peer within
+    ``trusted`` is believed; its list is read from the right (each proxy
+    appends the address it saw) past every trusted proxy, and the first
+    address that is not one is the client — whatever a client wrote further
+    left is its own claim. An entry that is no address ends the walk at the
+    last hop that was: the proxy which passed it is all that is known.
+    """
+    address = _address(peer) if trusted else None
+    if address is None or not any(address in network for network in trusted):
+        return peer
+    client = str(address)
+    for value in reversed(forwarded):
+        for entry in reversed(value.split(",")):
+            hop = _address(entry)
+            if hop is None:
+                return client
+            client = str(hop)
+            if not any(hop in network for network in trusted):
+                return client
+    return client  # proxies all the way: the leftmost is as far as it goes
+
+
+def client_address(
+    connection: ServerConnection, request: Request | None, trusted: Sequence[IPNetwork]
+) -> str:
+    """The address a connection's client is counted and logged as (:func:`forwarded_client`)."""
+    address = connection.remote_address
+    peer = str(address[0]) if isinstance(address, tuple) and address else str(address)
+    if not trusted or request is None:
+        return peer  # (a Unix socket's peer is one bucket)
+    return forwarded_client(peer, request.headers.get_all("X-Forwarded-For"), trusted)
+
+
 def gatekeeper(  # type: ignore[no-untyped-def]
     host: Host,
     identities: WeakKeyDictionary[ServerConnection, UserConfig] | None = None,
@@ -166,17 +226,12 @@ def gatekeeper(  # type: ignore[no-untyped-def]
         identities = WeakKeyDictionary()
     origins = frozenset(settings.allowed_origins)
     page = StaticFiles() if settings.web_ui else None
+    trusted = [ipaddress.ip_network(network) for network in settings.trusted_proxies]
     # Admitted connections per address. Bounded: an entry exists only while one
     # of its connections is open, and they are at most ``max_connections``.
     per_ip: Counter[str] = Counter()
     # Tasks waiting for admitted connections to close (strong references; one each).
     releasers: set[asyncio.Task[None]] = set()
-
-    def remote_ip(connection: ServerConnection) -> str:
-        address = connection.remote_address
-        if isinstance(address, tuple) and address:
-            return str(address[0])
-        return str(address)  # e.g. a Unix socket: one bucket
 
     async def release_when_closed(connection: ServerConnection, ip: str) -> None:
         try:
@@ -248,7 +303,7 @@ def gatekeeper(  # type: ignore[no-untyped-def]
         if not host.accepting and not (edge is not None and edge.ready):
             reason = "shutting down\n" if edge is None else "no primary yet: try again\n"
             return _plain(HTTPStatus.SERVICE_UNAVAILABLE, reason)
-        ip = remote_ip(connection)
+        ip = client_address(connection, request, trusted)
         if per_ip[ip] >= settings.max_connections_per_ip:
             log.info("per-address connection limit reached", remote=ip, open=per_ip[ip])
             answer = _plain(
@@ -278,6 +333,7 @@ async def start_server(gateway: Gateway, *, edge: EdgeRelay | None = None) -> Se
     if not is_loopback(settings.host) and not settings.token and not settings.users:
         raise ConfigError("server.token", f"required to listen on {settings.host}")
 
+    trusted = [ipaddress.ip_network(network) for network in settings.trusted_proxies]
     # Who each admitted connection is (multi-user mode), from its token at the door.
     identities: WeakKeyDictionary[ServerConnection, UserConfig] = WeakKeyDictionary()
 
@@ -291,7 +347,11 @@ async def start_server(gateway: Gateway, *, edge: EdgeRelay | None = None) -> Se
         if user is not None:
             connection.user, connection.admin = user.name, user.admin
         structlog.contextvars.bind_contextvars(conn=connection.id)
-        log.debug("connection opened", remote=str(websocket.remote_address))
+        log.debug(
+            "connection opened",
+            remote=str(websocket.remote_address),
+            client=client_address(websocket, websocket.request, trusted),
+        )
         try:
             async for frame in websocket:
                 await gateway.handle_frame(connection, frame)

@@ -62,9 +62,10 @@ async def test_a_stalled_upgrade_is_cut_at_the_handshake_timeout_and_others_are_
         await running.stop()
 
 
-async def refused_status(url: str) -> tuple[int, str | None]:
+async def refused_status(url: str, forwarded_for: str | None = None) -> tuple[int, str | None]:
+    headers = {} if forwarded_for is None else {"X-Forwarded-For": forwarded_for}
     with pytest.raises(InvalidStatus) as caught:
-        async with connect(url, open_timeout=TIMEOUT):
+        async with connect(url, open_timeout=TIMEOUT, additional_headers=headers):
             pass
     response = caught.value.response
     return response.status_code, response.headers.get("Retry-After")
@@ -119,3 +120,49 @@ async def admitted(url: str) -> ClientConnection:
             if error.response.status_code != 429 or time.monotonic() > deadline:
                 raise
             await asyncio.sleep(0.02)
+
+
+async def test_behind_a_trusted_proxy_the_limit_counts_each_forwarded_client() -> None:
+    # The test is the proxy (127.0.0.1, trusted): X-Forwarded-For names the client.
+    settings = Settings(max_connections_per_ip=2, trusted_proxies=("127.0.0.0/8",))
+    running = await start_host(settings)
+    try:
+
+        async def as_client(chain: str) -> ClientConnection:
+            ws = await connect(
+                running.url, open_timeout=TIMEOUT, additional_headers={"X-Forwarded-For": chain}
+            )
+            await ping(ws)
+            return ws
+
+        held = [await as_client("203.0.113.5"), await as_client("198.51.100.1, 203.0.113.5")]
+        # The rightmost address not a trusted proxy is the client: both were 203.0.113.5.
+        assert await refused_status(running.url, "203.0.113.5") == (429, "1")
+        assert await refused_status(running.url, "203.0.113.5, 127.0.0.9") == (429, "1")
+        # Other clients behind the same proxy are not held back by that one.
+        held += [await as_client("203.0.113.6"), await as_client("2001:db8::1")]
+        # Without the header the proxy itself is the client (it has its own two slots).
+        held += [await connect(running.url, open_timeout=TIMEOUT) for _ in range(2)]
+        assert await refused_status(running.url) == (429, "1")
+        # An entry that is no address: counted as the proxy that passed it (now full).
+        assert await refused_status(running.url, "not-an-address") == (429, "1")
+        for ws in held:
+            await ping(ws)
+            await ws.close()
+    finally:
+        await running.stop()
+
+
+async def test_an_untrusted_peers_forwarded_for_is_ignored() -> None:
+    # Trusting some other network: the test's 127.0.0.1 may not pick its address.
+    settings = Settings(max_connections_per_ip=1, trusted_proxies=("10.0.0.0/8",))
+    running = await start_host(settings)
+    try:
+        ws = await connect(
+            running.url, open_timeout=TIMEOUT, additional_headers={"X-Forwarded-For": "192.0.2.1"}
+        )
+        await ping(ws)
+        assert await refused_status(running.url, "192.0.2.2") == (429, "1")
+        await ws.close()
+    finally:
+        await running.stop()

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ipaddress
 from typing import Any
 
+import pytest
 import websockets
 from websockets.asyncio.server import ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
 
 from ahp_server.client import AhpClient
 from ahp_server.protocol.types import ChatDeltaAction
-from ahp_server.transport.websocket import WebSocketTransport
+from ahp_server.transport.websocket import WebSocketTransport, forwarded_client
 from tests.conftest import RunningHost
 
 TIMEOUT = 30.0
@@ -98,3 +100,37 @@ async def test_a_closing_connection_refuses_the_batch() -> None:
     received, errors = await _served([b'{"late":true}'], compression=None, close_first=True)
     assert received == []
     assert len(errors) == 1  # ConnectionClosed, as the library raises it
+
+
+PROXIES = [ipaddress.ip_network("10.0.0.0/8"), ipaddress.ip_network("fd00::/8")]
+
+
+@pytest.mark.parametrize(
+    ("peer", "forwarded", "client"),
+    [
+        # No proxy trusted, or the peer is not one: the header is the client's claim.
+        ("192.0.2.7", ["203.0.113.5"], "192.0.2.7"),
+        # A trusted proxy: the rightmost address that is not a trusted proxy.
+        ("10.0.0.2", ["203.0.113.5"], "203.0.113.5"),
+        ("10.0.0.2", ["198.51.100.1, 203.0.113.5, 10.9.9.9"], "203.0.113.5"),
+        ("10.0.0.2", ["198.51.100.1", "203.0.113.5"], "203.0.113.5"),  # two header lines
+        # Ports and brackets as some proxies write them; IPv6 and IPv4-mapped peers.
+        ("10.0.0.2", ["203.0.113.5:4711"], "203.0.113.5"),
+        ("10.0.0.2", ["[2001:db8::1]:4711"], "2001:db8::1"),
+        ("fd00::3", ["2001:db8::1"], "2001:db8::1"),
+        ("::ffff:10.0.0.2", ["203.0.113.5"], "203.0.113.5"),
+        # No header, or proxies all the way: the last address known.
+        ("10.0.0.2", [], "10.0.0.2"),
+        ("10.0.0.2", ["10.1.1.1, 10.2.2.2"], "10.1.1.1"),
+        # Something that is no address ends the walk at the hop that passed it.
+        ("10.0.0.2", ["203.0.113.5, unknown"], "10.0.0.2"),
+        ("10.0.0.2", ["unknown, 10.3.3.3"], "10.3.3.3"),
+        ("10.0.0.2", ["[2001:db8::1"], "10.0.0.2"),
+    ],
+)
+def test_the_client_behind_trusted_proxies(peer: str, forwarded: list[str], client: str) -> None:
+    assert forwarded_client(peer, forwarded, PROXIES) == client
+
+
+def test_with_no_proxy_trusted_the_peer_is_the_client() -> None:
+    assert forwarded_client("10.0.0.2", ["203.0.113.5"], []) == "10.0.0.2"
