@@ -246,6 +246,9 @@ class _NullTransport:
     async def send_text(self, frame: bytes) -> None:
         return None
 
+    async def send_texts(self, frames: list[bytes]) -> None:
+        return None
+
     async def close(self, code: int, reason: str) -> None:
         return None
 
@@ -261,7 +264,9 @@ async def _new_session(host: Host, connection: Connection, provider: str) -> tup
             session.state.lifecycle != "creating" and isinstance(session.state.default_chat, str)
         )
     )
-    return uri, session.state.default_chat
+    chat = session.state.default_chat
+    assert isinstance(chat, str)  # what until() waited for
+    return uri, chat
 
 
 async def _new_chat(host: Host, connection: Connection, session: str) -> str:

@@ -86,7 +86,7 @@ def _profiled(scenario: Scenario, size: int, persist: bool, out: Path) -> dict[_
         asyncio.run(asyncio.wait_for(scenario.drive(url, pid, size), suite.JOB_TIMEOUT))
         io = _io(pid)
     raw: dict[_Func, tuple[int, int, float, float, Any]] = pstats.Stats(str(out)).stats  # type: ignore[attr-defined]
-    rows = {func: (cc, nc, tt, ct) for func, (cc, nc, tt, ct, _) in raw.items()}
+    rows: dict[_Func, _Row] = {func: (cc, nc, tt, ct) for func, (cc, nc, tt, ct, _) in raw.items()}
     # File writes ride along as pseudo-functions (bytes and write calls), so
     # they are subtracted like the rest.
     rows[("~", 0, "<file bytes written>")] = (0, io["wchar"], 0.0, 0.0)

@@ -1046,10 +1046,11 @@ def bench_short_turns(sizes: Sizes, floor_url: str, mode: str) -> dict[str, Any]
 
 
 def bench_reconnect(sizes: Sizes, mode: str) -> dict[str, Any]:
-    return _on_host(
+    figures: dict[str, Any] = _on_host(
         MODES[mode],
         lambda url, _pid: host_reconnect(url, sizes.replay_words, sizes.snapshot_turns),
     )
+    return figures
 
 
 def bench_memory(sizes: Sizes, mode: str) -> dict[str, Any]:
