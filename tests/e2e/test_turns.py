@@ -253,36 +253,6 @@ async def test_turn_started_while_a_turn_runs_is_rejected(running_host: RunningH
         assert all(t.id != second for t in chat_state(client, chat).turns)
 
 
-async def test_a_turn_started_with_a_completed_turns_id_is_rejected(
-    running_host: RunningHost,
-) -> None:
-    async with AhpClient.connect(running_host.url) as client:
-        chat = await client.open_chat()
-        await client.ask(chat, "first", timeout=TIMEOUT)
-        taken = chat_state(client, chat).turns[0].id
-        seq = await client.dispatch(
-            chat,
-            {
-                "type": "chat/turnStarted",
-                "turnId": taken,
-                "startedAt": "2026-12-03T00:00:00.000Z",
-                "message": {"text": "again", "origin": {"kind": "user"}},
-            },
-        )
-
-        def echo(c: AhpClient) -> object:
-            return next(
-                (e for e in c.envelopes if getattr(e.origin, "client_seq", None) == seq), None
-            )
-
-        await client.wait_for(lambda c: echo(c) is not None, timeout=TIMEOUT)
-        assert "already taken" in str(getattr(echo(client), "rejection_reason", ""))
-        actor = running_host.host.chats[chat]
-        assert [t.id for t in actor.state.turns] == [taken]  # one turn, one id
-        assert [t.id for t in chat_state(client, chat).turns] == [taken]
-        assert await client.ask(chat, "still works", timeout=TIMEOUT) == "still works"
-
-
 async def _start_turn(client: AhpClient, chat: str, turn_id: str) -> str | None:
     """Start a turn with ``turn_id``: the rejection's reason, or None once it ran."""
     seq = await client.dispatch(
@@ -306,6 +276,20 @@ async def _start_turn(client: AhpClient, chat: str, turn_id: str) -> str | None:
         lambda c: any(t.id == turn_id for t in chat_state(c, chat).turns), timeout=TIMEOUT
     )
     return None
+
+
+async def test_a_turn_started_with_a_completed_turns_id_is_rejected(
+    running_host: RunningHost,
+) -> None:
+    async with AhpClient.connect(running_host.url) as client:
+        chat = await client.open_chat()
+        await client.ask(chat, "first", timeout=TIMEOUT)
+        taken = chat_state(client, chat).turns[0].id
+        assert "already taken" in str(await _start_turn(client, chat, taken))
+        actor = running_host.host.chats[chat]
+        assert [t.id for t in actor.state.turns] == [taken]  # one turn, one id
+        assert [t.id for t in chat_state(client, chat).turns] == [taken]
+        assert await client.ask(chat, "still works", timeout=TIMEOUT) == "still works"
 
 
 async def test_a_turn_id_is_taken_while_its_turn_is_kept_across_truncation_and_restart(
