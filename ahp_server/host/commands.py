@@ -36,6 +36,7 @@ from ahp_server.host.fanout import Connection, ConnState
 from ahp_server.host.host import Host
 from ahp_server.host.sessions import new_default_chat
 from ahp_server.protocol import codec
+from ahp_server.protocol.dispatch_rules import RejectionCode, duplicate_turn
 from ahp_server.protocol.errors import (
     AhpErrorCode,
     InvalidParams,
@@ -53,6 +54,7 @@ from ahp_server.protocol.types import (
     ChatOriginSideChat,
     ChatOriginUser,
     ChatState,
+    ChatTurnStartedAction,
     CreateChatParams,
     CreateSessionParams,
     DisposeChatParams,
@@ -357,16 +359,15 @@ class Commands:
             return  # WIRE-SUMMARY §7.4: unknown channel, silently ignored
         assert connection.client_id is not None
         origin = ActionOrigin(client_id=connection.client_id, client_seq=raw.client_seq)
+
+        def refuse(reason: str) -> None:
+            # Echoed to the sender as rejected, nothing applied (WIRE-SUMMARY §7).
+            self.host.counters.rejected += 1
+            self.host.hub.reject(connection, raw.channel, raw.action, origin, reason)
+
         if not self.host.may_access(connection, raw.channel):
             # Multi-user mode: refused visibly, like any refused action (issue 16).
-            self.host.counters.rejected += 1
-            self.host.hub.reject(
-                connection,
-                raw.channel,
-                raw.action,
-                origin,
-                "permission denied: the channel belongs to another user",
-            )
+            refuse("permission denied: the channel belongs to another user")
             return
         settings = self.host.settings
         if not connection.take_dispatch_token(
@@ -374,24 +375,43 @@ class Commands:
         ):
             # Over the per-connection rate: refused like any invalid action
             # (echoed to the sender, nothing applied); other clients are unaffected.
-            self.host.counters.rejected += 1
-            self.host.hub.reject(
-                connection,
-                raw.channel,
-                raw.action,
-                origin,
-                f"rate limit exceeded: at most {settings.dispatch_rate:g} actions per second",
-            )
+            refuse(f"rate limit exceeded: at most {settings.dispatch_rate:g} actions per second")
             return
         try:
             action = codec.decode(memoryview(raw.action), StateAction)
         except msgspec.ValidationError as error:
-            self.host.counters.rejected += 1
-            self.host.hub.reject(
-                connection, raw.channel, raw.action, origin, f"invalid action: {error}"
+            refuse(f"invalid action: {error}")
+            return
+        if type(action) is ChatTurnStartedAction and await self._paged_out_turn(
+            actor, action.turn_id
+        ):
+            log.info(
+                "action rejected",
+                channel=raw.channel,
+                client_id=origin.client_id,
+                action=action.type,
+                code=RejectionCode.DuplicateTurn.value,
             )
+            refuse(duplicate_turn(action.turn_id).reason)
             return
         await actor.dispatch(action, origin, connection)
+
+    async def _paged_out_turn(self, actor: object, turn_id: str) -> bool:
+        """Whether ``turn_id`` names one of a chat's turns that are on disk only.
+
+        The chat actor checks a new turn's id against the turns it holds
+        (``dispatch_rules``); a long chat's older turns are paged out of memory
+        and looked up in the store here, before the dispatch reaches the
+        actor — only such chats pay the read. A turn is stored when it ends,
+        before its end is delivered (so before a client can start the next),
+        and it leaves memory only after that: the two together see them all.
+        """
+        return (
+            isinstance(actor, ChatActor)
+            and actor.turn_offset > 0
+            and turn_id not in actor.turn_sizes
+            and await self.host.hub.store.turn_position(actor.uri, turn_id) is not None
+        )
 
     # -- sessions -----------------------------------------------------------------------------
 

@@ -87,6 +87,7 @@ __all__ = [
     "Rejection",
     "RejectionCode",
     "check_dispatch",
+    "duplicate_turn",
     "is_client_dispatchable",
     "valid_terminal_size",
 ]
@@ -548,6 +549,15 @@ def _required_missing(request: ChatInputRequest, answers: dict[str, Any]) -> str
     return None
 
 
+def duplicate_turn(turn_id: str) -> Rejection:
+    """A turn start naming a turn the chat already has.
+
+    Turn ids name turns (fetchTurns cursors, tool calls, forks): the reducer
+    would append a second turn with the same id.
+    """
+    return Rejection(RejectionCode.DuplicateTurn, f"turn id {turn_id!r} is already taken")
+
+
 def _check_chat(
     chat: ChatState,
     action: object,
@@ -570,11 +580,7 @@ def _check_chat(
                 if turn_ids is not None
                 else any(turn.id == turn_id for turn in chat.turns)
             ):
-                # Turn ids name turns (fetchTurns cursors, tool calls, forks): the
-                # reducer would append a second turn with the same id.
-                return Rejection(
-                    RejectionCode.DuplicateTurn, f"turn id {turn_id!r} is already taken"
-                )
+                return duplicate_turn(turn_id)
         case ChatPendingMessageSetAction(message=message):
             return _interactive(chat) or _user_message(message)
         case ChatDraftChangedAction(draft=draft):

@@ -292,6 +292,28 @@ async def test_a_turn_started_with_a_completed_turns_id_is_rejected(
         assert await client.ask(chat, "still works", timeout=TIMEOUT) == "still works"
 
 
+async def test_a_turn_id_paged_out_of_memory_is_still_taken(tmp_path: Path) -> None:
+    # A long chat keeps only its newest turns in memory (memory_turn_bytes);
+    # the older ones are on disk only, and their ids stay taken.
+    settings = dataclasses.replace(Settings(), data_dir=str(tmp_path), memory_turn_bytes=1)
+    running = await start_host(settings)
+    try:
+        async with AhpClient.connect(running.url) as client:
+            chat = await client.open_chat()
+            for text in ("one", "two", "three"):
+                await client.ask(chat, text, timeout=TIMEOUT)
+            first, second, third = (t.id for t in chat_state(client, chat).turns)
+            assert [t.id for t in running.host.chats[chat].state.turns] == [third]
+            for taken in (first, second, third):
+                assert "already taken" in str(await _start_turn(client, chat, taken))
+            assert await _start_turn(client, chat, "a-new-turn") is None
+            ids = [t.id for t in chat_state(client, chat).turns]
+            assert ids == [first, second, third, "a-new-turn"]
+        assert running.host.counters.rejected == 3
+    finally:
+        await running.stop()
+
+
 async def test_a_turn_id_is_taken_while_its_turn_is_kept_across_truncation_and_restart(
     tmp_path: Path,
 ) -> None:
