@@ -20,10 +20,8 @@ from typing import TYPE_CHECKING
 
 from websockets.asyncio.server import Server
 
-from ahp_server.agents.acp import AcpProvider
 from ahp_server.agents.base import Provider
 from ahp_server.agents.echo import EchoAgent
-from ahp_server.agents.openai_chat import OpenAIProvider
 from ahp_server.config import ConfigError, Settings
 from ahp_server.host.gateway import Gateway
 from ahp_server.host.host import Host, wall_clock_ms
@@ -37,10 +35,22 @@ __all__ = ["App", "providers_from"]
 
 
 def providers_from(settings: Settings) -> list[Provider]:
-    """The providers a host built from ``settings`` offers: echo, then each ``[[agents]]``."""
+    """The providers a host built from ``settings`` offers: echo, then each ``[[agents]]``.
+
+    The ACP SDK and the OpenAI client are imported only when an agent needs
+    them: their pydantic models take about a second of CPU each to import,
+    which a host without such agents (and every restart of one) is spared.
+    """
     providers: list[Provider] = [EchoAgent()]
     for agent in settings.agents:
-        providers.append(OpenAIProvider(agent) if agent.kind == "openai" else AcpProvider(agent))
+        if agent.kind == "openai":
+            from ahp_server.agents.openai_chat import OpenAIProvider
+
+            providers.append(OpenAIProvider(agent))
+        else:
+            from ahp_server.agents.acp import AcpProvider
+
+            providers.append(AcpProvider(agent))
     return providers
 
 

@@ -70,3 +70,36 @@ def test_a_forbidden_import_breaks_a_contract(
     assert result.returncode != 0
     broken = result.stdout.split("Broken contracts", 1)[-1]
     assert contract in broken, result.stdout
+
+
+# -- what a host imports ------------------------------------------------------------------
+
+_IMPORTS = """
+import sys
+from ahp_server.cli import main  # everything `ahp-server serve` imports
+from ahp_server.app import providers_from
+from ahp_server.config import AgentConfig, Settings
+agents = tuple(AgentConfig(name=kind, kind=kind, command="x", model="m") for kind in sys.argv[1:])
+providers_from(Settings(agents=agents))
+print(" ".join(sorted({"acp", "openai"} & set(sys.modules))))
+"""
+
+
+@pytest.mark.parametrize(
+    ("kinds", "imported"),
+    [((), ""), (("openai",), "openai"), (("acp",), "acp"), (("acp", "openai"), "acp openai")],
+)
+def test_agent_sdks_are_imported_only_for_the_agents_configured(
+    kinds: tuple[str, ...], imported: str
+) -> None:
+    # Their pydantic models cost about a second of CPU each to import: a host
+    # with no such agent starts without them (app.providers_from).
+    result = subprocess.run(
+        [sys.executable, "-c", _IMPORTS, *kinds],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    assert result.stdout.strip() == imported
