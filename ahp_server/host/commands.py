@@ -359,15 +359,11 @@ class Commands:
             return  # WIRE-SUMMARY §7.4: unknown channel, silently ignored
         assert connection.client_id is not None
         origin = ActionOrigin(client_id=connection.client_id, client_seq=raw.client_seq)
-
-        def refuse(reason: str) -> None:
-            # Echoed to the sender as rejected, nothing applied (WIRE-SUMMARY §7).
-            self.host.counters.rejected += 1
-            self.host.hub.reject(connection, raw.channel, raw.action, origin, reason)
-
         if not self.host.may_access(connection, raw.channel):
             # Multi-user mode: refused visibly, like any refused action (issue 16).
-            refuse("permission denied: the channel belongs to another user")
+            self._refuse(
+                connection, raw, origin, "permission denied: the channel belongs to another user"
+            )
             return
         settings = self.host.settings
         if not connection.take_dispatch_token(
@@ -375,12 +371,17 @@ class Commands:
         ):
             # Over the per-connection rate: refused like any invalid action
             # (echoed to the sender, nothing applied); other clients are unaffected.
-            refuse(f"rate limit exceeded: at most {settings.dispatch_rate:g} actions per second")
+            self._refuse(
+                connection,
+                raw,
+                origin,
+                f"rate limit exceeded: at most {settings.dispatch_rate:g} actions per second",
+            )
             return
         try:
             action = codec.decode(memoryview(raw.action), StateAction)
         except msgspec.ValidationError as error:
-            refuse(f"invalid action: {error}")
+            self._refuse(connection, raw, origin, f"invalid action: {error}")
             return
         if type(action) is ChatTurnStartedAction and await self._paged_out_turn(
             actor, action.turn_id
@@ -392,9 +393,16 @@ class Commands:
                 action=action.type,
                 code=RejectionCode.DuplicateTurn.value,
             )
-            refuse(duplicate_turn(action.turn_id).reason)
+            self._refuse(connection, raw, origin, duplicate_turn(action.turn_id).reason)
             return
         await actor.dispatch(action, origin, connection)
+
+    def _refuse(
+        self, connection: Connection, raw: _RawDispatch, origin: ActionOrigin, reason: str
+    ) -> None:
+        """Echo a dispatch to its sender as rejected, nothing applied (WIRE-SUMMARY §7)."""
+        self.host.counters.rejected += 1
+        self.host.hub.reject(connection, raw.channel, raw.action, origin, reason)
 
     async def _paged_out_turn(self, actor: object, turn_id: str) -> bool:
         """Whether ``turn_id`` names one of a chat's turns that are on disk only.
