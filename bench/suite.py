@@ -101,6 +101,8 @@ class Sizes:
     #: tokens and short-turns: runs of host and floor, interleaved; each side
     #: reports its best (this machine's speed drifts by tens of percent).
     cpu_repeats: int = 3
+    #: start-up: starts of host and floor, interleaved; each side reports its median.
+    startup_repeats: int = 5
 
 
 FULL = Sizes()
@@ -118,6 +120,7 @@ QUICK = Sizes(
     short_sessions=10,
     short_turns=10,
     cpu_repeats=1,
+    startup_repeats=1,
 )
 
 
@@ -1045,6 +1048,31 @@ def bench_short_turns(sizes: Sizes, floor_url: str, mode: str) -> dict[str, Any]
     }
 
 
+def bench_startup(sizes: Sizes, mode: str) -> dict[str, Any]:
+    """From spawning a host (built-in echo agent only) to its "listening" line, beside the floor's.
+
+    Wall seconds (the log is polled every 50 ms) and the process's CPU seconds
+    by then; the median of ``startup_repeats`` starts of each, interleaved.
+    """
+
+    def median(runs: list[dict[str, float]]) -> dict[str, Any]:
+        return {
+            key: statistics.median(run[key] for run in runs) for key in ("seconds", "cpu_s")
+        } | {"runs": runs}
+
+    hosts: list[dict[str, float]] = []
+    floors: list[dict[str, float]] = []
+    for _ in range(sizes.startup_repeats):
+        started = time.perf_counter()
+        with host_process(MODES[mode]) as (_, pid):
+            hosts.append({"seconds": time.perf_counter() - started, "cpu_s": cpu_seconds(pid)})
+        started = time.perf_counter()
+        with floor_process() as url:
+            seconds = time.perf_counter() - started
+            floors.append({"seconds": seconds, "cpu_s": cpu_seconds(FLOOR_PIDS.pop(url))})
+    return {"host": median(hosts), "floor": median(floors)}
+
+
 def bench_reconnect(sizes: Sizes, mode: str) -> dict[str, Any]:
     figures: dict[str, Any] = _on_host(
         MODES[mode],
@@ -1116,6 +1144,8 @@ def collect(sizes: Sizes, coalesce_ms: float | None) -> dict[str, Any]:
         step(f"reconnect/{mode}", lambda mode=mode: bench_reconnect(sizes, mode))
     for mode in sizes.other_modes:
         step(f"memory/{mode}", lambda mode=mode: bench_memory(sizes, mode))
+    for mode in sizes.other_modes:
+        step(f"startup/{mode}", lambda mode=mode: bench_startup(sizes, mode))
     if coalesce_ms:
         step("coalesce", lambda: bench_coalesce(sizes, coalesce_ms))
     return scenarios
@@ -1260,6 +1290,10 @@ def build_rows(scenarios: dict[str, Any]) -> list[dict[str, Any]]:
                 rows.append(
                     _row(label, f"RSS KiB per idle {what}", value, None, "<= 64 KiB", value <= 64)
                 )
+        elif kind == "startup":
+            h, f = data["host"], data["floor"]
+            rows.append(_row(label, "s to listening (echo agent only)", h["seconds"], f["seconds"]))
+            rows.append(_row(label, "CPU s to listening", h["cpu_s"], f["cpu_s"]))
         elif kind == "coalesce":
             if not data["supported"]:
                 continue

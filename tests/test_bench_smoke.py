@@ -128,6 +128,7 @@ def test_suite_produces_every_figure(tmp_path: Path) -> None:
         "many-chats/off",
         "reconnect/off",
         "memory/off",
+        "startup/off",
         *(f"tokens-{n}/{mode}" for n in (1, 2) for mode in ("off", "on")),
         "short-turns/off",
         "short-turns/on",
@@ -181,6 +182,10 @@ def test_suite_produces_every_figure(tmp_path: Path) -> None:
     assert memory["idle_chat"]["chats"] == SUITE_TINY.idle_chats
     for key in ("idle_connection", "idle_chat"):
         assert isinstance(memory[key]["kib_per_item"], float)  # RSS may even shrink
+    startup = scenarios["startup/off"]
+    for side in ("host", "floor"):
+        assert positive(startup[side]["seconds"])
+        assert positive(startup[side]["cpu_s"])
     coalesce = scenarios["coalesce"]
     if coalesce["supported"]:
         for side in ("on", "off"):
