@@ -213,11 +213,14 @@ def gatekeeper(  # type: ignore[no-untyped-def]
     host: Host,
     identities: WeakKeyDictionary[ServerConnection, UserConfig] | None = None,
     edge: EdgeRelay | None = None,
+    addresses: WeakKeyDictionary[ServerConnection, str] | None = None,
 ):
     """The ``process_request`` hook: health endpoints, Origin, token, connection limit.
 
     ``edge``: cluster mode (docs/scale-out.md) — while this node is not the
     primary it relays its clients there; it is ready while it knows a primary.
+    ``addresses``: where the client address each admitted connection is
+    counted under (:func:`client_address`) is kept, for its logs.
     """
     settings = host.settings
     expected = settings.token.encode() if settings.token else None
@@ -312,6 +315,8 @@ def gatekeeper(  # type: ignore[no-untyped-def]
             answer.headers["Retry-After"] = "1"
             return answer
         per_ip[ip] += 1
+        if addresses is not None:
+            addresses[connection] = ip
         releaser = asyncio.get_running_loop().create_task(
             release_when_closed(connection, ip), name="per-ip-release"
         )
@@ -333,12 +338,14 @@ async def start_server(gateway: Gateway, *, edge: EdgeRelay | None = None) -> Se
     if not is_loopback(settings.host) and not settings.token and not settings.users:
         raise ConfigError("server.token", f"required to listen on {settings.host}")
 
-    trusted = [ipaddress.ip_network(network) for network in settings.trusted_proxies]
-    # Who each admitted connection is (multi-user mode), from its token at the door.
+    # Who each admitted connection is (multi-user mode), from its token at the door,
+    # and the client address it was admitted under.
     identities: WeakKeyDictionary[ServerConnection, UserConfig] = WeakKeyDictionary()
+    addresses: WeakKeyDictionary[ServerConnection, str] = WeakKeyDictionary()
 
     async def handler(websocket: ServerConnection) -> None:
         user = identities.pop(websocket, None)
+        client = addresses.pop(websocket, None)
         if edge is not None and not host.accepting:
             identity = None if user is None else (user.name, user.admin)
             await edge.serve(websocket, WebSocketTransport(websocket), identity)
@@ -350,7 +357,7 @@ async def start_server(gateway: Gateway, *, edge: EdgeRelay | None = None) -> Se
         log.debug(
             "connection opened",
             remote=str(websocket.remote_address),
-            client=client_address(websocket, websocket.request, trusted),
+            client=client,
         )
         try:
             async for frame in websocket:
@@ -371,7 +378,7 @@ async def start_server(gateway: Gateway, *, edge: EdgeRelay | None = None) -> Se
         compression="deflate" if settings.compression else None,
         ping_interval=settings.ping_interval,
         ping_timeout=settings.ping_timeout,
-        process_request=gatekeeper(host, identities, edge),
+        process_request=gatekeeper(host, identities, edge, addresses),
         server_header=None,
         open_timeout=settings.handshake_timeout,
     )

@@ -18,7 +18,7 @@ from websockets.exceptions import InvalidStatus
 
 from ahp_server.client import AhpClient
 from ahp_server.config import Settings
-from tests.conftest import start_host
+from tests.conftest import captured_logs, start_host
 from tests.e2e.helpers import TIMEOUT
 
 
@@ -126,31 +126,37 @@ async def test_behind_a_trusted_proxy_the_limit_counts_each_forwarded_client() -
     # The test is the proxy (127.0.0.1, trusted): X-Forwarded-For names the client.
     settings = Settings(max_connections_per_ip=2, trusted_proxies=("127.0.0.0/8",))
     running = await start_host(settings)
-    try:
+    with captured_logs() as entries:
+        try:
 
-        async def as_client(chain: str) -> ClientConnection:
-            ws = await connect(
-                running.url, open_timeout=TIMEOUT, additional_headers={"X-Forwarded-For": chain}
-            )
-            await ping(ws)
-            return ws
+            async def as_client(chain: str) -> ClientConnection:
+                ws = await connect(
+                    running.url, open_timeout=TIMEOUT, additional_headers={"X-Forwarded-For": chain}
+                )
+                await ping(ws)
+                return ws
 
-        held = [await as_client("203.0.113.5"), await as_client("198.51.100.1, 203.0.113.5")]
-        # The rightmost address not a trusted proxy is the client: both were 203.0.113.5.
-        assert await refused_status(running.url, "203.0.113.5") == (429, "1")
-        assert await refused_status(running.url, "203.0.113.5, 127.0.0.9") == (429, "1")
-        # Other clients behind the same proxy are not held back by that one.
-        held += [await as_client("203.0.113.6"), await as_client("2001:db8::1")]
-        # Without the header the proxy itself is the client (it has its own two slots).
-        held += [await connect(running.url, open_timeout=TIMEOUT) for _ in range(2)]
-        assert await refused_status(running.url) == (429, "1")
-        # An entry that is no address: counted as the proxy that passed it (now full).
-        assert await refused_status(running.url, "not-an-address") == (429, "1")
-        for ws in held:
-            await ping(ws)
-            await ws.close()
-    finally:
-        await running.stop()
+            held = [await as_client("203.0.113.5"), await as_client("198.51.100.1, 203.0.113.5")]
+            # The rightmost address not a trusted proxy is the client: both were 203.0.113.5.
+            assert await refused_status(running.url, "203.0.113.5") == (429, "1")
+            assert await refused_status(running.url, "203.0.113.5, 127.0.0.9") == (429, "1")
+            # Other clients behind the same proxy are not held back by that one.
+            held += [await as_client("203.0.113.6"), await as_client("2001:db8::1")]
+            # Without the header the proxy itself is the client (it has its own two slots).
+            held += [await connect(running.url, open_timeout=TIMEOUT) for _ in range(2)]
+            assert await refused_status(running.url) == (429, "1")
+            # An entry that is no address: counted as the proxy that passed it (now full).
+            assert await refused_status(running.url, "not-an-address") == (429, "1")
+            for ws in held:
+                await ping(ws)
+                await ws.close()
+        finally:
+            await running.stop()
+    # The logs name each client by the address it was counted under.
+    opened = [e.get("client") for e in entries if e["event"] == "connection opened"]
+    assert sorted(opened) == sorted(
+        ["203.0.113.5"] * 2 + ["203.0.113.6", "2001:db8::1"] + ["127.0.0.1"] * 2
+    )
 
 
 async def test_an_untrusted_peers_forwarded_for_is_ignored() -> None:
