@@ -292,6 +292,14 @@ async def test_a_turn_started_with_a_completed_turns_id_is_rejected(
         assert await client.ask(chat, "still works", timeout=TIMEOUT) == "still works"
 
 
+async def _chat_of_three_turns(client: AhpClient) -> tuple[str, tuple[str, ...]]:
+    """A new chat that has had three turns, and their ids."""
+    chat = await client.open_chat()
+    for text in ("one", "two", "three"):
+        await client.ask(chat, text, timeout=TIMEOUT)
+    return chat, tuple(t.id for t in chat_state(client, chat).turns)
+
+
 async def test_a_turn_id_paged_out_of_memory_is_still_taken(tmp_path: Path) -> None:
     # A long chat keeps only its newest turns in memory (memory_turn_bytes);
     # the older ones are on disk only, and their ids stay taken.
@@ -299,10 +307,7 @@ async def test_a_turn_id_paged_out_of_memory_is_still_taken(tmp_path: Path) -> N
     running = await start_host(settings)
     try:
         async with AhpClient.connect(running.url) as client:
-            chat = await client.open_chat()
-            for text in ("one", "two", "three"):
-                await client.ask(chat, text, timeout=TIMEOUT)
-            first, second, third = (t.id for t in chat_state(client, chat).turns)
+            chat, (first, second, third) = await _chat_of_three_turns(client)
             assert [t.id for t in running.host.chats[chat].state.turns] == [third]
             for taken in (first, second, third):
                 assert "already taken" in str(await _start_turn(client, chat, taken))
@@ -323,10 +328,7 @@ async def test_a_turn_id_is_taken_while_its_turn_is_kept_across_truncation_and_r
     running = await start_host(settings)
     try:
         async with AhpClient.connect(running.url) as client:
-            chat = await client.open_chat()
-            for text in ("one", "two", "three"):
-                await client.ask(chat, text, timeout=TIMEOUT)
-            first, second, third = (t.id for t in chat_state(client, chat).turns)
+            chat, (first, second, third) = await _chat_of_three_turns(client)
             assert "already taken" in str(await _start_turn(client, chat, third))
             await client.dispatch(chat, ChatTruncatedAction(turn_id=first))
             await client.wait_for(lambda c: len(chat_state(c, chat).turns) == 1, timeout=TIMEOUT)
