@@ -145,6 +145,16 @@ class _ClientDispatch:
 
 
 @dataclass(slots=True)
+class _Refusal:
+    """A client's dispatch refused before it reached the actor (``ChannelActor.refuse``)."""
+
+    action: object
+    origin: ActionOrigin
+    connection: Connection
+    reason: str
+
+
+@dataclass(slots=True)
 class _ServerAction:
     action: object
     runner: TurnRunner | None = None
@@ -288,6 +298,20 @@ class ChannelActor(Generic[S]):
         """A client's ``dispatchAction`` (validated, then applied or echoed as rejected)."""
         await self.submit(_ClientDispatch(action, origin, connection))
 
+    async def refuse(
+        self, action: object, origin: ActionOrigin, connection: Connection, reason: str
+    ) -> None:
+        """Echo a dispatch as rejected that was refused before it got here (rate, payload).
+
+        In its turn: after the dispatches queued before it — among them the
+        same client's earlier ones, whose echoes it must not overtake (see
+        ``Hub.reject``). With nothing queued it is echoed at once.
+        """
+        if self._idle and not self.inbox:
+            self.host.hub.reject(connection, self.uri, action, origin, reason)
+        else:
+            await self.submit(_Refusal(action, origin, connection, reason))
+
     async def apply_server(self, action: object) -> int:
         """Apply a server-originated action and wait until it is published."""
         done: asyncio.Future[int] = asyncio.get_running_loop().create_future()
@@ -421,6 +445,11 @@ class ChannelActor(Generic[S]):
                     return
                 self.apply(message.action, done=message.done)
                 await self.after_server_action(message)
+            case _Refusal():
+                hub = self.host.hub
+                hub.reject(
+                    message.connection, self.uri, message.action, message.origin, message.reason
+                )
             case _Call():
                 future = message.future
                 try:

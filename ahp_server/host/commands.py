@@ -26,6 +26,7 @@ from ahp_server.host.actors import (
     OWNER_META,
     ROOT,
     SESSION_SCHEME,
+    ChannelActor,
     ChatActor,
     SessionActor,
     SourceContext,
@@ -361,8 +362,12 @@ class Commands:
         origin = ActionOrigin(client_id=connection.client_id, client_seq=raw.client_seq)
         if not self.host.may_access(connection, raw.channel):
             # Multi-user mode: refused visibly, like any refused action (issue 16).
-            self._refuse(
-                connection, raw, origin, "permission denied: the channel belongs to another user"
+            await self._refuse(
+                actor,
+                connection,
+                raw,
+                origin,
+                "permission denied: the channel belongs to another user",
             )
             return
         settings = self.host.settings
@@ -371,7 +376,8 @@ class Commands:
         ):
             # Over the per-connection rate: refused like any invalid action
             # (echoed to the sender, nothing applied); other clients are unaffected.
-            self._refuse(
+            await self._refuse(
+                actor,
                 connection,
                 raw,
                 origin,
@@ -381,7 +387,7 @@ class Commands:
         try:
             action = codec.decode(memoryview(raw.action), StateAction)
         except msgspec.ValidationError as error:
-            self._refuse(connection, raw, origin, f"invalid action: {error}")
+            await self._refuse(actor, connection, raw, origin, f"invalid action: {error}")
             return
         if type(action) is ChatTurnStartedAction and await self._paged_out_turn(
             actor, action.turn_id
@@ -393,16 +399,28 @@ class Commands:
                 action=action.type,
                 code=RejectionCode.DuplicateTurn.value,
             )
-            self._refuse(connection, raw, origin, duplicate_turn(action.turn_id).reason)
+            await self._refuse(
+                actor, connection, raw, origin, duplicate_turn(action.turn_id).reason
+            )
             return
         await actor.dispatch(action, origin, connection)
 
-    def _refuse(
-        self, connection: Connection, raw: _RawDispatch, origin: ActionOrigin, reason: str
+    async def _refuse(
+        self,
+        actor: ChannelActor[Any],
+        connection: Connection,
+        raw: _RawDispatch,
+        origin: ActionOrigin,
+        reason: str,
     ) -> None:
-        """Echo a dispatch to its sender as rejected, nothing applied (WIRE-SUMMARY §7)."""
+        """Echo a dispatch to its sender as rejected, nothing applied (WIRE-SUMMARY §7).
+
+        Through the channel's actor: behind the dispatches already queued
+        there, so that it does not overtake the echoes of this client's
+        earlier ones (``ChannelActor.refuse``).
+        """
         self.host.counters.rejected += 1
-        self.host.hub.reject(connection, raw.channel, raw.action, origin, reason)
+        await actor.refuse(raw.action, origin, connection, reason)
 
     async def _paged_out_turn(self, actor: object, turn_id: str) -> bool:
         """Whether ``turn_id`` names one of a chat's turns that are on disk only.

@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, cast
 
+import msgspec
 from msgspec import UNSET
 
 from ahp_server.host.fanout import Connection
@@ -285,14 +286,25 @@ class Hub:
         WIRE-SUMMARY §7.3 leaves the details open: we send it to the
         originating connection with the last *delivered* ``serverSeq`` (so a
         client never records a number it has not received) and never replay it.
+
+        It leaves once everything published before it is delivered
+        (``Store.after_queued``): the echo of the same client's earlier
+        action may still wait for its commit, and the reconciliation guide's
+        client pops its own echoes from the head of its pending list — a
+        client sees its echoes and rejections in the order it dispatched
+        (docs/protocol.md, "Host behaviour the spec leaves open").
         """
-        envelope = ActionEnvelope(
+        refused = ActionEnvelope(
             channel=channel,
             action=cast(Any, action),
-            server_seq=self.delivered_seq,
+            server_seq=0,  # set as it leaves
             origin=origin,
             rejection_reason=reason,
         )
+        self.store.after_queued(self._send_rejection, connection, refused)
+
+    def _send_rejection(self, connection: Connection, refused: ActionEnvelope) -> None:
+        envelope = msgspec.structs.replace(refused, server_seq=self.delivered_seq)
         connection.send(action_frame(codec.encode(envelope)))
 
     def notify(

@@ -135,6 +135,17 @@ class Store:
         """Queue one envelope; ``on_commit(*args)`` runs once it is durable (in order)."""
         on_commit(*args)
 
+    def after_queued(self, callback: Callable[..., None], *args: object) -> None:
+        """Run ``callback(*args)`` once everything queued so far is durable.
+
+        In order with the ``on_commit`` callbacks of :meth:`append_envelope`:
+        after those of the envelopes queued before it, before those of the
+        envelopes queued after it. Writes nothing. (A refused dispatch's echo
+        waits here so that it never overtakes the echo of the same client's
+        earlier action, which waits for its commit: ``Hub.reject``.)
+        """
+        callback(*args)
+
     def put_channel(
         self, uri: str, kind: str, session: str | None, created_at: str, summary: bytes | None
     ) -> None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from typing import Any
 
 import msgspec
 
@@ -79,6 +80,28 @@ class GroupCommit:
 
     def _describe(self) -> str:
         raise NotImplementedError
+
+    def _enqueue(
+        self, write: Any, row: Row | None = None, on_commit: Callback | None = None
+    ) -> None:
+        raise NotImplementedError
+
+    def commit_soon(self) -> None:
+        raise NotImplementedError
+
+    def after_queued(self, callback: Callable[..., None], *args: object) -> None:
+        """``Store.after_queued``: at once if nothing waits for a commit, else queued.
+
+        Queued as an entry with neither a write nor a row: the commit that
+        takes it writes nothing for it, and runs the callback where it stands
+        among the others. Someone waits for it (a client, for its echo), so
+        the commit is not held back for the window.
+        """
+        if self._queued == self._committed:
+            callback(*args)
+            return
+        self._enqueue(None, None, (callback, args))
+        self.commit_soon()
 
     def _committed_batch(self, callbacks: list[Callback], last: int) -> None:
         """On the loop: deliver what was committed, in order; wake who waited for it."""

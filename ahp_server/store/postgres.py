@@ -412,7 +412,8 @@ class PostgresStore(GroupCommit, Store):
         of a deleted channel, so writing the envelopes first is safe.
         """
         conn = self._writer_conn
-        rows = [row for write, row, _, _ in batch if write is None and row is not None]
+        rows = [row for _, row, _, _ in batch if row is not None]
+        writes = [write for write, _, _, _ in batch if write is not None]
         args: tuple[object, ...] = ()
         if rows:
             runs = segments(rows)
@@ -424,8 +425,10 @@ class PostgresStore(GroupCommit, Store):
                 max(s[2] for s in runs),
             )
         fence = self._fence
-        if len(rows) == len(batch):
+        if not writes:
             # Envelopes only: one statement, atomic by itself (fenced or not).
+            if not rows:
+                return  # only callbacks (Store.after_queued): nothing to write
             if fence is None:
                 await conn.execute(_INSERT_SEGMENTS, *args)
             elif await conn.execute(_INSERT_SEGMENTS_FENCED, *args, *fence) != "UPDATE 1":
@@ -439,9 +442,8 @@ class PostgresStore(GroupCommit, Store):
                     raise self._fenced(epoch, fence)
             if rows:
                 await conn.execute(_INSERT_SEGMENTS, *args)
-            for write, _, _, _ in batch:
-                if write is not None:
-                    await write(conn)
+            for write in writes:
+                await write(conn)
 
     def _fenced(self, epoch: int | None, fence: tuple[str, int]) -> Fenced:
         return Fenced(

@@ -574,9 +574,11 @@ class SqliteStore(GroupCommit, Store):
         try:
             if to_tail:
                 assert tail is not None
-                runs = segments([row for _, row, _, _ in batch])  # type: ignore[misc]
-                self._unfolded_bytes += tail.append_segments(runs)
-                self._unfolded.extend(runs)
+                rows = [row for _, row, _, _ in batch if row is not None]
+                if rows:  # (none: only callbacks, Store.after_queued)
+                    runs = segments(rows)
+                    self._unfolded_bytes += tail.append_segments(runs)
+                    self._unfolded.extend(runs)
             else:
                 self._commit(self._writer_conn, batch)
         except Exception as error:  # callback boundary, as in the writer thread: the store stops
@@ -754,11 +756,13 @@ class SqliteStore(GroupCommit, Store):
         of a single channel are one INSERT in autocommit mode: one call into
         SQLite instead of four.
         """
-        rows = [row for write, row, _, _ in batch if write is None and row is not None]
+        rows = [row for _, row, _, _ in batch if row is not None]
+        writes = [write for write, _, _, _ in batch if write is not None]
         runs = segments(rows) if rows else []
         tail = self._tail
-        if tail is None and len(runs) == 1 and len(rows) == len(batch):
-            conn.execute(_INSERT_SEGMENT, runs[0])
+        if tail is None and not writes and len(runs) <= 1:
+            if runs:  # (none: only callbacks, Store.after_queued)
+                conn.execute(_INSERT_SEGMENT, runs[0])
             return
         conn.execute("BEGIN IMMEDIATE")
         if self._unfolded:
@@ -766,10 +770,10 @@ class SqliteStore(GroupCommit, Store):
         if runs:
             conn.executemany(_INSERT_SEGMENT, runs)
         barrier = self._barrier
-        for write, _, _, _ in batch:
-            if write is not None:
-                write(conn)
-                barrier = self._barrier + 1
+        for write in writes:
+            write(conn)
+        if writes:
+            barrier = self._barrier + 1
         if tail is not None:
             conn.execute(_SET_TAIL, (tail.position(barrier).encode(),))
         conn.execute("COMMIT")

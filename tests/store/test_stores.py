@@ -280,3 +280,32 @@ async def test_a_commit_window_groups_writes_across_loop_iterations(backend: Bac
     assert committed[-1][0] == 22
     assert committed[-1][1] - started < 0.1
     await store.close()
+
+
+async def test_a_callback_after_the_queue_runs_in_its_place_and_writes_nothing(
+    backend: Backend,
+) -> None:
+    """``after_queued`` (a refused dispatch's echo): after the envelopes queued
+    before it, before those queued after it, not held for the commit window."""
+    store = backend.make(commit_window=1.0)
+    await store.start()
+    loop = asyncio.get_running_loop()
+    order: list[object] = []
+    store.after_queued(order.append, "idle")
+    assert order == ["idle"]  # nothing waits for a commit: at once
+    store.put_channel("ahp-chat:/c", "chat", "ahp-session:/s", CREATED, None)
+    started = loop.time()
+    for seq in range(1, 31):
+        store.append_envelope(seq, "ahp-chat:/c", 1.0, b"{}", order.append, seq)
+        if seq % 3 == 0:  # a write that is not an envelope, too
+            store.set_unfinished("ahp-chat:/c", f"turn-{seq}")
+        await asyncio.sleep(0)  # (a commit may now be under way: the callback alone after it)
+        store.after_queued(order.append, -seq)
+    async with asyncio.timeout(TIMEOUT):
+        await store.flush()
+    assert loop.time() - started < 0.5  # someone waits for it: the window does not hold it
+    assert order == ["idle", *(x for seq in range(1, 31) for x in (seq, -seq))]
+    loaded = await store.load("ahp-chat:/c", retained_turns=0)
+    assert loaded is not None
+    assert [seq for seq, _, _ in loaded.envelopes] == list(range(1, 31))  # nothing else
+    await store.close()
