@@ -362,10 +362,14 @@ class Commands:
         origin = ActionOrigin(client_id=connection.client_id, client_seq=raw.client_seq)
         if not self.host.may_access(connection, raw.channel):
             # Multi-user mode: refused visibly, like any refused action (issue 16).
-            await self._refuse(
-                actor,
+            # Not through the channel's actor: none of this connection's
+            # dispatches to it get there (no echo to wait behind), and another
+            # user's flood must not fill the owner's inbox.
+            self.host.counters.rejected += 1
+            self.host.hub.reject(
                 connection,
-                raw,
+                raw.channel,
+                raw.action,
                 origin,
                 "permission denied: the channel belongs to another user",
             )
@@ -417,7 +421,8 @@ class Commands:
 
         Through the channel's actor: behind the dispatches already queued
         there, so that it does not overtake the echoes of this client's
-        earlier ones (``ChannelActor.refuse``).
+        earlier ones (``ChannelActor.refuse``). (Only a client that may
+        dispatch to the channel comes here.)
         """
         self.host.counters.rejected += 1
         await actor.refuse(raw.action, origin, connection, reason)

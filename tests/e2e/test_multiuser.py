@@ -208,6 +208,30 @@ async def test_a_dispatch_to_another_users_chat_is_rejected_and_not_applied(
         assert not isinstance(state.draft, Message)
 
 
+async def test_a_flood_of_dispatches_to_another_users_chat_never_reaches_its_actor(
+    shared: RunningHost,
+) -> None:
+    async with as_user(shared, ALICE) as alice, as_user(shared, BOB) as bob:
+        chat = await alice.open_chat()
+        actor = await shared.host.actor(chat)
+        assert actor is not None
+        # Alice's chat is busy: anything sent to its actor now waits in its inbox.
+        gate = asyncio.Event()
+        busy = asyncio.ensure_future(actor.call(gate.wait))  # type: ignore[arg-type]
+        draft = ChatDraftChangedAction(draft=Message(text="x", origin=MessageOrigin(kind="user")))
+        seqs = [await bob.dispatch(chat, draft) for _ in range(20)]
+
+        def refused(c: AhpClient) -> bool:
+            answered = {getattr(e.origin, "client_seq", None) for e in c.envelopes}
+            return answered >= set(seqs)
+
+        # Bob is answered while alice's chat is still held, and its inbox holds none of it.
+        await bob.wait_for(refused, timeout=TIMEOUT)
+        assert actor.inbox.qsize() == 0
+        gate.set()
+        await asyncio.wait_for(busy, TIMEOUT)
+
+
 async def test_an_admin_may_subscribe_to_any_users_session(shared: RunningHost) -> None:
     async with as_user(shared, ALICE) as alice, as_user(shared, ROOT_TOKEN) as root:
         chat = await alice.open_chat()
