@@ -217,7 +217,7 @@ async def test_a_flood_of_dispatches_to_another_users_chat_never_reaches_its_act
         assert actor is not None
         # Alice's chat is busy: anything sent to its actor now waits in its inbox.
         gate = asyncio.Event()
-        busy = asyncio.ensure_future(actor.call(gate.wait))  # type: ignore[arg-type]
+        busy = asyncio.ensure_future(actor.call(gate.wait))
         draft = ChatDraftChangedAction(draft=Message(text="x", origin=MessageOrigin(kind="user")))
         seqs = [await bob.dispatch(chat, draft) for _ in range(20)]
 

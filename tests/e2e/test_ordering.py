@@ -188,7 +188,7 @@ async def test_a_refusal_at_the_door_waits_behind_the_dispatches_queued_at_the_c
         assert actor is not None
         # Hold the chat's actor busy, so that what comes next queues in its inbox.
         gate = asyncio.Event()
-        busy = asyncio.ensure_future(actor.call(gate.wait))  # type: ignore[arg-type]
+        busy = asyncio.ensure_future(actor.call(gate.wait))
         since = len(client.envelopes)
         draft = ChatDraftChangedAction(draft=Message(text="x", origin=MessageOrigin(kind="user")))
         accepted = await client.dispatch(chat, draft)  # the burst's one token: queued
