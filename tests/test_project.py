@@ -73,3 +73,46 @@ def test_ci_checks_the_web_build_before_the_test_command() -> None:
     assert positions == sorted(positions)
     assert (ROOT / "web" / "package-lock.json").is_file()
     assert (ROOT / "ahp_server" / "web" / "static" / "index.html").is_file()
+
+
+#: What the docs cite as evidence: ``tests/….py::test_name`` (``::test_other``
+#: later in the same line names another test of that file), and any path of
+#: ours (but ``bench/results/``: what a benchmark run writes, not kept in git).
+_TEST_REF = re.compile(r"(tests/[\w/]+\.py)?::(test_\w+)")
+_PATH_REF = re.compile(r"\b((?:tests|ahp_server|bench|config|web/src)/[\w/.-]+\.\w+)\b")
+
+
+def _docs() -> list[Path]:
+    return [*sorted((ROOT / "docs").glob("*.md")), ROOT / "README.md", ROOT / "bench" / "README.md"]
+
+
+def test_every_test_and_file_the_docs_cite_exists() -> None:
+    """docs/reliability.md and the others cite tests as evidence: a renamed or
+    removed test must not leave them citing nothing."""
+    missing: list[str] = []
+    cited = 0
+    for doc in _docs():
+        text = doc.read_text(encoding="utf-8")
+        for number, line in enumerate(text.splitlines(), 1):
+            where = f"{doc.relative_to(ROOT)}:{number}"
+            current: str | None = None
+            for match in _TEST_REF.finditer(line):
+                current = match.group(1) or current
+                if current is None:
+                    missing.append(f"{where}: ::{match.group(2)} names no file")
+                    continue
+                cited += 1
+                source = ROOT / current
+                if not source.is_file():
+                    missing.append(f"{where}: {current} does not exist")
+                elif not re.search(rf"def {match.group(2)}\b", source.read_text(encoding="utf-8")):
+                    missing.append(f"{where}: {current} has no {match.group(2)}")
+        for match in _PATH_REF.finditer(text):
+            cited += 1
+            if (
+                not match.group(1).startswith("bench/results/")
+                and not (ROOT / match.group(1)).exists()
+            ):
+                missing.append(f"{doc.relative_to(ROOT)}: {match.group(1)} does not exist")
+    assert cited > 100  # the patterns still find what the docs cite
+    assert not missing, "\n".join(missing)
