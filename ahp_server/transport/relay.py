@@ -19,15 +19,27 @@ Bounded everywhere: an edge writes to its client through a ``Connection``
 outbox (closed with 1013 when it overflows, as on the primary); the primary
 feeds each relayed connection from a bounded inbox (``cluster.relay_inbox``
 frames; a client that outruns it is closed with 1013).
+
+Authenticated (``cluster.secret``; a node always passes a
+:class:`~ahp_server.transport.relay_format.Signer`): everything a node
+publishes is signed and everything it hears is checked, the primary's record
+in JetStream included; what does not verify is dropped, with a warning at
+most once per ``WARN_INTERVAL`` seconds of each kind. The primary accepts an
+open once and only while it is fresh (``OpenGuard``). In multi-user mode
+(``users``) it serves a relayed client only as one of its own users, and an
+open with no identity is refused with 1008: no identity never means "sees
+everything". Built without a signer (tests that play a raw peer), messages
+are neither signed nor checked.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import secrets
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -41,16 +53,22 @@ from ahp_server.host.fanout import Connection, Transport
 from ahp_server.transport.relay_format import (
     BUCKET,
     CLOSE_INVALID_DATA,
+    CLOSE_POLICY,
     CLOSE_PRIMARY_GONE,
     CLOSE_RELAY_GAP,
     CLOSE_TOO_BIG,
     CLOSE_TRY_AGAIN,
     FROM_EDGE,
+    MAC_BYTES,
+    OpenGuard,
     Pieces,
+    Signer,
     Subjects,
     decode,
     encode,
+    fresh_open,
     pack_frames,
+    parse_fresh_open,
     parse_primary,
     same_frames,
     sendable,
@@ -65,6 +83,7 @@ __all__ = [
     "FrameSink",
     "Pieces",
     "PrimaryRelay",
+    "Signer",
     "Subjects",
     "decode",
     "encode",
@@ -78,8 +97,59 @@ log = structlog.get_logger(__name__)
 
 #: Bytes queued on the way to one edge (``EdgeLink``) before writers wait.
 LINK_MAX_BYTES = 16 * 1024 * 1024
+#: Seconds between two warnings of one kind about what arrived on the bus.
+WARN_INTERVAL = 10.0
 _Nats = Any  # nats.aio.client.Client (nats-py is typed, but imported lazily)
 _Msg = Any
+
+
+class BusWarnings:
+    """Warnings about what arrived on the bus, at most one per ``interval`` of each kind.
+
+    Whoever can publish on the NATS server can send any number of forged or
+    broken messages; the log gets one line per kind and interval, with the
+    ``count`` it stands for. Never a message's content, never the secret.
+    """
+
+    def __init__(self, interval: float = WARN_INTERVAL) -> None:
+        self._interval = interval
+        self._last: dict[tuple[str, str], float] = {}
+        self._held: dict[tuple[str, str], int] = {}
+
+    def warn(self, event: str, kind: str = "", **fields: object) -> None:
+        """Log ``event`` unless one of its ``kind`` (a few fixed words) was logged lately."""
+        key = (event, kind)
+        count = self._held.get(key, 0) + 1
+        now = time.monotonic()
+        last = self._last.get(key)
+        if last is not None and now - last < self._interval:
+            self._held[key] = count
+            return
+        self._last[key] = now
+        self._held[key] = 0
+        log.warning(event, count=count, **fields)
+
+
+def unsealed(
+    signer: Signer | None, warnings: BusWarnings, subject: str, data: bytes
+) -> bytes | None:
+    """A message heard on ``subject``, if it verifies (as is, without a signer); else None."""
+    if signer is None:
+        return data
+    message = signer.unseal(subject, data)
+    if message is None:
+        warnings.warn("unauthenticated bus message dropped", subject=subject[:200])
+    return message
+
+
+async def send(nc: _Nats, subject: str, data: bytes, signer: Signer | None) -> None:
+    """Publish one message, signed when there is a signer."""
+    await nc.publish(subject, data if signer is None else signer.seal(subject, data))
+
+
+def payload_limit(nc: _Nats, signer: Signer | None) -> int:
+    """The most payload one message may carry: room for the header line (and the MAC)."""
+    return max(1024, int(nc.max_payload) - 64 - (0 if signer is None else MAC_BYTES))
 
 
 async def forget_primary(nc: _Nats, subjects: Subjects) -> None:
@@ -95,15 +165,23 @@ async def primary_record(nc: _Nats) -> Any:
 
 
 async def publish(
-    nc: _Nats, subject: str, kind: str, conn: int, n: int, payload: bytes, epoch: int | None
+    nc: _Nats,
+    subject: str,
+    kind: str,
+    conn: int,
+    n: int,
+    payload: bytes,
+    epoch: int | None,
+    *,
+    signer: Signer | None = None,
 ) -> int:
     """Publish one message, in ``k`` pieces first if it is too large; returns the last ``n``."""
-    limit = max(1024, int(nc.max_payload) - 64)  # room for the header line
+    limit = payload_limit(nc, signer)
     while len(payload) > limit:
-        await nc.publish(subject, encode("k", conn, n, payload[:limit], epoch))
+        await send(nc, subject, encode("k", conn, n, payload[:limit], epoch), signer)
         n += 1
         payload = payload[limit:]
-    await nc.publish(subject, encode(kind, conn, n, payload, epoch))
+    await send(nc, subject, encode(kind, conn, n, payload, epoch), signer)
     return n
 
 
@@ -132,10 +210,19 @@ class EdgeLink:
     writer waits for room (:meth:`room`), and then its own outbox bounds it.
     """
 
-    def __init__(self, nc: _Nats, subject: str, epoch: int, *, max_bytes: int) -> None:
+    def __init__(
+        self,
+        nc: _Nats,
+        subject: str,
+        epoch: int,
+        *,
+        max_bytes: int,
+        signer: Signer | None = None,
+    ) -> None:
         self._nc = nc
         self._subject = subject
         self._epoch = epoch
+        self._signer = signer
         self._max_bytes = max_bytes
         self._queue: deque[tuple[str, int, list[bytes] | bytes]] = deque()
         self._queued_bytes = 0
@@ -190,7 +277,7 @@ class EdgeLink:
 
     async def _run(self) -> None:
         queue = self._queue
-        limit = max(1024, int(self._nc.max_payload) - 64)
+        limit = payload_limit(self._nc, self._signer)
         while True:
             if not queue:
                 self._idle.set()
@@ -204,7 +291,7 @@ class EdgeLink:
             if kind == "r":  # a message made elsewhere, after what was put before it
                 assert isinstance(payload, bytes)
                 with contextlib.suppress(NatsError):  # a reply about nothing: best effort
-                    await self._nc.publish(self._subject, payload)
+                    await send(self._nc, self._subject, payload, self._signer)
                 continue
             sent = [payload]
             group = [conn]
@@ -236,15 +323,27 @@ class EdgeLink:
 
     async def _publish(self, kind: str, group: list[int], data: bytes, limit: int) -> None:
         self.messages += 1
-        if len(group) == 1 or len(data) > limit:
-            for conn in group:
-                n = await publish(
-                    self._nc, self._subject, kind, conn, self._next(conn), data, self._epoch
-                )
-                self._numbers[conn] = n  # pieces took numbers too
-            return
-        names = b",".join(b"%d:%d" % (conn, self._next(conn)) for conn in group)
-        await self._nc.publish(self._subject, encode("g", 0, 0, names + b"\n" + data, self._epoch))
+        numbers = self._numbers
+        if len(group) > 1:
+            names = b",".join(b"%d:%d" % (conn, numbers.get(conn, 0) + 1) for conn in group)
+            if len(names) + 1 + len(data) <= limit:  # the names count too
+                for conn in group:
+                    numbers[conn] = numbers.get(conn, 0) + 1
+                message = encode("g", 0, 0, names + b"\n" + data, self._epoch)
+                await send(self._nc, self._subject, message, self._signer)
+                return
+        for conn in group:
+            n = await publish(
+                self._nc,
+                self._subject,
+                kind,
+                conn,
+                self._next(conn),
+                data,
+                self._epoch,
+                signer=self._signer,
+            )
+            numbers[conn] = n  # pieces took numbers too
 
 
 class BusTransport:
@@ -293,12 +392,24 @@ class PrimaryRelay:
         edge_timeout: float,
         inbox: int,
         max_message_bytes: int,
+        signer: Signer | None = None,
+        users: Mapping[str, bool] | None = None,
+        clock_ms: Callable[[], int] = lambda: time.time_ns() // 1_000_000,
     ) -> None:
+        """``signer``: sign and check everything (a node always has one); ``users``: in
+        multi-user mode each user's name and whether they are an admin (``None``:
+        single-user, an open without identity is that one user, as a local socket)."""
         self._nc = nc
         self._subjects = subjects
         self.node = node
         self.epoch = epoch
         self._sink = sink
+        self._signer = signer
+        self._users = users
+        self._clock_ms = clock_ms
+        #: Which opens were already accepted (signed clusters: a replay is refused).
+        self._guard = OpenGuard() if signer is not None else None
+        self._warnings = BusWarnings()
         self._heartbeat = heartbeat
         self._edge_timeout = edge_timeout
         self._inbox = inbox
@@ -331,7 +442,10 @@ class PrimaryRelay:
             # The record edges read when they start and watch for a change: a
             # new primary is known at once, not a heartbeat later.
             record = await primary_record(self._nc)
-            await record.put(subjects.primary_key, b"%s %d" % (self.node.encode(), self.epoch))
+            value = b"%s %d" % (self.node.encode(), self.epoch)
+            if self._signer is not None:
+                value = self._signer.seal(subjects.record, value)
+            await record.put(subjects.primary_key, value)
         except NatsError as error:
             log.warning("cannot write the primary's record (JetStream)", error=str(error))
         await self._nc.flush()
@@ -359,9 +473,8 @@ class PrimaryRelay:
         self._links.clear()
 
     async def _beat(self) -> None:
-        await self._nc.publish(
-            self._subjects.hb_primary, b"%s %d" % (self.node.encode(), self.epoch)
-        )
+        beat = b"%s %d" % (self.node.encode(), self.epoch)
+        await send(self._nc, self._subjects.hb_primary, beat, self._signer)
 
     async def _tick(self) -> None:
         while True:
@@ -384,13 +497,18 @@ class PrimaryRelay:
                         await link.stop()
 
     async def _on_edge_heartbeat(self, msg: _Msg) -> None:
-        self._edges_seen[msg.data.decode(errors="replace")] = time.monotonic()
+        beat = unsealed(self._signer, self._warnings, msg.subject, msg.data)
+        if beat is not None:
+            self._edges_seen[beat.decode(errors="replace")] = time.monotonic()
 
     async def _on_message(self, msg: _Msg) -> None:
+        data = unsealed(self._signer, self._warnings, msg.subject, msg.data)
+        if data is None:
+            return
         edge = msg.subject.rsplit(".", 1)[-1]
         self._edges_seen[edge] = time.monotonic()
         try:
-            kind, conn, n, _, payload = decode(msg.data)
+            kind, conn, n, _, payload = decode(data)
         except ValueError:
             log.warning("malformed relay message dropped", edge=edge)
             return
@@ -400,17 +518,27 @@ class PrimaryRelay:
         key = (edge, conn)
         remote = self._remotes.get(key)
         if kind == "o":
+            identity = self._fresh(edge, payload)
+            if identity is None:  # stale or replayed: whatever runs under that number stays
+                return
             if remote is not None:
                 await self._drop(remote)
-            if not self._open(edge, conn, payload):
+            refused = self._open(edge, conn, identity)
+            if refused == "bad identity":
                 log.warning("relayed open with a bad identity refused", edge=edge, conn=conn)
                 await self._refuse(edge, conn, b"bad open")
+            elif refused is not None:
+                self._warnings.warn("relayed open refused", refused, edge=edge, why=refused)
+                self._refuse_policy(edge, conn, refused)
             return
         if remote is None:
             # An edge still relaying a connection this primary does not have
             # (but one it is closing gets its own close).
             if kind != "x" and key not in self._ending_conns:
                 await self._refuse(edge, conn, b"unknown connection")
+            return
+        if n <= remote.n:  # NATS never repeats a message: a replay, which changes nothing
+            self._warnings.warn("replayed relay message dropped", edge=edge)
             return
         if n != remote.n + 1:
             log.warning("relay gap: closing the connection", edge=edge, conn=conn)
@@ -447,24 +575,68 @@ class PrimaryRelay:
         if link is not None:
             link.put_message(data)
         else:
-            await self._nc.publish(self._subjects.edge(edge), data)
+            await send(self._nc, self._subjects.edge(edge), data, self._signer)
 
-    def _open(self, edge: str, conn: int, payload: bytes) -> bool:
-        """A relayed connection; False (nothing opened) for an unreadable identity."""
-        user_text, _, admin = payload.partition(b"\n")
-        try:
-            user = user_text.decode() if user_text else None
-        except UnicodeDecodeError:
-            return False
+    def _fresh(self, edge: str, payload: bytes) -> bytes | None:
+        """A signed open's identity, if the open is fresh and new (else None, logged)."""
+        if self._guard is None:
+            return payload
+        parsed = parse_fresh_open(payload)
+        if parsed is None:
+            self._warnings.warn("relayed open refused", "no stamp", edge=edge, why="no stamp")
+            return None
+        stamp, nonce, identity = parsed
+        now = self._clock_ms()
+        why = self._guard.admit(stamp, nonce, now)
+        if why is not None:
+            # A replay, or an edge whose clock is off by more than the bound.
+            self._warnings.warn(
+                "relayed open refused", why, edge=edge, why=why, skew_ms=now - stamp
+            )
+            return None
+        return identity
+
+    def _link(self, edge: str) -> EdgeLink:
         link = self._links.get(edge)
         if link is None:
             link = self._links[edge] = EdgeLink(
-                self._nc, self._subjects.edge(edge), self.epoch, max_bytes=LINK_MAX_BYTES
+                self._nc,
+                self._subjects.edge(edge),
+                self.epoch,
+                max_bytes=LINK_MAX_BYTES,
+                signer=self._signer,
             )
-        connection = self._sink.open(BusTransport(link, conn))
+        return link
+
+    def _refuse_policy(self, edge: str, conn: int, why: str) -> None:
+        """Tell an edge to close ``conn`` with 1008: the first (and last) message it gets."""
+        link = self._link(edge)
+        link.put("x", conn, b"%d %s" % (CLOSE_POLICY, why.encode()))
+        link.forget(conn)
+
+    def _open(self, edge: str, conn: int, payload: bytes) -> str | None:
+        """A relayed connection; else why not (nothing opened).
+
+        ``"bad identity"``: unreadable. In multi-user mode a connection is one of
+        this node's users, an admin only if this node says so; no identity, or
+        a user it does not know, is refused (never the view of everything).
+        """
+        user_text, _, admin_flag = payload.partition(b"\n")
+        try:
+            user = user_text.decode() if user_text else None
+        except UnicodeDecodeError:
+            return "bad identity"
+        admin = admin_flag == b"1"
+        if self._users is not None:
+            if user is None:
+                return "no identity (multi-user mode)"
+            if user not in self._users:
+                return "unknown user"
+            admin = self._users[user]
+        connection = self._sink.open(BusTransport(self._link(edge), conn))
         if user is not None:
             connection.user = user
-            connection.admin = admin == b"1"
+            connection.admin = admin
         remote = _Remote(
             edge, conn, connection, asyncio.Queue(self._inbox), Pieces(self._max_message)
         )
@@ -472,7 +644,7 @@ class PrimaryRelay:
         remote.task = asyncio.get_running_loop().create_task(
             self._feed(remote), name=f"relay {edge}/{conn}"
         )
-        return True
+        return None
 
     async def _feed(self, remote: _Remote) -> None:
         """One relayed connection's frames into the gateway, in order (its reader task)."""
@@ -575,10 +747,13 @@ class EdgeRelay:
         max_frames: int,
         max_bytes: int,
         on_primary: Callable[[str, int], None] | None = None,
+        signer: Signer | None = None,
     ) -> None:
         self._nc = nc
         self._subjects = subjects
         self.node = node
+        self._signer = signer
+        self._warnings = BusWarnings()
         self._heartbeat = heartbeat
         self._primary_timeout = primary_timeout
         self._max_frames = max_frames
@@ -588,7 +763,10 @@ class EdgeRelay:
         self.primary: tuple[str, int] | None = None
         self._primary_seen = 0.0
         self._relayed: dict[int, _Relayed] = {}
-        self._ids = 0
+        # Signed, connection numbers start anywhere in 48 bits, anew at each
+        # start: a message captured from an earlier run of this node never
+        # names a connection of this one (relay_format.py).
+        self._ids = 0 if signer is None else secrets.randbits(48)
         self._closers: set[asyncio.Task[None]] = set()  # strong references
         self._subs: list[Any] = []
         self._ticker: asyncio.Task[None] | None = None
@@ -613,7 +791,7 @@ class EdgeRelay:
         self._subs.append(
             await self._nc.subscribe(subjects.hb_primary, cb=self._on_primary_heartbeat)
         )
-        await self._nc.publish(subjects.hb_edge, self.node.encode())
+        await send(self._nc, subjects.hb_edge, self.node.encode(), self._signer)
         await self._nc.flush()
         loop = asyncio.get_running_loop()
         self._ticker = loop.create_task(self._tick(), name="relay-edge")
@@ -630,7 +808,10 @@ class EdgeRelay:
         try:
             async for entry in watcher:
                 if entry is not None and entry.value:
-                    found = parse_primary(bytes(entry.value))
+                    value = unsealed(
+                        self._signer, self._warnings, self._subjects.record, bytes(entry.value)
+                    )
+                    found = None if value is None else parse_primary(value)
                     if found is not None:
                         self._announced(*found)
         except NatsError as error:
@@ -712,7 +893,7 @@ class EdgeRelay:
         while True:
             await asyncio.sleep(self._heartbeat)
             try:
-                await self._nc.publish(self._subjects.hb_edge, self.node.encode())
+                await send(self._nc, self._subjects.hb_edge, self.node.encode(), self._signer)
             except NatsError as error:  # the bus reconnects by itself
                 log.warning("edge heartbeat failed", error=str(error))
             if (
@@ -724,7 +905,8 @@ class EdgeRelay:
                 self.drop_all(CLOSE_PRIMARY_GONE, "primary unavailable: reconnect")
 
     async def _on_primary_heartbeat(self, msg: _Msg) -> None:
-        found = parse_primary(msg.data)
+        beat = unsealed(self._signer, self._warnings, msg.subject, msg.data)
+        found = None if beat is None else parse_primary(beat)
         if found is not None:
             self._announced(*found)
 
@@ -744,8 +926,11 @@ class EdgeRelay:
                 self._on_primary(node_text, epoch)
 
     async def _on_message(self, msg: _Msg) -> None:
+        data = unsealed(self._signer, self._warnings, msg.subject, msg.data)
+        if data is None:
+            return
         try:
-            kind, conn, n, epoch, payload = decode(msg.data)
+            kind, conn, n, epoch, payload = decode(data)
         except ValueError:
             log.warning("malformed relay message dropped")
             return
@@ -784,6 +969,9 @@ class EdgeRelay:
             return  # a closed connection's, or a deposed primary's
         if n == 0 and kind == "x":  # the primary does not know it
             self._end(relayed, CLOSE_PRIMARY_GONE, "primary changed: reconnect")
+            return
+        if n <= relayed.n_in:  # NATS never repeats a message: a replay, which changes nothing
+            self._warnings.warn("replayed relay message dropped")
             return
         if n != relayed.n_in + 1:
             # What came before the gap is whole and in order: it goes out first.
@@ -846,10 +1034,21 @@ class EdgeRelay:
         self._relayed[relayed.id] = relayed
         subject = self._subjects.primary(primary[1], self.node)
         opening = b"" if user is None else user[0].encode() + b"\n" + (b"1" if user[1] else b"")
+        if self._signer is not None:  # fresh, once: the primary refuses a replay
+            stamp = time.time_ns() // 1_000_000
+            opening = fresh_open(opening, stamp, secrets.token_hex(16).encode())
+        signer = self._signer
         try:
             try:
                 relayed.n_out = await publish(
-                    self._nc, subject, "o", relayed.id, relayed.n_out + 1, opening, None
+                    self._nc,
+                    subject,
+                    "o",
+                    relayed.id,
+                    relayed.n_out + 1,
+                    opening,
+                    None,
+                    signer=signer,
                 )
             except NatsError as error:
                 log.warning("bus unavailable: refusing a relayed client", error=str(error))
@@ -871,16 +1070,26 @@ class EdgeRelay:
             del self._relayed[relayed.id]
             if self.primary is not None and self.primary[1] == relayed.epoch:
                 with contextlib.suppress(NatsError):  # the bus may be gone already
-                    await publish(self._nc, subject, "x", relayed.id, relayed.n_out + 1, b"", None)
+                    await publish(
+                        self._nc,
+                        subject,
+                        "x",
+                        relayed.id,
+                        relayed.n_out + 1,
+                        b"",
+                        None,
+                        signer=signer,
+                    )
             await connection.stop()
 
     async def _read(self, websocket: ServerConnection, relayed: _Relayed, subject: str) -> None:
         nc = self._nc
+        signer = self._signer
         try:
             async for frame in websocket:
                 kind, data = ("t", frame.encode()) if isinstance(frame, str) else ("b", frame)
                 relayed.n_out = await publish(
-                    nc, subject, kind, relayed.id, relayed.n_out + 1, data, None
+                    nc, subject, kind, relayed.id, relayed.n_out + 1, data, None, signer=signer
                 )
         except NatsError as error:
             # The bus is down (nats-py reconnects by itself; its buffer is full or
