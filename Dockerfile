@@ -2,7 +2,7 @@
 # ahp-server container image. docs/deploy.md explains how to run it.
 #
 #   docker build -t ahp-server .
-#   docker run -d -p 127.0.0.1:8765:8765 -v ahp-data:/data \
+#   docker run -d -p 127.0.0.1:8765:8765 -v ahp-data:/data -v ahp-work:/workspace \
 #     -e AHP_SERVER_TOKEN="$(openssl rand -hex 32)" ahp-server
 #
 # Two stages: "builder" turns the project and its dependencies into wheels;
@@ -52,13 +52,14 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PIP_ROOT_USER_ACTION=ignore
 
 # Fixed numeric IDs, so volume ownership is predictable across rebuilds and
-# hosts. /data is created here, owned by that user: a fresh named volume
-# mounted on it starts with this ownership.
+# hosts. /data (the database) and /workspace (the sessions' files) are created
+# here, owned by that user: a fresh named volume mounted on either starts with
+# this ownership.
 RUN groupadd --system --gid 10001 ahp \
     && useradd --system --uid 10001 --gid 10001 --home-dir /home/ahp --create-home \
        --shell /usr/sbin/nologin ahp \
-    && mkdir /data \
-    && chown 10001:10001 /data
+    && mkdir /data /workspace \
+    && chown 10001:10001 /data /workspace
 
 # The wheels are bind-mounted from the builder, never copied into a layer.
 # ahp-server.txt names the project's wheel with the "cluster" extra; the
@@ -70,12 +71,15 @@ RUN --mount=type=bind,from=builder,source=/wheels,target=/wheels \
 
 # Listen on every interface inside the container (the server refuses that
 # without AHP_SERVER_TOKEN, which must be given at run time, never baked in),
-# keep the database on the volume, log JSON lines to stdout.
+# keep the database on its volume, let sessions' working directories lie only
+# under /workspace (docs/workspace.md "Roots": a host reachable from elsewhere
+# has no root unless one is configured), log JSON lines to stdout.
 ENV AHP_SERVER_HOST=0.0.0.0 \
     AHP_SERVER_DATA_DIR=/data \
+    AHP_SERVER_WORKSPACE_ROOTS=/workspace \
     AHP_SERVER_LOG_FORMAT=json
 
-VOLUME /data
+VOLUME ["/data", "/workspace"]
 EXPOSE 8765
 WORKDIR /home/ahp
 USER 10001:10001

@@ -41,6 +41,7 @@ from ahp_server.protocol.types import (
 )
 from ahp_server.store.base import StoreError
 from ahp_server.store.sqlite import complete_copy
+from ahp_server.workspace.roots import Roots
 
 log = structlog.get_logger(__name__)
 
@@ -116,6 +117,24 @@ def settings_from(args: argparse.Namespace) -> Settings:
     return settings
 
 
+def describe_roots(settings: Settings) -> str:
+    """The workspace roots in effect, each user's in multi-user mode, and what is never
+    served (``check-config``; docs/workspace.md "Roots")."""
+    roots = Roots.from_settings(settings)
+
+    def shown(paths: Sequence[str], key: str) -> str:
+        if not paths:
+            return f"none: sessions cannot have working directories (set {key})"
+        return ", ".join(p if os.path.isdir(p) else f"{p} (does not exist)" for p in paths)
+
+    lines = [f"workspace roots: {shown(roots.default, 'workspace.roots')}"]
+    for user in settings.users:
+        key = roots.setting(user.name)
+        lines.append(f"  user {user.name} ({key}): {shown(roots.allowed(user.name), key)}")
+    lines.append(f"never served: {', '.join(roots.forbidden)}")
+    return "\n".join(lines)
+
+
 def tune_gc() -> None:
     """Collector settings for a long-running host (docs/performance.md).
 
@@ -150,6 +169,7 @@ async def serve(settings: Settings) -> None:
     tune_gc()
     for url in app.urls:
         log.info("listening", url=url, version=PROTOCOL_VERSION)
+    log.info("workspace roots", roots=list(app.host.roots.default))
     stop = _stop_on_signals()
     await stop.wait()
     log.info("shutting down")
@@ -303,6 +323,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     if command == "check-config":
         print(f"configuration ok ({args.config or 'built-in defaults'})")
+        print(describe_roots(settings))
         return 0
     if command == "backup":
         if settings.store is not None:  # not the SQLite file in data_dir (docs/durability.md)

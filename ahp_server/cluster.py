@@ -24,6 +24,14 @@ without committing anything more: :meth:`ClusterNode.wait` returns the
 reason and the process exits non-zero for its supervisor to restart it, as
 an edge. A graceful stop (SIGTERM) releases the lease, so a standby takes
 over without waiting for it to expire.
+
+On the bus a node authenticates twice: to NATS with ``cluster.bus_user`` and
+``cluster.bus_password`` (or the URL's credentials) — credentials NATS
+refuses stop the node at start with an error naming them — and to the other
+nodes by signing everything it publishes with a key derived from
+``cluster.secret`` (``transport/relay_format.py``): what does not verify is
+dropped, so a client of the NATS server without the secret can forge, alter
+or replay nothing a node acts on. Neither credential is ever logged.
 """
 
 from __future__ import annotations
@@ -36,6 +44,7 @@ import socket
 import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit, urlunsplit
 
 import structlog
 
@@ -45,22 +54,44 @@ from ahp_server.config import Settings
 from ahp_server.host.host import wall_clock_ms
 from ahp_server.store.base import StoreError
 from ahp_server.store.lease import Lease, LeaseLost
-from ahp_server.store.postgres import PostgresStore, masked
+from ahp_server.store.postgres import PostgresStore
 
 if TYPE_CHECKING:  # the relay needs nats-py, imported when a node starts
-    from ahp_server.transport.relay import EdgeRelay, PrimaryRelay, Subjects
+    from ahp_server.transport.relay import EdgeRelay, PrimaryRelay, Signer, Subjects
 
-__all__ = ["ClusterNode", "NodeFailed", "default_node_id"]
+__all__ = ["ClusterNode", "NodeFailed", "default_node_id", "masked_bus"]
 
 log = structlog.get_logger(__name__)
 
 LEASE = "primary"
 #: RFC 6455 "service restart": what relayed clients get when their node stops or changes role.
 CLOSE_SERVICE_RESTART = 1012
+#: Seconds a node keeps trying to reach NATS at start before it gives up (exits non-zero).
+BUS_CONNECT_WITHIN = 30.0
 
 
 class NodeFailed(StoreError):
     """This node must stop: it lost the lease, or its store failed."""
+
+
+def masked_bus(url: str) -> str:
+    """The bus URL as it may be logged: no password, and no token (``nats://token@host``)."""
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    host = parts.netloc.rpartition("@")[2]
+    user = f"{parts.username}:***" if parts.password is not None else "***"
+    return urlunsplit(parts._replace(netloc=f"{user}@{host}"))
+
+
+def _refused_credentials(error: BaseException) -> bool:
+    """NATS refused this node's credentials (an authorization violation, or none given)."""
+    import nats
+
+    text = str(error).lower()
+    return isinstance(error, nats.errors.AuthorizationError) or (
+        "authorization" in text or "authentication" in text
+    )
 
 
 def default_node_id() -> str:
@@ -86,7 +117,10 @@ class ClusterNode:
         self.store = PostgresStore(settings.store, commit_window=settings.commit_window_ms / 1000)
         self.app = App(settings, providers=providers, clock=clock, store=self.store)
         self.lease = Lease(settings.store, self.node_id, ttl=settings.lease_ttl, name=LEASE)
+        if not settings.cluster_secret:  # load_settings requires it; a Settings made by hand
+            raise StoreError("cluster mode needs cluster.secret")
         self._nc: Any = None
+        self._signer: Signer | None = None
         self.subjects: Subjects | None = None
         self.edge: EdgeRelay | None = None
         self.primary: PrimaryRelay | None = None
@@ -107,31 +141,18 @@ class ClusterNode:
 
     async def start(self) -> None:
         """Join the bus, listen as an edge, and campaign for the lease."""
-        import nats  # lazily: only cluster nodes need the NATS client
-
-        from ahp_server.transport.relay import EdgeRelay, Subjects
+        from ahp_server.transport.relay import EdgeRelay, Signer, Subjects
 
         settings = self.settings
         loop = asyncio.get_running_loop()
         self._failed = loop.create_future()
         bus = str(settings.bus)
-        try:
-            self._nc = await nats.connect(
-                servers=[bus],
-                name=f"ahp-server {self.node_id}",
-                connect_timeout=5,
-                allow_reconnect=True,
-                max_reconnect_attempts=-1,
-                reconnect_time_wait=0.5,
-                error_cb=self._bus_error,
-                disconnected_cb=self._bus_disconnected,
-                reconnected_cb=self._bus_reconnected,
-            )
-        except (OSError, TimeoutError, nats.errors.Error) as error:
-            raise StoreError(f"cannot connect to NATS at {masked(bus)}: {error}") from None
+        self._nc = await self._connect(bus)
         await self.lease.open()
         heartbeat = settings.heartbeat
         self.subjects = Subjects(settings.cluster_name)
+        assert settings.cluster_secret is not None
+        self._signer = Signer(settings.cluster_secret.encode(), settings.cluster_name)
         self.edge = EdgeRelay(
             self._nc,
             self.subjects,
@@ -140,10 +161,17 @@ class ClusterNode:
             primary_timeout=3 * heartbeat,
             max_frames=settings.outbox_max_frames,
             max_bytes=settings.outbox_max_bytes,
+            signer=self._signer,
         )
         await self.edge.start()
         await self.app.listen(edge=self.edge)
-        log.info("cluster node started", node=self.node_id, bus=masked(bus))
+        log.info("cluster node started", node=self.node_id, bus=masked_bus(bus))
+        if settings.bus_user is None and "@" not in urlsplit(bus).netloc:
+            log.warning(
+                "the bus has no credentials: anyone who reaches NATS can disrupt the cluster "
+                "(set cluster.bus_user and cluster.bus_password)",
+                node=self.node_id,
+            )
         if not await self._try_promote():
             self._spawn(self._campaign(), "campaign")
 
@@ -189,6 +217,72 @@ class ClusterNode:
         await self._close_bus()
         with contextlib.suppress(StoreError, OSError):
             await self.lease.close()
+
+    async def _connect(self, bus: str) -> Any:
+        """A NATS connection, or :class:`StoreError` naming what to fix.
+
+        nats-py retries a refused first connection for ever (we ask it to
+        reconnect for ever later on): credentials NATS refuses stop the node at
+        once, and a server that does not answer within ``BUS_CONNECT_WITHIN``.
+        """
+        import nats  # lazily: only cluster nodes need the NATS client
+        from nats.aio.client import Client
+
+        settings = self.settings
+        nc = Client()
+        refused: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        errors: list[str] = []
+
+        async def on_error(error: Exception) -> None:
+            if connecting.done():  # connected once: nats-py reconnects by itself
+                await self._bus_error(error)
+                return
+            errors.append(str(error))
+            if _refused_credentials(error):
+                if not refused.done():
+                    refused.set_result(None)
+            elif len(errors) == 1:
+                log.warning(
+                    "cannot reach NATS yet: retrying", bus=masked_bus(bus), error=str(error)
+                )
+
+        options: dict[str, Any] = {
+            "servers": [bus],
+            "name": f"ahp-server {self.node_id}",
+            "user": settings.bus_user,
+            "password": settings.bus_password,
+            "connect_timeout": 5,
+            "allow_reconnect": True,
+            "max_reconnect_attempts": -1,
+            "reconnect_time_wait": 0.5,
+            "error_cb": on_error,
+            "disconnected_cb": self._bus_disconnected,
+            "reconnected_cb": self._bus_reconnected,
+        }
+        connecting = asyncio.ensure_future(nc.connect(**options))
+        await asyncio.wait(
+            {connecting, refused}, timeout=BUS_CONNECT_WITHIN, return_when="FIRST_COMPLETED"
+        )
+        if connecting.done() and not connecting.cancelled() and connecting.exception() is None:
+            return nc
+        connecting.cancel()
+        with contextlib.suppress(asyncio.CancelledError, OSError, TimeoutError, nats.errors.Error):
+            await connecting
+        with contextlib.suppress(OSError, nats.errors.Error):
+            await nc.close()
+        where = masked_bus(bus)
+        if refused.done() and not refused.cancelled():
+            raise StoreError(
+                f"NATS at {where} refused this node's credentials: check cluster.bus_user and "
+                "cluster.bus_password (AHP_SERVER_BUS_USER, AHP_SERVER_BUS_PASSWORD) or the "
+                "credentials in cluster.bus"
+            )
+        error = connecting.exception() if connecting.done() and not connecting.cancelled() else None
+        last = str(error) if error is not None else (errors[-1] if errors else "no answer")
+        raise StoreError(
+            f"cannot connect to NATS at {where} (cluster.bus) within "
+            f"{BUS_CONNECT_WITHIN:g} s: {last}"
+        )
 
     async def _close_bus(self) -> None:
         import nats
@@ -251,6 +345,9 @@ class ClusterNode:
             edge_timeout=3 * self.settings.heartbeat,
             inbox=self.settings.relay_inbox,
             max_message_bytes=self.settings.max_message_bytes,
+            signer=self._signer,
+            # Multi-user mode: a relayed client is one of this node's users, or nobody.
+            users={user.name: user.admin for user in self.settings.users} or None,
         )
         await self.primary.start()
         self.primary_since = time.monotonic()

@@ -45,6 +45,11 @@ class UserConfig:
     token: str = dataclasses.field(repr=False)
     #: An admin sees and may act on every session (and ownerless ones).
     admin: bool = False
+    #: This user's workspace roots (``roots``), replacing ``workspace.roots``
+    #: for them; ``None``: ``workspace.roots``. docs/workspace.md "Roots".
+    roots: tuple[str, ...] | None = None
+    #: Where the token was read from (``token_file``): never served to a client.
+    token_file: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,7 +156,9 @@ class Settings:
     replay_max_envelopes: int = 4_096
     replay_max_bytes: int = 4 * 1024 * 1024
 
-    #: Client ids remembered for ``reconnect`` after their connection closed.
+    #: Client ids remembered for ``reconnect`` after their connection closed, per
+    #: user (multi-user mode; one bucket otherwise): never a live id nor one a
+    #: terminal's claim names (docs/protocol.md "Client identity").
     known_clients: int = 10_000
 
     #: Where the SQLite database lives; ``None`` keeps everything in memory
@@ -222,6 +229,14 @@ class Settings:
     terminal_shell: tuple[str, ...] = ()
     terminal_kill_grace: float = 2.0
 
+    #: Where sessions' working directories may lie (docs/workspace.md "Roots"):
+    #: absolute paths; in multi-user mode a user's own ``roots`` replace them.
+    #: ``None``: the home directory when single-user on loopback, else none.
+    workspace_roots: tuple[str, ...] | None = None
+    #: The configuration file the settings were read from (never served; not a
+    #: setting, so settings that differ only in where they came from are equal).
+    config_file: str | None = dataclasses.field(default=None, compare=False)
+
     #: The ``resource*`` commands (docs/workspace.md "Resources"): the largest
     #: file ``resourceRead`` returns (its base64 answer must fit in
     #: ``outbox_max_bytes``), and the largest ``resourceWrite`` data (decoded;
@@ -271,6 +286,15 @@ class Settings:
     #: Frames one relayed client may have on their way into the primary's
     #: gateway; over it the client is closed with 1013 (try again).
     relay_inbox: int = 4096
+    #: NATS credentials of this node (or ``nats://user:password@host`` in
+    #: ``bus``; not both). The password is never logged or printed.
+    bus_user: str | None = None
+    bus_password: str | None = dataclasses.field(default=None, repr=False)
+    #: The secret every node of the cluster shares: what a node publishes on
+    #: the bus is signed with a key derived from it, and what does not verify
+    #: is dropped (docs/scale-out.md "Authentication"). Required with ``bus``,
+    #: at least 16 bytes; never logged or printed.
+    cluster_secret: str | None = dataclasses.field(default=None, repr=False)
 
 
 #: TOML key -> Settings field, with the value's kind for validation.
@@ -313,6 +337,7 @@ _KEYS: dict[str, tuple[str, str]] = {
     "providers.client_tool_timeout": ("client_tool_timeout", "posfloat"),
     "providers.session_open_timeout": ("session_open_timeout", "posfloat"),
     "providers.session_close_timeout": ("session_close_timeout", "posfloat"),
+    "workspace.roots": ("workspace_roots", "rootlist"),
     "workspace.max_terminals": ("max_terminals", "posint"),
     "workspace.terminal_scrollback_bytes": ("terminal_scrollback_bytes", "posint"),
     "workspace.terminal_shell": ("terminal_shell", "strlist"),
@@ -333,6 +358,11 @@ _KEYS: dict[str, tuple[str, str]] = {
     "cluster.lease_ttl": ("lease_ttl", "posfloat"),
     "cluster.heartbeat": ("heartbeat", "posfloat"),
     "cluster.relay_inbox": ("relay_inbox", "posint"),
+    "cluster.bus_user": ("bus_user", "optstr"),
+    "cluster.bus_password": ("bus_password", "secret"),
+    "cluster.bus_password_file": ("bus_password", "secretfile"),
+    "cluster.secret": ("cluster_secret", "secret"),
+    "cluster.secret_file": ("cluster_secret", "secretfile"),
     "logging.format": ("log_format", "logformat"),
     "logging.level": ("log_level", "loglevel"),
 }
@@ -350,10 +380,17 @@ ENVIRONMENT: dict[str, str] = {
     "AHP_SERVER_BUS": "cluster.bus",
     "AHP_SERVER_NODE_ID": "cluster.node_id",
     "AHP_SERVER_CLUSTER_NAME": "cluster.name",
+    "AHP_SERVER_BUS_USER": "cluster.bus_user",
+    "AHP_SERVER_BUS_PASSWORD": "cluster.bus_password",
+    "AHP_SERVER_BUS_PASSWORD_FILE": "cluster.bus_password_file",
+    "AHP_SERVER_CLUSTER_SECRET": "cluster.secret",
+    "AHP_SERVER_CLUSTER_SECRET_FILE": "cluster.secret_file",
     "AHP_SERVER_DURABILITY": "storage.durability",
     "AHP_SERVER_LOG_FORMAT": "logging.format",
     "AHP_SERVER_LOG_LEVEL": "logging.level",
     "AHP_SERVER_DEFAULT_PROVIDER": "providers.default",
+    # Paths, separated by ':' as in PATH.
+    "AHP_SERVER_WORKSPACE_ROOTS": "workspace.roots",
     # Behind a reverse proxy every client shares the proxy's address.
     "AHP_SERVER_MAX_CONNECTIONS_PER_IP": "limits.max_connections_per_ip",
 }
@@ -412,6 +449,8 @@ def _from_env(kind: str, text: str) -> object:
         return text.strip().lower() in ("1", "true", "yes", "on")
     if kind in ("strlist", "netlist"):
         return [item.strip() for item in text.split(",") if item.strip()]
+    if kind == "rootlist":
+        return [item for item in text.split(os.pathsep) if item]
     return text
 
 
@@ -482,6 +521,8 @@ def _check(key: str, kind: str, value: object) -> object:
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise fail("a list of strings")
         return tuple(value)
+    if kind == "rootlist":
+        return _root_list(key, value)
     if kind == "netlist":
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise fail("a list of addresses or networks")
@@ -505,6 +546,23 @@ def _check(key: str, kind: str, value: object) -> object:
         if not isinstance(value, str) or (value and not re.match(r"^(nats|tls)://\S+$", value)):
             raise ConfigError(key, "must be a nats:// (or tls://) URL, or empty for one process")
         return value or None
+    if kind == "secret":  # never echoed
+        if not isinstance(value, str):
+            raise ConfigError(key, "must be a string")
+        return value.strip() or None
+    if kind == "secretfile":  # read now; its content is never echoed
+        if not isinstance(value, str):
+            raise ConfigError(key, "must be the path of a file")
+        if not value:
+            return None
+        try:
+            secret = Path(value).expanduser().read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError) as error:
+            why = error.strerror if isinstance(error, OSError) else "not UTF-8 text"
+            raise ConfigError(key, f"cannot read it: {why}") from None
+        if not secret:
+            raise ConfigError(key, "the file is empty")
+        return secret
     if kind == "nodeid":
         if not isinstance(value, str) or not re.match(r"^[A-Za-z0-9_-]{1,64}$", value):
             raise fail("1 to 64 letters, digits, '_' or '-'")
@@ -554,6 +612,63 @@ def _check(key: str, kind: str, value: object) -> object:
             raise fail("a table of strings")
         return tuple(value.items())
     raise AssertionError(kind)
+
+
+def _root_list(key: str, value: object) -> tuple[str, ...]:
+    """Workspace roots: absolute paths (``~`` expanded), normalized, none of the system's own."""
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise ConfigError(key, f"must be a list of absolute paths, not {value!r}")
+    roots: list[str] = []
+    for text in value:
+        path = os.path.normpath(os.path.expanduser(text))
+        if not os.path.isabs(path):
+            raise ConfigError(key, f"{text!r} is not an absolute path")
+        if any(path == p or path.startswith(p + "/") for p in ("/proc", "/sys", "/dev")):
+            raise ConfigError(key, f"{text!r} is a system file system: the host never serves it")
+        roots.append(path)
+    return tuple(dict.fromkeys(roots))
+
+
+#: Secrets given as they are or in a file (the ``_file`` key, read at load): one or the other.
+_SECRET_FILES = {
+    "cluster.bus_password": "cluster.bus_password_file",
+    "cluster.secret": "cluster.secret_file",
+}
+
+
+def _secrets(values: dict[str, object]) -> dict[str, object]:
+    """Takes the secrets and their ``_file`` keys out of ``values``; their fields."""
+    fields: dict[str, object] = {}
+    for key, file_key in _SECRET_FILES.items():
+        given, path = values.pop(key, None), values.pop(file_key, None)
+        secret = None if given is None else _check(key, "secret", given)
+        read = None if path is None else _check(file_key, "secretfile", path)
+        if secret is not None and read is not None:
+            raise ConfigError(file_key, f"set either {key} or {file_key}, not both")
+        if secret is not None or read is not None:
+            fields[_KEYS[key][0]] = secret if secret is not None else read
+    return fields
+
+
+def _check_cluster(settings: Settings) -> None:
+    """Cluster mode's credentials: the shared secret (required), NATS's user and password."""
+    secret = settings.cluster_secret
+    if secret is None:
+        raise ConfigError(
+            "cluster.secret",
+            "required in cluster mode: the nodes sign what they send on the bus with it "
+            "(AHP_SERVER_CLUSTER_SECRET or cluster.secret_file; openssl rand -hex 32)",
+        )
+    if len(secret.encode()) < 16:
+        raise ConfigError("cluster.secret", "must be at least 16 bytes (openssl rand -hex 32)")
+    if (settings.bus_user is None) != (settings.bus_password is None):
+        missing = "cluster.bus_password" if settings.bus_password is None else "cluster.bus_user"
+        raise ConfigError(missing, "cluster.bus_user and cluster.bus_password go together")
+    address = str(settings.bus).split("://", 1)[-1].split("/", 1)[0]
+    if settings.bus_user is not None and "@" in address:
+        raise ConfigError(
+            "cluster.bus_user", "cluster.bus holds credentials already: give them in one place"
+        )
 
 
 def _agents(tables: object, environ: Mapping[str, str] | None) -> tuple[AgentConfig, ...]:
@@ -615,7 +730,7 @@ def _agents(tables: object, environ: Mapping[str, str] | None) -> tuple[AgentCon
 
 
 def _users(tables: object, environ: Mapping[str, str]) -> tuple[UserConfig, ...]:
-    """``[[users]]`` tables: ``name``, ``token_env`` or ``token_file``, ``admin``."""
+    """``[[users]]`` tables: ``name``, ``token_env`` or ``token_file``, ``admin``, ``roots``."""
     if tables is None:
         return ()
     if not isinstance(tables, list) or not all(isinstance(t, dict) for t in tables):
@@ -624,7 +739,7 @@ def _users(tables: object, environ: Mapping[str, str]) -> tuple[UserConfig, ...]
     tokens: set[str] = set()
     for index, table in enumerate(tables):
         where = f"users[{index}]"
-        unknown = set(table) - {"name", "token_env", "token_file", "admin"}
+        unknown = set(table) - {"name", "token_env", "token_file", "admin", "roots"}
         if unknown:
             raise ConfigError(f"{where}.{sorted(unknown)[0]}", "unknown user setting")
         name = table.get("name")
@@ -661,7 +776,16 @@ def _users(tables: object, environ: Mapping[str, str]) -> tuple[UserConfig, ...]
         if token in tokens:
             raise ConfigError(f"{where}.name", "two users share a token")
         tokens.add(token)
-        users.append(UserConfig(name=name, token=token, admin=admin))
+        roots = None if "roots" not in table else _root_list(f"{where}.roots", table["roots"])
+        users.append(
+            UserConfig(
+                name=name,
+                token=token,
+                admin=admin,
+                roots=roots,
+                token_file=None if file is None else str(Path(file).expanduser().absolute()),
+            )
+        )
     return tuple(users)
 
 
@@ -714,7 +838,7 @@ def load_settings(
         if environ is not None and variable in environ:
             values[key] = _from_env(_KEYS[key][1], environ[variable])
     values.update({k: v for k, v in (overrides or {}).items() if v is not None})
-    fields: dict[str, object] = {}
+    fields: dict[str, object] = _secrets(values)
     for key, value in values.items():
         if key not in _KEYS:
             raise ConfigError(key, "unknown setting")
@@ -728,6 +852,8 @@ def load_settings(
     fields["users"] = _users(user_tables, os.environ if environ is None else environ)
     if fields["users"] and fields.get("token"):
         raise ConfigError("server.token", "set either server.token or [[users]], not both")
+    if path is not None:
+        fields["config_file"] = str(Path(path).absolute())
     settings = dataclasses.replace(Settings(), **fields)  # type: ignore[arg-type]
     names = {"echo", *(agent.name for agent in settings.agents)}
     if settings.default_provider not in names:
@@ -763,6 +889,8 @@ def load_settings(
         raise ConfigError(
             "cluster.bus", "cluster mode needs storage.store: the PostgreSQL the nodes share"
         )
+    if settings.bus is not None:
+        _check_cluster(settings)
     if settings.heartbeat * 3 > settings.lease_ttl:
         raise ConfigError(
             "cluster.heartbeat",

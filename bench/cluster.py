@@ -136,6 +136,7 @@ def cluster(n: int, store: str, tmp: Path, name: str) -> Iterator[list[NodeProce
                 "AHP_SERVER_BUS": NATS,
                 "AHP_SERVER_NODE_ID": f"n{i}",
                 "AHP_SERVER_CLUSTER_NAME": name,
+                "AHP_SERVER_CLUSTER_SECRET": "bench-cluster-secret-0123456789",
             }
             with open(log, "wb") as out:
                 process = subprocess.Popen(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
+import tempfile
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -47,9 +48,33 @@ class RunningHost:
         await self.app.stop(close_timeout=1.0)
 
 
+#: The workspace roots of the hosts tests start (``start_host``) when their settings name
+#: none: pytest's base temporary directory first (sessions created without a working
+#: directory get their folders there, and pytest removes it in time), then the system's
+#: temporary directory (``tmp_path``s and ``mkdtemp``s). Set by :func:`_test_roots`.
+TEST_ROOTS: list[str] = []
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _test_roots(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Keep the tests out of the real home: ``HOME`` (the default workspace root,
+    docs/workspace.md "Roots") is a fresh directory, and :data:`TEST_ROOTS` is set."""
+    base = tmp_path_factory.getbasetemp()
+    home = base / "home"
+    home.mkdir(exist_ok=True)
+    TEST_ROOTS[:] = [str(base), tempfile.gettempdir()]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("HOME", str(home))
+        yield
+
+
 async def start_host(settings: Settings | None = None, **kwargs: object) -> RunningHost:
-    """Start a host on 127.0.0.1 and a free port."""
-    loopback = dataclasses.replace(settings or Settings(), host="127.0.0.1", port=0)
+    """Start a host on 127.0.0.1 and a free port (workspace roots: :data:`TEST_ROOTS`
+    unless the settings name some)."""
+    settings = settings or Settings()
+    if settings.workspace_roots is None and TEST_ROOTS:
+        settings = dataclasses.replace(settings, workspace_roots=tuple(TEST_ROOTS))
+    loopback = dataclasses.replace(settings, host="127.0.0.1", port=0)
     app = App(loopback, **kwargs)  # type: ignore[arg-type]
     await app.start()
     return RunningHost(app, app.urls[0])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -296,6 +297,10 @@ def test_invalid_users_name_their_key(
     assert "x" * 16 not in str(caught.value)
 
 
+CLUSTER_SECRET = "cluster-secret-0123456789abcdef"
+BUS_PASSWORD = "bus-password-fedcba9876543210"
+
+
 def test_a_cluster_node_from_the_environment() -> None:
     settings = load_settings(
         environ={
@@ -303,6 +308,9 @@ def test_a_cluster_node_from_the_environment() -> None:
             "AHP_SERVER_BUS": "nats://nats:4222",
             "AHP_SERVER_NODE_ID": "ahp-2",
             "AHP_SERVER_CLUSTER_NAME": "prod",
+            "AHP_SERVER_BUS_USER": "ahp",
+            "AHP_SERVER_BUS_PASSWORD": BUS_PASSWORD,
+            "AHP_SERVER_CLUSTER_SECRET": CLUSTER_SECRET,
         }
     )
     assert (settings.bus, settings.node_id, settings.cluster_name) == (
@@ -311,7 +319,103 @@ def test_a_cluster_node_from_the_environment() -> None:
         "prod",
     )
     assert (settings.lease_ttl, settings.heartbeat) == (10.0, 1.0)
+    assert (settings.bus_user, settings.bus_password) == ("ahp", BUS_PASSWORD)
+    assert settings.cluster_secret == CLUSTER_SECRET
+    # Never printed: check-config, an exception, a debugger show the repr.
+    assert BUS_PASSWORD not in repr(settings)
+    assert CLUSTER_SECRET not in repr(settings)
     assert load_settings(environ={}).bus is None  # one process: no bus, no cluster
+
+
+def test_the_cluster_secret_and_bus_password_can_come_from_files(tmp_path: Path) -> None:
+    (tmp_path / "secret").write_text(CLUSTER_SECRET + "\n", encoding="utf-8")
+    (tmp_path / "password").write_text(BUS_PASSWORD + "\n", encoding="utf-8")
+    path = tmp_path / "node.toml"
+    path.write_text(
+        '[storage]\nstore = "postgres://db/ahp"\n'
+        '[cluster]\nbus = "nats://nats:4222"\nbus_user = "ahp"\n'
+        f'bus_password_file = "{tmp_path / "password"}"\n',
+        encoding="utf-8",
+    )
+    settings = load_settings(
+        path, environ={"AHP_SERVER_CLUSTER_SECRET_FILE": str(tmp_path / "secret")}
+    )
+    assert (settings.bus_password, settings.cluster_secret) == (BUS_PASSWORD, CLUSTER_SECRET)
+
+
+NODE = {"AHP_SERVER_STORE": "postgres://db/ahp", "AHP_SERVER_BUS": "nats://nats:4222"}
+
+
+@pytest.mark.parametrize(
+    ("environ", "key"),
+    [
+        # The secret is required in cluster mode, and long enough.
+        ({}, "cluster.secret"),
+        ({"AHP_SERVER_CLUSTER_SECRET": "   "}, "cluster.secret"),
+        ({"AHP_SERVER_CLUSTER_SECRET": "fifteen-bytes.."}, "cluster.secret"),
+        # As it is or from a file, not both; a file that cannot be read.
+        (
+            {
+                "AHP_SERVER_CLUSTER_SECRET": CLUSTER_SECRET,
+                "AHP_SERVER_CLUSTER_SECRET_FILE": __file__,  # readable: both are given
+            },
+            "cluster.secret_file",
+        ),
+        ({"AHP_SERVER_CLUSTER_SECRET_FILE": "/nonexistent/secret"}, "cluster.secret_file"),
+        # NATS's user and password go together, and in one place.
+        (
+            {"AHP_SERVER_CLUSTER_SECRET": CLUSTER_SECRET, "AHP_SERVER_BUS_USER": "ahp"},
+            "cluster.bus_password",
+        ),
+        (
+            {"AHP_SERVER_CLUSTER_SECRET": CLUSTER_SECRET, "AHP_SERVER_BUS_PASSWORD": BUS_PASSWORD},
+            "cluster.bus_user",
+        ),
+        (
+            {
+                "AHP_SERVER_CLUSTER_SECRET": CLUSTER_SECRET,
+                "AHP_SERVER_BUS": f"nats://ahp:{BUS_PASSWORD}@nats:4222",
+                "AHP_SERVER_BUS_USER": "ahp",
+                "AHP_SERVER_BUS_PASSWORD": BUS_PASSWORD,
+            },
+            "cluster.bus_user",
+        ),
+        (
+            {
+                "AHP_SERVER_CLUSTER_SECRET": CLUSTER_SECRET,
+                "AHP_SERVER_BUS_USER": "ahp",
+                "AHP_SERVER_BUS_PASSWORD_FILE": "/nonexistent/password",
+            },
+            "cluster.bus_password_file",
+        ),
+    ],
+)
+def test_cluster_credentials_name_their_key_and_are_never_echoed(
+    environ: dict[str, str], key: str
+) -> None:
+    with pytest.raises(ConfigError) as caught:
+        load_settings(environ={**NODE, **environ})
+    assert caught.value.key == key
+    assert CLUSTER_SECRET not in str(caught.value)
+    assert BUS_PASSWORD not in str(caught.value)
+    assert "fifteen" not in str(caught.value)
+
+
+def test_one_process_needs_no_cluster_secret() -> None:
+    assert load_settings(environ={"AHP_SERVER_STORE": "postgres://db/ahp"}).cluster_secret is None
+
+
+def test_serve_without_the_cluster_secret_exits_naming_it() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "ahp_server", "serve"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env={**{k: v for k, v in os.environ.items() if not k.startswith("AHP_SERVER_")}, **NODE},
+    )
+    assert result.returncode != 0
+    assert "cluster.secret" in result.stderr
 
 
 def test_a_bad_bus_url_is_not_echoed() -> None:

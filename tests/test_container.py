@@ -203,17 +203,19 @@ def test_final_stage_runs_as_a_fixed_non_root_uid(dockerfile: list[Instruction])
     setup = " ".join(i.args for i in only(final, "RUN"))
     assert f"--uid {uid}" in setup
     assert f"--gid {gid}" in setup
-    assert f"chown {uid}:{gid} /data" in setup, "the volume's mount point belongs to the user"
+    assert f"chown {uid}:{gid} /data /workspace" in setup, "the volumes belong to the user"
     assert final.index(users[-1]) > max(final.index(i) for i in only(final, "RUN"))
 
 
 def test_volume_env_port_and_stop_signal(dockerfile: list[Instruction]) -> None:
     final = final_stage(dockerfile)
     volumes = [i.args for i in only(final, "VOLUME")]
-    assert volumes in (["/data"], ['["/data"]'])
+    assert volumes == ['["/data", "/workspace"]']
     env = env_pairs(final)
     assert env["AHP_SERVER_HOST"] == "0.0.0.0"
     assert env["AHP_SERVER_DATA_DIR"] == "/data"
+    # A host reachable from elsewhere has no workspace root unless one is set.
+    assert env["AHP_SERVER_WORKSPACE_ROOTS"] == "/workspace"
     assert env["AHP_SERVER_LOG_FORMAT"] == "json"
     assert set(env) - set(ENVIRONMENT) <= {
         "PYTHONDONTWRITEBYTECODE",
@@ -394,6 +396,8 @@ def test_server_keeps_its_data_on_a_named_volume(compose: dict[str, Any]) -> Non
     server = compose["services"]["ahp-server"]
     assert "ahp-data:/data" in server["volumes"]
     assert "ahp-data" in compose["volumes"]
+    assert "ahp-workspace:/workspace" in server["volumes"]  # the sessions' files
+    assert "ahp-workspace" in compose["volumes"]
 
 
 def test_only_the_proxy_publishes_ports(compose: dict[str, Any]) -> None:

@@ -35,7 +35,7 @@ CONFIG = ROOT / "config" / "ahp-server.toml"
 DEPLOY_DOC = ROOT / "docs" / "deploy.md"
 
 NODES = ("ahp-1", "ahp-2", "ahp-3")
-SECRETS = ("AHP_SERVER_TOKEN", "POSTGRES_PASSWORD")
+SECRETS = ("AHP_SERVER_TOKEN", "POSTGRES_PASSWORD", "NATS_PASSWORD", "AHP_SERVER_CLUSTER_SECRET")
 
 #: What a .env could hold: the values compose substitutes for ``${VAR}``.
 DOTENV = {
@@ -43,6 +43,8 @@ DOTENV = {
     "ACME_EMAIL": "ops@example.com",
     "AHP_SERVER_TOKEN": "0123456789abcdef0123456789abcdef",
     "POSTGRES_PASSWORD": "fedcba9876543210fedcba9876543210",
+    "NATS_PASSWORD": "00112233445566778899aabbccddeeff",
+    "AHP_SERVER_CLUSTER_SECRET": "ffeeddccbbaa99887766554433221100",
 }
 
 
@@ -99,7 +101,14 @@ def test_nodes_share_token_store_and_bus_and_differ_in_node_id(compose: dict[str
     envs = [environment(compose["services"][name]) for name in NODES]
     ids = [env["AHP_SERVER_NODE_ID"] for env in envs]
     assert len(set(ids)) == len(NODES), f"distinct node ids, not {ids}"
-    for key in ("AHP_SERVER_TOKEN", "AHP_SERVER_STORE", "AHP_SERVER_BUS"):
+    for key in (
+        "AHP_SERVER_TOKEN",
+        "AHP_SERVER_STORE",
+        "AHP_SERVER_BUS",
+        "AHP_SERVER_BUS_USER",
+        "AHP_SERVER_BUS_PASSWORD",
+        "AHP_SERVER_CLUSTER_SECRET",
+    ):
         assert len({env[key] for env in envs}) == 1, f"{key} differs between the nodes"
     env = envs[0]
     assert env["AHP_SERVER_TOKEN"].startswith("${AHP_SERVER_TOKEN:?")
@@ -107,6 +116,8 @@ def test_nodes_share_token_store_and_bus_and_differ_in_node_id(compose: dict[str
         r"postgres://ahp:\$\{POSTGRES_PASSWORD:\?[^}]*\}@postgres:5432/ahp", env["AHP_SERVER_STORE"]
     ), env["AHP_SERVER_STORE"]
     assert env["AHP_SERVER_BUS"] == "nats://nats:4222"
+    assert env["AHP_SERVER_BUS_PASSWORD"].startswith("${NATS_PASSWORD:?")
+    assert env["AHP_SERVER_CLUSTER_SECRET"].startswith("${AHP_SERVER_CLUSTER_SECRET:?")
     for env in envs:
         assert set(env) <= set(ENVIRONMENT), "every variable is one the server reads"
 
@@ -124,6 +135,10 @@ def test_each_node_loads_as_a_cluster_node(compose: dict[str, Any]) -> None:
         assert settings.store == f"postgres://ahp:{password}@postgres:5432/ahp"
         assert settings.node_id == name
         assert settings.port == Settings().port
+        # The bus: NATS's credentials, and the secret the nodes sign with.
+        assert settings.bus_user == "ahp"
+        assert settings.bus_password == DOTENV["NATS_PASSWORD"]
+        assert settings.cluster_secret == DOTENV["AHP_SERVER_CLUSTER_SECRET"]
 
 
 def test_secrets_come_from_dotenv_and_are_required() -> None:
@@ -215,6 +230,21 @@ def test_nats_is_pinned_with_jetstream_on_a_volume_and_healthchecked(
     assert "http://127.0.0.1:8222/healthz" in nats["healthcheck"]["test"]
 
 
+def test_nats_requires_the_user_and_password_the_nodes_are_given(
+    compose: dict[str, Any],
+) -> None:
+    command = compose["services"]["nats"]["command"]
+    user = command[command.index("--user") + 1]
+    password = interpolate(command[command.index("--pass") + 1], DOTENV)
+    assert password == DOTENV["NATS_PASSWORD"]
+    with pytest.raises(KeyError, match="NATS_PASSWORD"):  # compose refuses to start without it
+        interpolate(command[command.index("--pass") + 1], {})
+    for name in NODES:
+        env = {k: interpolate(v, DOTENV) for k, v in environment(compose["services"][name]).items()}
+        assert (env["AHP_SERVER_BUS_USER"], env["AHP_SERVER_BUS_PASSWORD"]) == (user, password)
+        assert "@" not in env["AHP_SERVER_BUS"], "the credentials are given apart, not in the URL"
+
+
 def test_caddy_mounts_the_cluster_caddyfile(compose: dict[str, Any]) -> None:
     caddy = compose["services"]["caddy"]
     assert "./config/Caddyfile.cluster:/etc/caddy/Caddyfile:ro" in caddy["volumes"]
@@ -264,6 +294,9 @@ def test_deploy_guide_explains_several_nodes() -> None:
         "AHP_SERVER_BUS",
         "AHP_SERVER_NODE_ID",
         "POSTGRES_PASSWORD",
+        "NATS_PASSWORD",
+        "AHP_SERVER_CLUSTER_SECRET",
+        "scale-out.md#authentication",
         "1012",
         "lease_ttl",
         "shared storage",

@@ -119,7 +119,7 @@ from ahp_server.protocol.types import (
     Turn,
     UsageInfo,
 )
-from ahp_server.workspace.paths import PathRefused, confine, confine_directory
+from ahp_server.workspace.paths import PathRefused, confine, confine_directory, root_paths
 from ahp_server.workspace.terminals import INHERITED_ENV, Terminal, TerminalLimit, Terminals
 
 __all__ = ["AcpProvider"]
@@ -175,6 +175,8 @@ class _Chat:
     session_id: str
     roots: tuple[str, ...]
     cwd: str
+    #: Places refused inside the roots (the host's data, configuration, tokens).
+    forbidden: tuple[str, ...] = ()
     terminals: Terminals = field(default_factory=Terminals)
     turn: _Turn | None = None
     #: A cancelled prompt still running in the agent (ACP: it must answer "cancelled").
@@ -425,8 +427,10 @@ class AgentProcess:
             return known, False
         conn = self.conn
         assert conn is not None
-        roots = request.working_directories
-        cwd = request.primary_working_directory or (roots[0] if roots else None)
+        # Working directories are file: URIs (or absolute paths): ACP takes paths.
+        roots = tuple(root_paths(request.working_directories))
+        primary = root_paths([request.primary_working_directory or ""])
+        cwd = primary[0] if primary else (roots[0] if roots else None)
         if cwd is None:
             if self._scratch is None:
                 self._scratch = tempfile.mkdtemp(prefix="ahp-agent-")
@@ -451,7 +455,7 @@ class AgentProcess:
             response = await conn.new_session(cwd=cwd, mcp_servers=[])
             session_id = response.session_id
             await io.save_agent_state(_agent_state(session_id))
-        chat = _Chat(request.chat, session_id, roots, cwd)
+        chat = _Chat(request.chat, session_id, roots, cwd, request.forbidden)
         self.chats[request.chat] = chat
         self.by_session[session_id] = chat
         return chat, new
@@ -546,7 +550,7 @@ class _BridgeClient:
     ) -> ReadTextFileResponse:
         chat = self._chat(session_id)
         try:
-            resolved = confine(path, chat.roots, must_exist=True)
+            resolved = confine(path, chat.roots, chat.forbidden, must_exist=True)
             size = resolved.stat().st_size
         except PathRefused as error:
             log.info("agent file read refused", agent=self._process.config.name, reason=str(error))
@@ -566,8 +570,8 @@ class _BridgeClient:
     ) -> WriteTextFileResponse | None:
         chat = self._chat(session_id)
         try:
-            resolved = confine(path, chat.roots)
-            confine_directory(str(resolved.parent), chat.roots)
+            resolved = confine(path, chat.roots, chat.forbidden)
+            confine_directory(str(resolved.parent), chat.roots, chat.forbidden)
         except PathRefused as error:
             log.info("agent file write refused", agent=self._process.config.name, reason=str(error))
             raise _refused(str(error), path=path) from None
@@ -623,7 +627,7 @@ class _BridgeClient:
     ) -> CreateTerminalResponse:
         chat = self._chat(session_id)
         try:
-            directory = confine_directory(cwd or chat.cwd, chat.roots)
+            directory = confine_directory(cwd or chat.cwd, chat.roots, chat.forbidden)
         except PathRefused as error:
             raise _refused(str(error), cwd=cwd) from None
         try:
@@ -906,7 +910,7 @@ class _Turn:
         """
         for path, (old, new) in diffs.items():
             try:
-                resolved = confine(path, self._chat.roots)
+                resolved = confine(path, self._chat.roots, self._chat.forbidden)
             except PathRefused as error:
                 log.info("agent diff outside the working directories", reason=str(error))
                 continue
@@ -1147,7 +1151,8 @@ class AcpProvider:
 
     async def _start(self, key: str, directories: tuple[str, ...]) -> AgentProcess:
         process = AgentProcess(self.config, key)
-        await process.start(directories[0] if directories else None)
+        paths = root_paths(directories)  # file: URIs or absolute paths: the process needs a path
+        await process.start(paths[0] if paths else None)
         self._processes[key] = process
         self._arm(key, process)
         return process

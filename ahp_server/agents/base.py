@@ -119,6 +119,9 @@ class TurnRequest:
     source_partial: tuple[ResponsePart, ...] = ()
     working_directories: tuple[str, ...] = ()
     primary_working_directory: str | None = None
+    #: Places inside the working directories no file access may reach (the
+    #: host's data, configuration and token files; ``workspace/roots.py``).
+    forbidden: tuple[str, ...] = ()
     #: The client whose message started the turn, when a client did.
     client_id: str | None = None
     #: The tools the turn's client offers as an active client of the session

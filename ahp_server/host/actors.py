@@ -103,6 +103,8 @@ from ahp_server.protocol.types import (
     ToolCallRunningState,
     Turn,
 )
+from ahp_server.protocol.uris import CHAT_SCHEME, ROOT, SESSION_SCHEME
+from ahp_server.workspace.paths import PathRefused
 
 __all__ = [
     "CHAT_SCHEME",
@@ -125,12 +127,9 @@ S = TypeVar(
 )
 R = TypeVar("R")
 
-ROOT = "ahp-root://"
-SESSION_SCHEME = "ahp-session:/"
 #: The ``_meta`` key of a session's creator in multi-user mode (server-only:
 #: ``session/metaChanged`` is not client-dispatchable). docs/protocol.md.
 OWNER_META = "ahp-server/owner"
-CHAT_SCHEME = "ahp-chat:/"
 DEFAULT_SESSION_TITLE = "New Session"
 
 
@@ -571,6 +570,26 @@ class SessionActor(ChannelActor[SessionState]):
 
     def reduce(self, state: SessionState, action: object, now: Clock) -> SessionState:
         return reduce_session(state, action, now)
+
+    @property
+    def owner(self) -> str | None:
+        """The user who created the session (multi-user mode), kept in its ``_meta``."""
+        meta = self.state.meta
+        owner = meta.get(OWNER_META) if isinstance(meta, dict) else None
+        return owner if isinstance(owner, str) else None
+
+    def check(self, action: object, client_id: str) -> Rejection | None:
+        return check_dispatch(
+            self.state, action, client_id, directory_refusal=self._directory_refusal
+        )
+
+    def _directory_refusal(self, directory: str) -> str | None:
+        """Why ``directory`` may not be one of this session's: outside its owner's roots."""
+        try:
+            self.host.roots.check_directory(directory, self.owner)
+        except PathRefused as error:
+            return str(error)
+        return None
 
     def after_apply(self, action: object, before: SessionState) -> None:
         self._publish_summary()
@@ -1208,9 +1227,10 @@ class ChatActor(ChannelActor[ChatState]):
             history=state.turns,
             source_context=self.source.turns,
             source_partial=self.source.partial,
+            # Only those the configured roots still allow (docs/workspace.md "Roots").
             working_directories=()
             if isinstance(state.working_directories, UnsetType)
-            else state.working_directories,
+            else tuple(self.host.roots.usable(state.working_directories, self.session.owner)),
             primary_working_directory=None
             if isinstance(state.primary_working_directory, UnsetType)
             else state.primary_working_directory,
@@ -1220,6 +1240,7 @@ class ChatActor(ChannelActor[ChatState]):
                 (),
             ),
             agent_state=self.agent_state,
+            forbidden=self.host.roots.forbidden,
         )
         session_uri = self.session.uri
         self.runner = TurnRunner(

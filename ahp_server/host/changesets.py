@@ -64,14 +64,13 @@ import os
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import quote, unquote
 
 import structlog
 from msgspec import UNSET, UnsetType
 
 from ahp_server.agents.base import FileChange, TurnRequest
 from ahp_server.config import Settings
-from ahp_server.host.actors import SESSION_SCHEME, ChannelActor, SessionActor
+from ahp_server.host.actors import ChannelActor, SessionActor
 from ahp_server.host.fanout import Connection
 from ahp_server.host.host import Host
 from ahp_server.host.runtime import Runtime
@@ -98,6 +97,13 @@ from ahp_server.protocol.types import (
     InvokeChangesetOperationParams,
     SessionChangesetsChangedAction,
 )
+from ahp_server.protocol.uris import (
+    CHANGESET_SCHEME,
+    parse_changeset,
+    session_changeset,
+    turn_changeset,
+    turn_changeset_template,
+)
 from ahp_server.store.base import ChannelRow
 from ahp_server.workspace.paths import file_uri
 
@@ -120,7 +126,6 @@ log = structlog.get_logger(__name__)
 
 Handler = Callable[[Connection, Any], Awaitable[bytes]]
 
-CHANGESET_SCHEME = "ahp-changeset:/"
 #: The stored channel rows' kind.
 KIND = "changeset"
 #: An empty changeset made for a subscribe (or a dispatch) lives at least this
@@ -130,52 +135,12 @@ TRANSIENT_GRACE = 30.0
 DIFF_MAX_LINES = 20_000
 _DATA_URI = "data:text/plain;charset=utf-8;base64,"
 _CONTENT_TYPE = "text/plain; charset=utf-8"
-_TURN_SEGMENT = "/turns/"
-_SESSION_SUFFIX = "/changeset/session"
 
 
 # -- URIs --------------------------------------------------------------------------------------
-
-
-def _key(session: str) -> str:
-    """A session's id as one URI path segment (RFC 6570 simple expansion encoding)."""
-    return quote(session.removeprefix(SESSION_SCHEME), safe="")
-
-
-def turn_changeset(session: str, turn_id: str) -> str:
-    """The changeset of one turn of ``session`` (the ``{turnId}`` template, expanded)."""
-    return f"{CHANGESET_SCHEME}{_key(session)}{_TURN_SEGMENT}{quote(turn_id, safe='')}"
-
-
-def session_changeset(session: str) -> str:
-    """The session-wide changeset of ``session``."""
-    return f"{CHANGESET_SCHEME}{_key(session)}{_SESSION_SUFFIX}"
-
-
-def parse_changeset(uri: str) -> tuple[str, str | None] | None:
-    """``(session, turn id)`` of a changeset URI (``None`` turn: session-wide), else ``None``.
-
-    Only the canonical spelling counts: the URI the host publishes on must be
-    the one its subscribers used.
-    """
-    if not uri.startswith(CHANGESET_SCHEME):
-        return None
-    key, slash, rest = uri.removeprefix(CHANGESET_SCHEME).partition("/")
-    if not key or not slash:
-        return None
-    session = SESSION_SCHEME + unquote(key)
-    if "/" + rest == _SESSION_SUFFIX:
-        parsed: tuple[str, str | None] = (session, None)
-        canonical = session_changeset(session)
-    elif ("/" + rest).startswith(_TURN_SEGMENT):
-        turn = unquote(("/" + rest).removeprefix(_TURN_SEGMENT))
-        if not turn:
-            return None
-        parsed = (session, turn)
-        canonical = turn_changeset(session, turn)
-    else:
-        return None
-    return parsed if canonical == uri else None
+# Built and parsed in ahp_server/protocol/uris.py, the one place channel URIs are
+# read: the access check (Host.may_access) reads a changeset URI exactly as
+# this service does (docs/protocol.md "Identity and ownership").
 
 
 def catalogue(session: str) -> tuple[Changeset, ...]:
@@ -184,7 +149,7 @@ def catalogue(session: str) -> tuple[Changeset, ...]:
     return (
         Changeset(
             label="Turn changes",
-            uri_template=f"{CHANGESET_SCHEME}{_key(session)}{_TURN_SEGMENT}{{turnId}}",
+            uri_template=turn_changeset_template(session),
             description="The files the agent changed in one turn, before and after it.",
             change_kind="turn",
             capabilities=review,

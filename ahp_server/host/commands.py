@@ -40,6 +40,7 @@ from ahp_server.protocol import codec
 from ahp_server.protocol.dispatch_rules import RejectionCode, duplicate_turn
 from ahp_server.protocol.errors import (
     AhpErrorCode,
+    InternalError,
     InvalidParams,
     InvalidRequest,
     MethodNotFound,
@@ -84,8 +85,10 @@ from ahp_server.protocol.types import (
     Turn,
     UnsubscribeParams,
 )
+from ahp_server.protocol.uris import ANNOTATIONS_SUFFIX, normal_form, parse_channel
 from ahp_server.protocol.versions import SUPPORTED_VERSIONS, blocked_action_types, negotiate
 from ahp_server.store.base import newest_within
+from ahp_server.workspace.paths import PathInvalid, PathRefused, file_uri
 
 __all__ = ["Commands"]
 
@@ -115,6 +118,13 @@ class _ReplayResult(msgspec.Struct, kw_only=True, tag_field="type", tag="replay"
 
 _NULL = b"null"
 _EMPTY = b"{}"
+
+
+#: What a connection with no user may ask in multi-user mode: the handshake, a
+#: ping, and the root channel (whose sessions and terminals it does not see).
+_NOBODY_MAY = frozenset(
+    {"initialize", "reconnect", "ping", "subscribe", "listSessions", "fetchTurns"}
+)
 
 
 class Commands:
@@ -176,6 +186,13 @@ class Commands:
         handler = self._requests.get(method)
         if handler is None:
             raise MethodNotFound(f"method {method!r} is not supported by this host")
+        if connection.user is None and self.host.multi_user and method not in _NOBODY_MAY:
+            # Multi-user mode: no identity is nobody, who may look at the root
+            # channel and nothing else (docs/protocol.md "Identity and ownership").
+            raise ProtocolError(
+                "this connection has no user: it may not " + method,
+                code=AhpErrorCode.PermissionDenied,
+            )
         params_type = self._params.get(method)
         decoded: Any = decode_params(params, params_type) if params_type else params
         return await handler(connection, decoded)
@@ -204,11 +221,15 @@ class Commands:
             raise InvalidRequest("this connection is already initialized (or closing)")
         if not client_id:
             raise InvalidParams("clientId must not be empty")
+        # Check first, then change: a claim refused (-32009, another user's id)
+        # leaves the connection as it was, uninitialized — never READY under an
+        # id it may not hold (docs/protocol.md "Client identity"). Nothing after
+        # the claim raises.
+        self.host.claim_client(connection, client_id)
         connection.client_id = client_id
         connection.protocol_version = version
         connection.blocked_actions = blocked_action_types(version)
         connection.state = ConnState.READY
-        self.host.claim_client(connection, client_id)
         self.host.remember_client(client_id, version)
         # Every later log line of this connection's task names its client.
         structlog.contextvars.bind_contextvars(client_id=client_id)
@@ -451,6 +472,10 @@ class Commands:
         uri = params.channel
         if not uri.startswith(SESSION_SCHEME) or uri == SESSION_SCHEME:
             raise InvalidParams(f"a session URI starts with {SESSION_SCHEME!r}")
+        _normal_channel(uri, "session")
+        if parse_channel(uri).kind != "session":
+            # It would name another session's annotations channel (protocol/uris.py).
+            raise InvalidParams(f"a session URI does not end with {ANNOTATIONS_SUFFIX!r}")
         if uri in host.session_index:
             raise ProtocolError(
                 f"session {uri} already exists", code=AhpErrorCode.SessionAlreadyExists
@@ -467,6 +492,11 @@ class Commands:
             host.check_access(connection, params.fork.session)
             source_turns, directories, primary = await self._session_fork(
                 params.fork.session, params.fork.turn_id
+            )
+        directories, primary = await self._rooted(connection, uri, directories, primary)
+        if uri in host.session_index:  # created meanwhile, while the folder was made
+            raise ProtocolError(
+                f"session {uri} already exists", code=AhpErrorCode.SessionAlreadyExists
             )
         active_clients: tuple[SessionActiveClient, ...] = ()
         if not isinstance(params.active_client, UnsetType):
@@ -503,6 +533,35 @@ class Commands:
             "session created", session=uri, provider=provider_name, client_id=connection.client_id
         )
         return _NULL
+
+    async def _rooted(
+        self,
+        connection: Connection,
+        uri: str,
+        directories: tuple[str, ...],
+        primary: str | None,
+    ) -> tuple[tuple[str, ...], str | None]:
+        """The session's working directories, each inside its user's configured roots
+        (-32009 naming the setting otherwise); none given: a folder of its own, made
+        inside the first root (docs/workspace.md "Roots")."""
+        roots = self.host.roots
+        user = connection.user
+        try:
+            for directory in directories:
+                roots.check_directory(directory, user)
+            if directories:
+                return directories, primary
+            folder = await asyncio.to_thread(
+                roots.session_folder, uri.removeprefix(SESSION_SCHEME), user
+            )
+        except PathInvalid as error:
+            raise InvalidParams(str(error)) from None
+        except PathRefused as error:
+            raise ProtocolError(str(error), code=AhpErrorCode.PermissionDenied) from None
+        except OSError as error:
+            raise InternalError(f"cannot make the session's folder: {error.strerror}") from None
+        made = file_uri(folder)
+        return (made,), made
 
     def _session_directories(
         self, info: AgentInfo, params: CreateSessionParams
@@ -568,7 +627,7 @@ class Commands:
             ROOT,
             "root/sessionRemoved",
             SessionRemovedParams(channel=ROOT, session=params.channel),
-            only=lambda c: c.user is None or c.admin or c.user == owner,
+            only=lambda c: host.may_see_owned(c, owner),
         )
         host.session_count_changed()
         log.info("session disposed", session=params.channel, client_id=connection.client_id)
@@ -619,6 +678,7 @@ class Commands:
         uri = params.chat
         if not uri.startswith(CHAT_SCHEME) or uri == CHAT_SCHEME:
             raise InvalidParams(f"a chat URI starts with {CHAT_SCHEME!r}")
+        _normal_channel(uri, "chat")
         if host.knows(uri):
             raise ProtocolError(f"chat {uri} already exists", code=AhpErrorCode.AlreadyExists)
         limit = host.settings.max_chats_per_session
@@ -810,6 +870,20 @@ class Commands:
 
     async def authenticate(self, connection: Connection, params: object) -> bytes:
         raise InvalidParams("this host advertises no protected resources")
+
+
+def _normal_channel(uri: str, what: str) -> None:
+    """-32602 unless ``uri`` is in RFC 3986 normal form (§6.2.2: no percent-encoded
+    unreserved character, uppercase hex in escapes, no dot-segment): two spellings
+    must never name one channel (docs/protocol.md "Identity and ownership")."""
+    try:
+        normal = normal_form(uri)
+    except ValueError as error:
+        raise InvalidParams(f"the {what} URI is not a URI: {error}") from None
+    if normal != uri:
+        raise InvalidParams(
+            f"the {what} URI is not in RFC 3986 normal form: write it as {normal!r}"
+        )
 
 
 def _root_channel(channel: str) -> None:

@@ -23,7 +23,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import structlog
 from msgspec import UNSET, UnsetType
@@ -34,10 +34,8 @@ from ahp_server.agents.base import AgentError, AgentTerminal, FileChange, Provid
 from ahp_server.agents.echo import EchoAgent
 from ahp_server.config import Settings
 from ahp_server.host.actors import (
-    CHAT_SCHEME,
     OWNER_META,
     ROOT,
-    SESSION_SCHEME,
     ChannelActor,
     ChatActor,
     RootActor,
@@ -72,15 +70,15 @@ from ahp_server.protocol.types import (
     TerminalSessionClaim,
     Turn,
 )
+from ahp_server.protocol.uris import parse_channel
 from ahp_server.store.base import ChannelRow, LoadedChannel, Store, StoreError
 from ahp_server.store.sqlite import SqliteStore
+from ahp_server.workspace.roots import Roots
 
 __all__ = ["DB_FILE", "Host", "WorkspaceService"]
 
 log = structlog.get_logger(__name__)
 
-#: ``ahp-changeset:/<session id>/…`` (host/changesets.py, a layer above this one).
-_CHANGESET_SCHEME = "ahp-changeset:/"
 #: What every encoded ``root/terminalsChanged`` envelope holds (a cheap first test).
 _TERMINALS_CHANGED = b'"root/terminalsChanged"'
 
@@ -136,6 +134,15 @@ class WorkspaceService(Protocol):
         ...
 
 
+@runtime_checkable
+class OwnedChannel(Protocol):
+    """A workspace channel that is its creator's user's, whatever it holds (a resource
+    watch, ``host/watches.py``): ``owner`` is that user in multi-user mode, ``None``
+    when its creator had none (docs/protocol.md "Identity and ownership")."""
+
+    owner: str | None
+
+
 class Host:
     """One AHP host: sessions, chats and connections in one event loop."""
 
@@ -148,6 +155,9 @@ class Host:
         store: Store | None = None,
     ) -> None:
         self.settings = settings or Settings()
+        #: Where working directories may lie, and what is refused inside them
+        #: (docs/workspace.md "Roots").
+        self.roots = Roots.from_settings(self.settings)
         self.now = clock
         self.store = store or make_store(self.settings)
         self.hub = Hub(
@@ -186,8 +196,15 @@ class Host:
         #: from the store, or made, on first use (changesets). ``None``: not theirs.
         self.channel_resolvers: list[Callable[[str], Awaitable[ChannelActor[Any] | None]]] = []
         self._loading: dict[str, asyncio.Future[Any]] = {}
-        #: client id -> negotiated protocol version, for ``reconnect`` (LRU-bounded).
-        self.clients: OrderedDict[str, str] = OrderedDict()
+        #: client id -> negotiated protocol version, for ``reconnect`` (bounded per
+        #: user: :attr:`_known`, :meth:`remember_client`).
+        self.clients: dict[str, str] = {}
+        #: The remembered client ids of each user, least recently seen first: a
+        #: bucket per user in multi-user mode (``None``: ids with no user), one
+        #: bucket (``None``) otherwise. Each holds ``known_clients`` ids, beyond
+        #: which only live ids and those a terminal's claim names are kept
+        #: (docs/protocol.md "Client identity").
+        self._known: dict[str | None, OrderedDict[str, None]] = {}
         self.connections: set[Connection] = set()
         #: client id -> its one live connection (a newer one takes over; docs/protocol.md).
         self.live_clients: dict[str, Connection] = {}
@@ -207,14 +224,15 @@ class Host:
     async def start(self) -> None:
         """Open the store, read the catalogue, recover interrupted turns, start serving."""
         self.hub.restart_at(await self.store.start())
-        multi_user = bool(self.settings.users)
-        for client_id, version, user in await self.store.clients():
+        for client_id, version, user in await self.store.clients():  # least recently seen first
             self.clients[client_id] = version  # reconnect works across restarts
-            if multi_user and user is not None:
+            bound = self.multi_user and user is not None
+            if bound:
                 # A client id stays its first user's across restarts (docs/protocol.md,
                 # "Client identity"). Users remembered in single-token mode (None) bind
                 # nothing, and single-token mode ignores them all: it has one user.
                 self.client_users[client_id] = user
+            self._known.setdefault(user if bound else None, OrderedDict())[client_id] = None
         interrupted: list[str] = []
         creating: list[str] = []
         rows = await self.store.channels()
@@ -363,11 +381,13 @@ class Host:
         """
         # Multi-user mode: a client id is its first user's; another user's
         # connection may not take it over (docs/protocol.md "Client identity").
-        first = self.client_users.setdefault(client_id, connection.user)
+        # Checked before anything changes: a refusal leaves no trace.
+        first = self.client_users.get(client_id, connection.user)
         if first != connection.user:
             raise ProtocolError(
                 "this clientId is used by another user", code=AhpErrorCode.PermissionDenied
             )
+        self.client_users[client_id] = first
         pending = self._releases.pop(client_id, None)
         if pending is not None:
             pending.cancel()
@@ -489,7 +509,9 @@ class Host:
         of their chats (loaded sessions' catalogues, loaded chats): the roots the
         workspace services confine paths to (docs/workspace.md). ``excluding``
         leaves one session out (one being disposed); ``viewer`` keeps only the
-        sessions that connection's user may see (multi-user mode)."""
+        sessions that connection's user may see (multi-user mode). A directory
+        outside the configured roots (stored before they were configured, say)
+        is left out: the configuration decides (docs/workspace.md "Roots")."""
         found: dict[str, None] = {}
 
         def add(directories: Sequence[str] | UnsetType | None) -> None:
@@ -511,7 +533,8 @@ class Host:
                 viewer is None or self.may_see(viewer, chat.session.uri)
             ):
                 add(chat.state.working_directories)
-        return list(found)
+        user = None if viewer is None or viewer.admin else viewer.user
+        return self.roots.usable(found, user)
 
     # -- ownership (multi-user mode; docs/protocol.md "Identity and ownership") ------------------
 
@@ -528,40 +551,71 @@ class Host:
         return owner if isinstance(owner, str) else None
 
     def session_of_channel(self, channel: str) -> str | None:
-        """The session a session, chat or changeset channel belongs to (else ``None``)."""
-        if channel.startswith(SESSION_SCHEME):
-            return channel.split("/annotations", 1)[0]
-        if channel.startswith(CHAT_SCHEME):
+        """The session a session, annotations, chat or changeset channel belongs to (else
+        ``None``).
+
+        The URI is read by ``protocol/uris.py`` — the one reading the changeset
+        service uses too, so the session checked is the session served (a
+        percent-encoded key is decoded by both; docs/protocol.md "Identity and
+        ownership"). A chat's session is the catalogue's.
+        """
+        if channel in self.session_index:
+            return channel  # a session is its own (whatever its URI looks like)
+        ref = parse_channel(channel)
+        if ref.kind == "chat":
             return self.chat_index.get(channel)
-        if channel.startswith(_CHANGESET_SCHEME):
-            session_id = channel[len(_CHANGESET_SCHEME) :].split("/", 1)[0]
-            return SESSION_SCHEME + session_id
+        if ref.session is not None:
+            return ref.session
         # A terminal claimed by a session is that session's (its claim says so).
         actor = self.workspace_channels.get(channel)
         claim = getattr(getattr(actor, "state", None), "claim", None)
         session = getattr(claim, "session", None)
         return session if isinstance(session, str) else None
 
+    @property
+    def multi_user(self) -> bool:
+        """Multi-user mode (``[[users]]``). Without it everyone is the one user and
+        sees everything (docs/protocol.md "Identity and ownership")."""
+        return bool(self.settings.users)
+
+    def sees_everything(self, connection: Connection) -> bool:
+        """Not multi-user mode (the one user), or an admin of multi-user mode.
+
+        In multi-user mode, no user never means "everything": a connection
+        whose identity is unknown (a relayed one that lost it, say) is nobody.
+        """
+        return not self.multi_user or (connection.user is not None and connection.admin)
+
+    def may_see_owned(self, connection: Connection, owner: str | None) -> bool:
+        """Whether ``connection``'s user may see what ``owner`` owns (no owner: admins only)."""
+        if self.sees_everything(connection):
+            return True
+        return connection.user is not None and owner == connection.user
+
     def may_see(self, connection: Connection, session: str | None) -> bool:
         """Whether ``connection``'s user may see (and act on) ``session``.
 
-        Single-token and no-token mode: everyone may (``connection.user`` is
-        ``None``). Multi-user mode: the session's creator and admins; a session
-        with no owner (made before multi-user mode) only admins.
+        Single-token and no-token mode: everyone may. Multi-user mode: the
+        session's creator and admins; a session with no owner (made before
+        multi-user mode) only admins; a connection with no user nothing; and a
+        channel whose session cannot be told (``None``) nobody but admins.
         """
-        if connection.user is None or connection.admin or session is None:
+        if self.sees_everything(connection):
             return True
-        return self.owner_of(session) == connection.user
+        return session is not None and self.may_see_owned(connection, self.owner_of(session))
 
     def may_see_claim(self, connection: Connection, claim: object) -> bool:
         """Whether ``connection``'s user may see a terminal held by ``claim``.
 
         A session's claim: that session's (:meth:`may_see`). A client's claim:
         the user that client id belongs to (:attr:`client_users`, kept with the
-        remembered clients). Single-token mode and admins: every terminal.
+        remembered clients). Single-token mode and admins: every terminal; a
+        connection with no user in multi-user mode: none.
         """
-        if connection.user is None or connection.admin:
+        if self.sees_everything(connection):
             return True
+        if connection.user is None:
+            return False
         if isinstance(claim, TerminalSessionClaim):
             return self.may_see(connection, claim.session)
         if isinstance(claim, TerminalClientClaim):
@@ -571,12 +625,17 @@ class Host:
     def may_access(self, connection: Connection, channel: str) -> bool:
         """Whether ``connection``'s user may see (and act on) ``channel``.
 
-        A terminal is its claim's (:meth:`may_see_claim`); any other channel its
-        session's (:meth:`session_of_channel`, :meth:`may_see`).
+        The root channel: everyone. A resource watch is its creator's user's
+        (:class:`OwnedChannel`); a terminal its claim's (:meth:`may_see_claim`);
+        any other channel its session's (:meth:`session_of_channel`,
+        :meth:`may_see`) — refused in multi-user mode when that cannot be told.
         """
-        if connection.user is None or connection.admin:
+        if channel == ROOT or self.sees_everything(connection):
             return True
-        claim = getattr(getattr(self.workspace_channels.get(channel), "state", None), "claim", None)
+        actor: object = self.workspace_channels.get(channel)
+        if isinstance(actor, OwnedChannel):
+            return self.may_see_owned(connection, actor.owner)
+        claim = getattr(getattr(actor, "state", None), "claim", None)
         if claim is not None:
             return self.may_see_claim(connection, claim)
         return self.may_see(connection, self.session_of_channel(channel))
@@ -588,7 +647,7 @@ class Host:
         channel is shared, its terminal catalogue is not.
         """
         terminals = state.terminals
-        if connection.user is None or connection.admin or isinstance(terminals, UnsetType):
+        if self.sees_everything(connection) or isinstance(terminals, UnsetType):
             return state
         mine = tuple(t for t in terminals if self.may_see_claim(connection, t.claim))
         return state if len(mine) == len(terminals) else replace(state, terminals=mine)
@@ -599,7 +658,7 @@ class Host:
         terminals. A pure function of the envelope and of ownership that never
         changes (a session's creator, a client id's first user), so a replay
         shows exactly what live delivery showed (docs/protocol.md)."""
-        if connection.user is None or connection.admin or _TERMINALS_CHANGED not in envelope:
+        if self.sees_everything(connection) or _TERMINALS_CHANGED not in envelope:
             return envelope
         decoded = codec.decode(envelope, ActionEnvelope)
         action = decoded.action
@@ -776,14 +835,50 @@ class Host:
         return actor, loaded
 
     def remember_client(self, client_id: str, version: str) -> None:
+        """Remember ``client_id`` (for ``reconnect``) as its user's most recently seen id.
+
+        Each user's ids are bounded by ``limits.known_clients`` in a bucket of
+        their own (one bucket without multi-user mode, and one for ids with no
+        user), so one user's new ids never evict another user's. Past the
+        bound the least recently seen are forgotten — but never a live id nor
+        one a terminal's client claim names: forgetting either would hand it,
+        with its terminals, to the next user to claim it (docs/protocol.md
+        "Client identity"). The host decides; the store forgets what it is told.
+        """
+        user = self.client_users.get(client_id)
+        key = user if self.multi_user else None
+        if key is not None and None in self._known:
+            # An id remembered with no user (before multi-user mode) is now its
+            # user's: it moves to that user's bucket (an id is in one bucket only).
+            self._known[None].pop(client_id, None)
+        bucket = self._known.setdefault(key, OrderedDict())
+        bucket[client_id] = None
+        bucket.move_to_end(client_id)
         self.clients[client_id] = version
-        self.clients.move_to_end(client_id)
-        self.store.put_client(
-            client_id, version, self.settings.known_clients, self.client_users.get(client_id)
-        )
-        while len(self.clients) > self.settings.known_clients:
-            forgotten, _ = self.clients.popitem(last=False)
+        forget = self._forgettable(bucket, len(bucket) - self.settings.known_clients)
+        for forgotten in forget:
+            del bucket[forgotten]
+            self.clients.pop(forgotten, None)
             self.client_users.pop(forgotten, None)
+        self.store.put_client(client_id, version, user, forget=forget)
+
+    def _forgettable(self, bucket: OrderedDict[str, None], excess: int) -> tuple[str, ...]:
+        """Up to ``excess`` of ``bucket``'s ids, least recently seen first, that are
+        neither live nor named by a terminal's client claim."""
+        if excess <= 0:
+            return ()
+        claims = (
+            getattr(getattr(a, "state", None), "claim", None)
+            for a in self.workspace_channels.values()
+        )
+        named = {claim.client_id for claim in claims if isinstance(claim, TerminalClientClaim)}
+        forget: list[str] = []
+        for candidate in bucket:
+            if len(forget) == excess:
+                break
+            if candidate not in self.live_clients and candidate not in named:
+                forget.append(candidate)
+        return tuple(forget)
 
     def session_count_changed(self) -> None:
         count = len(self.session_index)

@@ -113,7 +113,7 @@ class ResourceCommands:
         # A request is one WebSocket message: no write can be larger than one.
         write_cap = min(settings.max_write_bytes, settings.max_message_bytes)
         limits = Limits(max_read_bytes=settings.max_read_bytes, max_write_bytes=write_cap)
-        return Files(self.working_directories(viewer), limits)
+        return Files(self.working_directories(viewer), limits, self.host.roots.forbidden)
 
     async def _run(
         self,

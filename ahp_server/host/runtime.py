@@ -19,6 +19,7 @@ from typing import Any, Protocol
 from ahp_server.agents.base import AgentTerminal, FileChange, Provider, TurnRequest
 from ahp_server.config import Settings
 from ahp_server.host.sequencer import Hub
+from ahp_server.workspace.roots import Roots
 
 __all__ = ["Counters", "Runtime"]
 
@@ -46,6 +47,11 @@ class Runtime(Protocol):
 
     @property
     def counters(self) -> Counters: ...
+
+    @property
+    def roots(self) -> Roots:
+        """Where working directories may lie (docs/workspace.md "Roots")."""
+        ...
 
     def now(self) -> float:
         """The host's clock in epoch milliseconds (injected: tests freeze it)."""

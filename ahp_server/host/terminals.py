@@ -14,8 +14,11 @@ and §12. What this host decides where the spec leaves it open
 
 * **URIs** are client-chosen and must start with ``ahp-terminal:/``; a URI in
   use (by any channel) is refused with ``AlreadyExists``.
-* **Claims**: a client claim must name the creating connection's client; a
-  session claim a session the host knows. A client may not re-claim a
+* **Claims**: a client claim — in ``createTerminal`` and in ``terminal/claimed``
+  alike, in every mode — must name the creating (dispatching) connection's own
+  client id (``dispatch_rules``: a client cannot hand a terminal to another
+  client, nor to an id nobody holds); a session claim a session the host knows
+  (and, in multi-user mode, the user may see). A client may not re-claim a
   terminal *another client* holds (``dispatch_rules``).
 * **cwd** must be a directory inside the working directories — of the
   claiming session for a session claim, of any session the host knows for a
@@ -120,6 +123,7 @@ from ahp_server.protocol.types import (
     TerminalState,
     TerminalUnclassifiedPart,
 )
+from ahp_server.protocol.uris import TERMINAL_SCHEME
 from ahp_server.store.base import ChannelRow, LoadedChannel
 from ahp_server.workspace.paths import (
     PathInvalid,
@@ -142,7 +146,6 @@ __all__ = [
 
 log = structlog.get_logger(__name__)
 
-TERMINAL_SCHEME = "ahp-terminal:/"
 #: ``ChannelRow.kind`` of a stored terminal.
 KIND = "terminal"
 #: ``ChannelRow.unfinished`` of a terminal whose process runs.
@@ -716,11 +719,20 @@ class TerminalService:
         if actor is None:
             raise ProtocolError(f"no session {session}", code=AhpErrorCode.SessionNotFound)
         directories = actor.state.working_directories
-        roots = () if isinstance(directories, UnsetType) else directories
+        # Only those inside the configured roots (docs/workspace.md "Roots").
+        roots = (
+            ()
+            if isinstance(directories, UnsetType)
+            else tuple(self.host.roots.usable(directories, actor.owner))
+        )
         primary: str | None = None
         default = actor.state.default_chat
         chat = await self.host.chat(default) if isinstance(default, str) else None
-        if chat is not None and isinstance(chat.state.primary_working_directory, str):
+        if (
+            chat is not None
+            and isinstance(chat.state.primary_working_directory, str)
+            and chat.state.primary_working_directory in roots
+        ):
             primary = chat.state.primary_working_directory
         return roots, primary or (roots[0] if roots else None)
 
@@ -743,7 +755,7 @@ class TerminalService:
             cwd = primary
         try:
             path = cwd if cwd.startswith("/") else file_uri_to_path(cwd)
-            return confine_directory(path, roots)
+            return confine_directory(path, roots, self.host.roots.forbidden)
         except PathOutside as error:
             raise ProtocolError(str(error), code=AhpErrorCode.PermissionDenied) from None
         except (PathInvalid, PathRefused) as error:

@@ -46,6 +46,10 @@ Specification: ``docs/specification/resource-watch-channel.md``,
   has a channel row, kind ``watch``, while it runs, for that).
 * **Limits**: ``max_watches`` on the host and ``max_watches_per_connection``
   created by one connection that are still alive (``-32602`` beyond).
+* **Ownership** (multi-user mode): a watch is its creator's user's; another
+  user's ``subscribe`` (or ``reconnect``) to its channel is refused like
+  another user's session (``-32009``; ``Host.may_access``, docs/protocol.md
+  "Identity and ownership"), however the URI was learnt.
 * **Not watched by the spec's reverse direction**: this host never sends
   ``createResourceWatch`` to a client.
 
@@ -89,6 +93,7 @@ from ahp_server.protocol.types import (
     ResourceWatchChangedActionChanges,
     ResourceWatchState,
 )
+from ahp_server.protocol.uris import WATCH_SCHEME
 from ahp_server.store.base import ChannelRow
 from ahp_server.workspace.globs import PathFilter
 from ahp_server.workspace.paths import (
@@ -105,7 +110,6 @@ log = structlog.get_logger(__name__)
 
 Handler = Callable[[Connection, Any], Awaitable[bytes]]
 
-WATCH_SCHEME = "ahp-resource-watch:/"
 #: The kind of a watch's channel row (kept only while it runs).
 KIND = "watch"
 #: How long a stopping watcher may take to notice its stop event (it checks every step).
@@ -128,6 +132,10 @@ class WatchActor(ChannelActor[ResourceWatchState]):
     The state never changes (the reducer keeps no history); nothing on the
     channel is client-dispatchable (``dispatch_rules``); nothing is snapshotted.
     """
+
+    #: The user whose connection created it (multi-user mode): only they and admins
+    #: may subscribe (``Host.may_access``, an ``OwnedChannel``; docs/protocol.md).
+    owner: str | None = None
 
     def reduce(self, state: ResourceWatchState, action: object, now: Clock) -> ResourceWatchState:
         return reduce_resource_watch(state, action, now)
@@ -218,6 +226,7 @@ class ResourceWatches:
                 f"this host already has {len(self.watches)} resource watches (the limit)"
             )
         watch = self._new_watch(connection, params)
+        watch.actor.owner = connection.user  # before anyone can reach it
         self.watches[watch.uri] = watch
         self._by_connection.setdefault(connection, set()).add(watch.uri)
         self.host.workspace_channels[watch.uri] = watch.actor
@@ -252,7 +261,9 @@ class ResourceWatches:
         uri = params.uri
         try:
             path = uri if uri.startswith("/") else file_uri_to_path(uri)
-            resolved = confine_path(path, self.host.working_directories(viewer=connection))
+            resolved = confine_path(
+                path, self.host.working_directories(viewer=connection), self.host.roots.forbidden
+            )
             mode = os.stat(resolved).st_mode
         except PathInvalid as error:
             raise InvalidParams(str(error)) from None

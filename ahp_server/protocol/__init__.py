@@ -13,6 +13,8 @@ Modules:
 * :mod:`~ahp_server.protocol.versions` — the protocol version table.
 * :mod:`~ahp_server.protocol.reducers` — pure root/session/chat reducers.
 * :mod:`~ahp_server.protocol.dispatch_rules` — may this client dispatch this action?
+* :mod:`~ahp_server.protocol.uris` — channel URIs: built, parsed (which session a
+  channel is) and normalized, in one place.
 """
 
 PROTOCOL_VERSION = "0.7.0"

@@ -15,7 +15,7 @@ this module only sees channels that exist.
 
 from __future__ import annotations
 
-from collections.abc import Container
+from collections.abc import Callable, Container
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -67,6 +67,7 @@ from ahp_server.protocol.types import (
     SessionConfigChangedAction,
     SessionState,
     SessionWorkingDirectoryRemovedAction,
+    SessionWorkingDirectorySetAction,
     TerminalClaimedAction,
     TerminalClientClaim,
     TerminalInputAction,
@@ -179,6 +180,7 @@ class RejectionCode(StrEnum):
     InvalidSize = "invalid-size"
     TerminalUnavailable = "terminal-unavailable"
     UnknownFile = "unknown-file"
+    OutsideRoots = "outside-roots"
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,6 +218,7 @@ def check_dispatch(
     *,
     session: SessionState | None = None,
     turn_ids: Container[str] | None = None,
+    directory_refusal: Callable[[str], str | None] | None = None,
 ) -> Rejection | None:
     """Decide whether ``client_id`` may dispatch ``action`` on the channel holding ``state``.
 
@@ -224,6 +227,9 @@ def check_dispatch(
     workingDirectories: MUST reject"). ``turn_ids``, if given, holds exactly
     the ids of a chat's ``turns`` (the host keeps it as they change): a new
     turn's id is then looked up in O(1) instead of scanning the turns.
+    ``directory_refusal``, if given, says why a directory may not become one
+    of a session's working directories (``None``: it may) — the host's
+    configured roots, which this pure module cannot look at itself.
     """
     action_type = _action_type(action)
     if isinstance(action, UnknownVariant) or action_type is None:
@@ -239,7 +245,7 @@ def check_dispatch(
     if isinstance(state, ChatState):
         return _check_chat(state, action, client_id, session, turn_ids)
     if isinstance(state, SessionState):
-        return _check_session(state, action, client_id)
+        return _check_session(state, action, client_id, directory_refusal)
     if isinstance(state, TerminalState):
         return _check_terminal(state, action, client_id)
     if isinstance(state, ChangesetState):
@@ -309,6 +315,15 @@ def _check_terminal(state: TerminalState, action: object, client_id: str) -> Rej
                 )
             if not isinstance(claim, (TerminalClientClaim, TerminalSessionClaim)):
                 return Rejection(RejectionCode.UnknownAction, "unknown terminal claim kind")
+            # Our choice (issue 26): a client claim names the dispatching client, as
+            # createTerminal's must — a client cannot make a terminal another
+            # client's, or hand it to an id nobody holds (docs/protocol.md
+            # "Identity and ownership"). Its user's session may still take it.
+            if isinstance(claim, TerminalClientClaim) and claim.client_id != client_id:
+                return Rejection(
+                    RejectionCode.NotOwnClient,
+                    "a client claim must name the dispatching client's own clientId",
+                )
         case TerminalInputAction() if not isinstance(state.exit_code, UnsetType):
             # The host also refuses input its process cannot take (host/terminals.py).
             return Rejection(RejectionCode.TerminalUnavailable, "the terminal's process has ended")
@@ -340,8 +355,19 @@ def _check_changeset(state: ChangesetState, action: object) -> Rejection | None:
 # -- session -----------------------------------------------------------------------------
 
 
-def _check_session(state: SessionState, action: object, client_id: str) -> Rejection | None:
+def _check_session(
+    state: SessionState,
+    action: object,
+    client_id: str,
+    directory_refusal: Callable[[str], str | None] | None,
+) -> Rejection | None:
     match action:
+        case SessionWorkingDirectorySetAction(directory=directory) if directory_refusal:
+            # Working directories lie inside the host's configured roots, never
+            # where a client chooses (docs/workspace.md "Roots").
+            refusal = directory_refusal(directory)
+            if refusal is not None:
+                return Rejection(RejectionCode.OutsideRoots, refusal)
         case SessionActiveClientSetAction(active_client=active):
             if active.client_id != client_id:
                 return Rejection(

@@ -21,7 +21,7 @@ inside the call): the ephemeral mode for tests and ``--data-dir :memory:``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 __all__ = [
@@ -166,12 +166,21 @@ class Store:
     def truncate_turns(self, chat: str, keep: int) -> None:
         """Drop a chat's stored turns from position ``keep`` on."""
 
-    def put_client(self, client_id: str, version: str, keep: int, user: str | None = None) -> None:
-        """Remember a client id, its protocol version and its user (the newest ``keep`` are kept).
+    def put_client(
+        self,
+        client_id: str,
+        version: str,
+        user: str | None = None,
+        forget: Sequence[str] = (),
+    ) -> None:
+        """Remember a client id (now its most recently seen), its protocol version and its
+        user; forget the ids in ``forget``.
 
         ``user``: the multi-user mode user that first claimed the id (``None``
         otherwise), so another user cannot claim it after a restart
-        (docs/protocol.md, "Client identity").
+        (docs/protocol.md, "Client identity"). Which ids to forget is the
+        host's decision (``Host.remember_client``: per user, never a live id);
+        the store forgets exactly those.
         """
 
     def delete_channel(self, uri: str) -> None:

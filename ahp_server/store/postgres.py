@@ -52,7 +52,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -537,7 +537,15 @@ class PostgresStore(GroupCommit, Store):
     def truncate_turns(self, chat: str, keep: int) -> None:
         self._statement("DELETE FROM turns WHERE chat = $1 AND position >= $2", chat, keep)
 
-    def put_client(self, client_id: str, version: str, keep: int, user: str | None = None) -> None:
+    def put_client(
+        self,
+        client_id: str,
+        version: str,
+        user: str | None = None,
+        forget: Sequence[str] = (),
+    ) -> None:
+        forgotten = list(forget)
+
         async def write(conn: _Connection) -> None:
             seen = await conn.fetchval("SELECT coalesce(max(seen), 0) + 1 FROM clients")
             await conn.execute(
@@ -550,7 +558,10 @@ class PostgresStore(GroupCommit, Store):
                 seen,
                 user,
             )
-            await conn.execute("DELETE FROM clients WHERE seen <= $1", seen - keep)
+            if forgotten:
+                await conn.execute(
+                    "DELETE FROM clients WHERE client_id = ANY($1::text[])", forgotten
+                )
 
         self._enqueue(write)
 

@@ -56,7 +56,7 @@ import sqlite3
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -909,7 +909,15 @@ class SqliteStore(GroupCommit, Store):
             )
         )
 
-    def put_client(self, client_id: str, version: str, keep: int, user: str | None = None) -> None:
+    def put_client(
+        self,
+        client_id: str,
+        version: str,
+        user: str | None = None,
+        forget: Sequence[str] = (),
+    ) -> None:
+        forgotten = [(c,) for c in forget]
+
         def write(conn: sqlite3.Connection) -> None:
             seen = conn.execute("SELECT coalesce(max(seen), 0) + 1 FROM clients").fetchone()[0]
             conn.execute(
@@ -917,7 +925,7 @@ class SqliteStore(GroupCommit, Store):
                 "VALUES (?, ?, ?, ?)",
                 (client_id, version, seen, user),
             )
-            conn.execute("DELETE FROM clients WHERE seen <= ?", (seen - keep,))
+            conn.executemany("DELETE FROM clients WHERE client_id = ?", forgotten)
 
         self._enqueue(write)
 

@@ -42,7 +42,7 @@ import re
 import shutil
 import stat
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -62,6 +62,7 @@ from ahp_server.protocol.types import (
     ResourceResolveResult,
 )
 from ahp_server.workspace.paths import (
+    SYSTEM_FORBIDDEN,
     PathInvalid,
     PathNotFound,
     PathNotRegular,
@@ -71,6 +72,7 @@ from ahp_server.workspace.paths import (
     confine_path,
     file_uri,
     file_uri_to_path,
+    inside,
 )
 
 __all__ = ["Change", "Files", "Limits", "base64_size", "etag_of"]
@@ -249,21 +251,34 @@ class Files:
     :class:`~ahp_server.protocol.errors.ProtocolError` (module docstring).
     """
 
-    def __init__(self, roots: list[str], limits: Limits) -> None:
+    def __init__(self, roots: list[str], limits: Limits, forbidden: Sequence[str] = ()) -> None:
         self.roots = roots
         self.limits = limits
+        #: Places refused inside the roots (``workspace/roots.py``: data, configuration, tokens).
+        self.forbidden = forbidden
 
     # -- confinement ------------------------------------------------------------------------
+
+    def _keep_forbidden(self, uri: str, path: Path) -> None:
+        """-32009 when the tree at ``path`` holds a place never served (the host's data,
+        configuration or token files: docs/workspace.md "Roots"): copying, moving or
+        deleting it would reach them from inside a root."""
+        text = str(path)
+        for place in (*SYSTEM_FORBIDDEN, *self.forbidden):
+            if inside(place, text):
+                raise _denied(f"{uri} holds a place the host never serves: it is left alone")
 
     def _path(self, uri: str) -> Path:
         """The resolved path of ``uri`` (every link followed), inside the roots."""
         with _translated(uri):
-            return confine_path(file_uri_to_path(uri), self.roots)
+            return confine_path(file_uri_to_path(uri), self.roots, self.forbidden)
 
     def _entry(self, uri: str, *, allow_root: bool = False) -> Path:
         """The directory entry ``uri`` names (its last link not followed), inside the roots."""
         with _translated(uri):
-            return confine_entry(file_uri_to_path(uri), self.roots, allow_root=allow_root)
+            return confine_entry(
+                file_uri_to_path(uri), self.roots, self.forbidden, allow_root=allow_root
+            )
 
     # -- resourceRead -----------------------------------------------------------------------
 
@@ -516,7 +531,7 @@ class Files:
         try:
             if not entry.is_symlink():
                 return "directory" if entry.is_dir(follow_symlinks=False) else "file"
-            target = confine_path(entry.path, self.roots)
+            target = confine_path(entry.path, self.roots, self.forbidden)
             return "directory" if target.is_dir() else "file"
         except (OSError, PathRefused):
             return "file"
@@ -591,6 +606,7 @@ class Files:
         directory itself cannot be deleted (-32009).
         """
         path = self._entry(uri)
+        self._keep_forbidden(uri, path)
         with _translated(uri):
             st = os.lstat(path)
             if stat.S_ISDIR(st.st_mode):
@@ -655,6 +671,7 @@ class Files:
         with _translated(source):
             st = os.stat(origin)
             if stat.S_ISDIR(st.st_mode):
+                self._keep_forbidden(source, origin)
                 self._check_tree(source, origin)
             else:
                 _require_regular(source, st)
@@ -685,6 +702,7 @@ class Files:
         """``resourceMove``: rename the entry (a link moves as a link); across file systems, copy
         and delete. Moving onto itself does nothing; a working directory cannot be moved."""
         origin = self._entry(source)
+        self._keep_forbidden(source, origin)
         with _translated(source):
             os.lstat(origin)
         target = self._destination(destination, origin, fail_if_exists, clear_files=False)

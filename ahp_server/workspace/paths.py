@@ -15,7 +15,10 @@ The rule (docs/agents.md, "What the host serves to the agent"):
   result must lie inside one of the roots, themselves resolved the same way;
 * a path that exists must be a regular file (or, where asked, a directory):
   devices, FIFOs and sockets are refused, so a read can never block on
-  ``/dev/zero`` or a named pipe.
+  ``/dev/zero`` or a named pipe;
+* it must not lie in a place never served, whatever the roots:
+  :data:`SYSTEM_FORBIDDEN` and the caller's ``forbidden`` (the host's data
+  directory, configuration and token files; ``workspace/roots.py``).
 
 Working directories may be given as ``file:`` URIs (what AHP sessions carry)
 or as absolute paths; anything else is not a root.
@@ -42,6 +45,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 __all__ = [
+    "SYSTEM_FORBIDDEN",
     "PathInvalid",
     "PathNotFound",
     "PathNotRegular",
@@ -53,8 +57,19 @@ __all__ = [
     "confine_path",
     "file_uri",
     "file_uri_to_path",
+    "inside",
     "root_paths",
 ]
+
+#: Never reached, whatever the roots: the kernel's and the devices' file systems
+#: (``/proc/<pid>/environ`` holds the host's secrets). The host adds its own data
+#: directory, configuration and token files (``workspace/roots.py``).
+SYSTEM_FORBIDDEN = ("/proc", "/sys", "/dev")
+
+
+def inside(path: str, directory: str) -> bool:
+    """Whether the resolved ``path`` is ``directory`` or lies beneath it (both resolved)."""
+    return path == directory or path.startswith(directory.rstrip("/") + "/")
 
 
 class PathRefused(Exception):
@@ -160,24 +175,37 @@ def _outside(path: str, allowed: list[Path]) -> PathOutside:
     return PathOutside(f"{path!r} is outside the working directories ({shown})")
 
 
-def _resolve(path: str, roots: Iterable[str]) -> Path:
+def _check_forbidden(path: str, resolved: Path, forbidden: Iterable[str]) -> None:
+    """:class:`PathOutside` when ``resolved`` lies in a place never served (docs/workspace.md,
+    "Roots"): the system's, or ``forbidden`` (resolved already)."""
+    text = str(resolved)
+    for place in (*SYSTEM_FORBIDDEN, *forbidden):
+        if inside(text, place):
+            raise PathOutside(f"{path!r} is in a place the host never serves")
+
+
+def _resolve(path: str, roots: Iterable[str], forbidden: Iterable[str]) -> Path:
     _check_syntax(path)
     allowed = _roots(roots)
     resolved = Path(os.path.realpath(path))
     if not _inside(resolved, allowed):
         raise _outside(path, allowed)
+    _check_forbidden(path, resolved, forbidden)
     return resolved
 
 
-def confine_path(path: str, roots: Iterable[str]) -> Path:
-    """The resolved ``path`` (every link followed), which must lie inside ``roots``.
+def confine_path(path: str, roots: Iterable[str], forbidden: Iterable[str] = ()) -> Path:
+    """The resolved ``path`` (every link followed), which must lie inside ``roots`` and
+    outside ``forbidden`` (and :data:`SYSTEM_FORBIDDEN`).
 
     It may be anything, or not exist yet: the caller checks what it finds there.
     """
-    return _resolve(path, roots)
+    return _resolve(path, roots, forbidden)
 
 
-def confine_entry(path: str, roots: Iterable[str], *, allow_root: bool = False) -> Path:
+def confine_entry(
+    path: str, roots: Iterable[str], forbidden: Iterable[str] = (), *, allow_root: bool = False
+) -> Path:
     """The directory entry ``path`` names, its last component *not* followed.
 
     For operations on the entry itself (delete, move, ``lstat``): a symbolic
@@ -194,18 +222,21 @@ def confine_entry(path: str, roots: Iterable[str], *, allow_root: bool = False) 
         resolved = Path(os.path.realpath(parent)) / name
     if not _inside(resolved, allowed):
         raise _outside(path, allowed)
+    _check_forbidden(path, resolved, forbidden)
     if not allow_root and resolved in allowed:
         raise PathOutside(f"{path!r} is a working directory itself: it cannot be changed")
     return resolved
 
 
-def confine(path: str, roots: Iterable[str], *, must_exist: bool = False) -> Path:
+def confine(
+    path: str, roots: Iterable[str], forbidden: Iterable[str] = (), *, must_exist: bool = False
+) -> Path:
     """The resolved path of a *file* ``path`` inside ``roots``, or :class:`PathRefused`.
 
     A path that does not exist yet is allowed (a write creates it) unless
     ``must_exist``; its parent directories must resolve inside ``roots`` too.
     """
-    resolved = _resolve(path, roots)
+    resolved = _resolve(path, roots, forbidden)
     try:
         mode = os.stat(resolved).st_mode
     except FileNotFoundError:
@@ -220,9 +251,9 @@ def confine(path: str, roots: Iterable[str], *, must_exist: bool = False) -> Pat
     return resolved
 
 
-def confine_directory(path: str, roots: Iterable[str]) -> Path:
+def confine_directory(path: str, roots: Iterable[str], forbidden: Iterable[str] = ()) -> Path:
     """The resolved path of an existing *directory* inside ``roots``, or :class:`PathRefused`."""
-    resolved = _resolve(path, roots)
+    resolved = _resolve(path, roots, forbidden)
     if not resolved.is_dir():
         raise PathNotRegular(f"{path!r} is not a directory")
     return resolved

@@ -3,9 +3,15 @@
 Each :class:`Node` is its own process (kill -9, SIGSTOP and SIGTERM are
 real); its JSON log lines are read all the time (a full stderr pipe would
 block the node) and kept, so a test can wait for an event ("primary ready").
-NATS is the machine's (``AHP_TEST_NATS``, default ``nats://127.0.0.1:4222``;
-``.ci/run`` starts it); each test gets its own ``cluster.name``, so tests
-(and other clusters) on one NATS server never hear each other.
+
+The nodes' NATS is a :class:`PrivateNats` of the tests' own — a
+``nats-server`` child process on a free port that requires a user and a
+password (``BUS_USER``/``BUS_PASSWORD``), as a deployment's should; the
+machine's NATS (``AHP_TEST_NATS``, default ``nats://127.0.0.1:4222``, no
+authentication; ``.ci/run`` starts it) serves the tests that drive the relay
+in process (``tests/transport/test_relay.py``). Every node gets the cluster
+secret ``CLUSTER_SECRET``; each test its own ``cluster.name``, so tests (and
+other clusters) on one NATS server never hear each other.
 """
 
 from __future__ import annotations
@@ -14,9 +20,12 @@ import asyncio
 import contextlib
 import json
 import os
+import shutil
 import signal
 import socket
+import subprocess
 import sys
+import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -26,6 +35,11 @@ import pytest
 
 NATS_URL = os.environ.get("AHP_TEST_NATS", "nats://127.0.0.1:4222")
 TIMEOUT = 30.0
+NATS_SERVER = shutil.which("nats-server") or shutil.which("/usr/sbin/nats-server")
+#: The credentials of the tests' own NATS server, and the cluster secret of their nodes.
+BUS_USER = "ahp-test"
+BUS_PASSWORD = "bus-password-1f4e9c2a7d"
+CLUSTER_SECRET = "cluster-secret-5b8d0e3f9a6c4721"
 
 
 def nats_or_skip() -> str:
@@ -46,6 +60,105 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def nats_server_or_skip() -> str:
+    """The ``nats-server`` binary (skip without one, or fail under CI)."""
+    if NATS_SERVER is None:
+        reason = "no nats-server on PATH nor at /usr/sbin/nats-server"
+        if os.environ.get("CI"):
+            pytest.fail(f"{reason}: CI must have it", pytrace=False)
+        pytest.skip(reason)
+    return NATS_SERVER
+
+
+class PrivateNats:
+    """A ``nats-server`` of the tests' own: JetStream on, a user and a password required.
+
+    On a free port of loopback with its store in ``directory``; it can be
+    killed and started again on the same port and store (``test_bus_outage``).
+    Its methods block for as long as the server takes to start or end
+    (bounded); from a coroutine, call them in a thread.
+    """
+
+    def __init__(
+        self, directory: Path, *, user: str = BUS_USER, password: str = BUS_PASSWORD
+    ) -> None:
+        self.port = free_port()
+        self.url = f"nats://127.0.0.1:{self.port}"
+        self.user = user
+        self.password = password
+        self.store = directory / "jetstream"
+        self.log = directory / "nats-server.log"
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        assert self.process is None or self.process.returncode is not None
+        binary = nats_server_or_skip()
+        with self.log.open("ab") as log:
+            self.process = subprocess.Popen(
+                [
+                    binary,
+                    "-a",
+                    "127.0.0.1",
+                    "-p",
+                    str(self.port),
+                    "-js",
+                    "-sd",
+                    str(self.store),
+                    "--user",
+                    self.user,
+                    "--pass",
+                    self.password,
+                ],
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+            )
+        deadline = time.monotonic() + TIMEOUT
+        while True:
+            if self.process.poll() is not None:
+                raise AssertionError(
+                    f"nats-server exited ({self.process.returncode}):\n"
+                    + self.log.read_text(errors="replace")[-2000:]
+                )
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+                return
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+
+    def kill(self) -> None:
+        """SIGKILL: the bus is gone at once, nothing flushed, no goodbye to clients."""
+        assert self.process is not None
+        self.process.send_signal(signal.SIGKILL)
+        self.process.wait(timeout=TIMEOUT)
+
+    def close(self) -> None:
+        """Stop it (SIGTERM, then SIGKILL) and reap it."""
+        if self.process is None or self.process.poll() is not None:
+            return
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(timeout=TIMEOUT)
+
+    async def client(self, **options: Any) -> Any:
+        """A nats-py client of this server, with its credentials (the caller closes it)."""
+        import nats
+
+        return await nats.connect(
+            self.url,
+            user=self.user,
+            password=self.password,
+            connect_timeout=5,
+            allow_reconnect=False,
+            **options,
+        )
 
 
 #: Short enough for failover in seconds, long enough that a loaded CI machine
@@ -81,13 +194,29 @@ class Node:
     """One cluster node process."""
 
     def __init__(
-        self, name: str, *, store: str, bus: str, cluster: str, config: Path, port: int = 0
+        self,
+        name: str,
+        *,
+        store: str,
+        bus: str,
+        cluster: str,
+        config: Path,
+        port: int = 0,
+        bus_user: str | None = BUS_USER,
+        bus_password: str | None = BUS_PASSWORD,
+        secret: str | None = CLUSTER_SECRET,
     ) -> None:
+        """``bus_user``, ``bus_password``, ``secret``: its credentials (None: not set)."""
         self.name = name
         self.store = store
         self.bus = bus
         self.cluster = cluster
         self.config = config
+        self.credentials = {
+            "AHP_SERVER_BUS_USER": bus_user,
+            "AHP_SERVER_BUS_PASSWORD": bus_password,
+            "AHP_SERVER_CLUSTER_SECRET": secret,
+        }
         self.port = port or free_port()
         self.url = f"ws://127.0.0.1:{self.port}"
         self.process: asyncio.subprocess.Process | None = None
@@ -96,16 +225,8 @@ class Node:
         self._changed = asyncio.Event()
         self._reader: asyncio.Task[None] | None = None
 
-    async def start(self) -> None:
-        env = {
-            **os.environ,
-            "AHP_SERVER_STORE": self.store,
-            "AHP_SERVER_BUS": self.bus,
-            "AHP_SERVER_NODE_ID": self.name,
-            "AHP_SERVER_CLUSTER_NAME": self.cluster,
-        }
-        self.events.clear()
-        self.process = await asyncio.create_subprocess_exec(
+    def command(self) -> list[str]:
+        return [
             sys.executable,
             "-m",
             "ahp_server",
@@ -118,8 +239,23 @@ class Node:
             "json",
             "--config",
             str(self.config),
-            env=env,
-            stderr=asyncio.subprocess.PIPE,
+        ]
+
+    def environment(self) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("AHP_SERVER_")}
+        env |= {
+            "AHP_SERVER_STORE": self.store,
+            "AHP_SERVER_BUS": self.bus,
+            "AHP_SERVER_NODE_ID": self.name,
+            "AHP_SERVER_CLUSTER_NAME": self.cluster,
+        }
+        env |= {k: v for k, v in self.credentials.items() if v is not None}
+        return env
+
+    async def start(self) -> None:
+        self.events.clear()
+        self.process = await asyncio.create_subprocess_exec(
+            *self.command(), env=self.environment(), stderr=asyncio.subprocess.PIPE
         )
         self._reader = asyncio.get_running_loop().create_task(self._read())
         await self.wait_event("listening")
@@ -202,6 +338,31 @@ class Node:
 
 def new_cluster_name() -> str:
     return f"t{uuid.uuid4().hex[:12]}"
+
+
+def workspace_root(directory: Path) -> str:
+    """A ``[workspace]`` line making ``directory/work`` (made here) the one root, when the
+    settings know ``workspace.roots`` (working directories must lie in a root then);
+    else nothing."""
+    from ahp_server.config import _KEYS
+
+    work = directory / "work"
+    work.mkdir(exist_ok=True)
+    return f'roots = ["{work}"]\n' if "workspace.roots" in _KEYS else ""
+
+
+def multi_user(directory: Path, *names: str) -> tuple[str, dict[str, str]]:
+    """``[[users]]`` tables for ``names`` (tokens in files under ``directory``), and the tokens;
+    with :func:`workspace_root` (sessions are made inside a root)."""
+    tokens: dict[str, str] = {}
+    toml = ""
+    for name in names:
+        token = f"{name}-token-{uuid.uuid4().hex}"
+        (directory / f"{name}.token").write_text(token)
+        tokens[name] = token
+        toml += f'[[users]]\nname = "{name}"\ntoken_file = "{directory / f"{name}.token"}"\n'
+    root = workspace_root(directory)
+    return toml + (f"[workspace]\n{root}" if root else ""), tokens
 
 
 async def drop_cluster_record(cluster: str) -> None:

@@ -1,8 +1,9 @@
 """Cluster mode through a NATS outage: the bus dies and comes back (docs/scale-out.md).
 
 The cluster runs on a private ``nats-server`` (a child process of the test, on
-a free port with its own JetStream store directory), never the machine's: the
-test kills it with SIGKILL and starts it again on the same port and store.
+a free port with its own JetStream store directory, a user and password
+required), never the machine's: the test kills it with SIGKILL and starts it
+again on the same port and store.
 While the bus is gone, the primary serves its own clients (it needs only
 PostgreSQL) and keeps its lease; an edge closes its relayed clients with 1012
 and refuses new ones with 503. Once the bus is back, nats-py reconnects by
@@ -13,10 +14,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import shutil
-import signal
 import time
-from collections.abc import AsyncIterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -24,12 +23,14 @@ from websockets.exceptions import InvalidStatus
 
 from ahp_server.client import AhpClient
 from ahp_server.protocol.types import ChatState
+from ahp_server.transport.relay_format import Signer, Subjects
 from tests.cluster.helpers import (
+    CLUSTER_SECRET,
     HEARTBEAT,
     LEASE_TTL,
     Node,
+    PrivateNats,
     cluster_config,
-    free_port,
     new_cluster_name,
     wait_for_primary,
 )
@@ -37,75 +38,17 @@ from tests.postgres import postgres_schema, query
 
 ROOT = "ahp-root://"
 TIMEOUT = 30.0
-NATS_SERVER = shutil.which("nats-server") or shutil.which("/usr/sbin/nats-server")
-
-
-class PrivateNats:
-    """A ``nats-server`` of the test's own (JetStream on), to kill and restart at will."""
-
-    def __init__(self, directory: Path) -> None:
-        self.port = free_port()
-        self.url = f"nats://127.0.0.1:{self.port}"
-        self.store = directory / "jetstream"
-        self.log = directory / "nats-server.log"
-        self.process: asyncio.subprocess.Process | None = None
-
-    async def start(self) -> None:
-        assert self.process is None or self.process.returncode is not None
-        assert NATS_SERVER is not None
-        with self.log.open("ab") as log:
-            self.process = await asyncio.create_subprocess_exec(
-                NATS_SERVER,
-                "-a",
-                "127.0.0.1",
-                "-p",
-                str(self.port),
-                "-js",
-                "-sd",
-                str(self.store),
-                stdout=log,
-                stderr=log,
-            )
-        async with asyncio.timeout(TIMEOUT):
-            while True:
-                if self.process.returncode is not None:
-                    raise AssertionError(
-                        f"nats-server exited ({self.process.returncode}):\n"
-                        + self.log.read_text(errors="replace")[-2000:]
-                    )
-                with contextlib.suppress(OSError):
-                    _, writer = await asyncio.open_connection("127.0.0.1", self.port)
-                    writer.close()
-                    with contextlib.suppress(OSError):
-                        await writer.wait_closed()
-                    return
-                await asyncio.sleep(0.05)
-
-    async def kill(self) -> None:
-        """SIGKILL: the bus is gone at once, nothing flushed, no goodbye to clients."""
-        assert self.process is not None
-        self.process.send_signal(signal.SIGKILL)
-        async with asyncio.timeout(TIMEOUT):
-            await self.process.wait()
-
-    async def close(self) -> None:
-        if self.process is not None and self.process.returncode is None:
-            self.process.kill()
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(TIMEOUT):
-                    await self.process.wait()
 
 
 @pytest.fixture
-async def private_nats(tmp_path: Path) -> AsyncIterator[PrivateNats]:
-    if NATS_SERVER is None:
-        pytest.skip("no nats-server on PATH nor at /usr/sbin/nats-server")
+def private_nats(tmp_path: Path) -> Iterator[PrivateNats]:
+    """A NATS server of this test alone (authenticated, as the session's): it is killed."""
     server = PrivateNats(tmp_path)
     try:
-        await server.start()
+        server.start()
         yield server
     finally:
-        await server.close()
+        server.close()
 
 
 async def http_status(port: int, path: str) -> int:
@@ -146,14 +89,18 @@ async def reconnect(client: AhpClient, url: str) -> str:
                 await asyncio.sleep(0.1)
 
 
-async def announce_primary(url: str, cluster: str, node: str, epoch: int) -> None:
-    """Write ``cluster``'s primary record in JetStream, as a primary taking over does."""
-    import nats
-
-    nc = await nats.connect(url, connect_timeout=5)
+async def announce_primary(
+    server: PrivateNats, cluster: str, node: str, epoch: int, *, secret: str | None
+) -> None:
+    """Write ``cluster``'s primary record in JetStream, as a primary taking over does:
+    signed with ``secret`` (None: unsigned, a forgery by a client of NATS)."""
+    nc = await server.client()
     try:
         record = await nc.jetstream().key_value("ahp")
-        await record.put(f"{cluster}.primary", f"{node} {epoch}".encode())
+        value = f"{node} {epoch}".encode()
+        if secret is not None:
+            value = Signer(secret.encode(), cluster).seal(Subjects(cluster).record, value)
+        await record.put(f"{cluster}.primary", value)
     finally:
         await nc.close()
 
@@ -202,7 +149,7 @@ async def test_cluster_survives_a_bus_outage_and_recovers(
             await b.ping(timeout=TIMEOUT)
 
             # 2. The bus dies.
-            await private_nats.kill()
+            await asyncio.to_thread(private_nats.kill)
             killed_at = time.monotonic()
             # B is closed with 1012 within a few heartbeats (the edge stops hearing the primary).
             await b.wait_closed(timeout=10 * HEARTBEAT + 5)
@@ -229,7 +176,7 @@ async def test_cluster_survives_a_bus_outage_and_recovers(
             assert await http_status(edge.port, "/readyz") == 503
 
             # 3. The bus comes back on the same port, with the same store.
-            await private_nats.start()
+            await asyncio.to_thread(private_nats.start)
             restarted_at = time.monotonic()
             await wait_status(edge, "/readyz", 200, within=TIMEOUT)
             ready_after = time.monotonic() - restarted_at
@@ -258,9 +205,14 @@ async def test_cluster_survives_a_bus_outage_and_recovers(
 
             # The edge watches the primary's record again (a new primary is known at
             # once, not a heartbeat later): a record of a later epoch is followed at
-            # once. (Last: the edge then relays to that primary, which is nobody.)
-            await announce_primary(private_nats.url, cluster, "elsewhere", 2)
+            # once — a signed one: a record written by a client of NATS without the
+            # cluster secret is dropped. (Last: the edge then relays to that primary,
+            # which is nobody.)
+            await announce_primary(private_nats, cluster, "mallory", 3, secret=None)
+            await edge.wait_event("unauthenticated bus message dropped", within=3)
+            await announce_primary(private_nats, cluster, "elsewhere", 2, secret=CLUSTER_SECRET)
             await edge.wait_event("relaying to the primary", within=3, primary="elsewhere", epoch=2)
+            assert not edge.has("relaying to the primary", primary="mallory")
         finally:
             for client in (a, b):
                 if client is not None:

@@ -1,8 +1,9 @@
 """Cluster mode over real processes: three nodes, one PostgreSQL, one NATS (docs/scale-out.md).
 
 Each test starts three ``ahp-server`` processes sharing a fresh PostgreSQL
-schema and their own cluster name on the machine's NATS server, and drives
-them with the project's client over real sockets.
+schema and their own cluster name on the tests' NATS server (authenticated:
+the nodes have its user and password, and the cluster secret; conftest.py),
+and drives them with the project's client over real sockets.
 """
 
 from __future__ import annotations
@@ -35,11 +36,12 @@ from ahp_server.protocol.types import (
 from tests.cluster.helpers import (
     LEASE_TTL,
     Node,
+    PrivateNats,
     cluster_config,
-    drop_cluster_record,
-    nats_or_skip,
+    multi_user,
     new_cluster_name,
     wait_for_primary,
+    workspace_root,
 )
 from tests.e2e.helpers import comparable
 from tests.postgres import postgres_schema, query
@@ -49,23 +51,23 @@ TIMEOUT = 30.0
 
 
 @pytest.fixture
-async def nodes(tmp_path: Path) -> AsyncIterator[list[Node]]:
-    async with three_nodes(tmp_path) as started:
+async def nodes(tmp_path: Path, nats_bus: PrivateNats) -> AsyncIterator[list[Node]]:
+    async with three_nodes(nats_bus, tmp_path) as started:
         yield started
 
 
 @contextlib.asynccontextmanager
 async def three_nodes(
-    tmp_path: Path, extra: str = "", grace: float = 30.0
+    bus: PrivateNats, tmp_path: Path, extra: str = "", grace: float = 30.0
 ) -> AsyncIterator[list[Node]]:
     """Three node processes on a fresh schema; ``extra``: more TOML for their config;
     ``grace``: ``server.active_client_grace``."""
-    bus = nats_or_skip()
     config = cluster_config(tmp_path, grace=grace, extra=extra)
     cluster = new_cluster_name()
     async with postgres_schema() as store:
         started = [
-            Node(f"n{i}", store=store, bus=bus, cluster=cluster, config=config) for i in range(3)
+            Node(f"n{i}", store=store, bus=bus.url, cluster=cluster, config=config)
+            for i in range(3)
         ]
         try:
             for node in started:
@@ -74,7 +76,6 @@ async def three_nodes(
         finally:
             for node in started:
                 await node.close()
-            await drop_cluster_record(cluster)
 
 
 def seqs(client: AhpClient) -> list[int]:
@@ -297,26 +298,22 @@ async def test_frames_over_the_bus_payload_limit_are_relayed_whole(nodes: list[N
         await reader.close()
 
 
-ALICE = "alice-token-0123456789abcdef"
-BOB = "bob-token-0123456789abcdef"
 PERMISSION_DENIED = -32009
 
 
-async def test_multi_user_identity_holds_through_the_edges(tmp_path: Path) -> None:
+async def test_multi_user_identity_holds_through_the_edges(
+    tmp_path: Path, nats_bus: PrivateNats
+) -> None:
     """The user the edge's door admitted is the user on the primary: a session made by
     alice through one edge is invisible and refused to bob on another, and alice's on
     every node."""
-    (tmp_path / "alice").write_text(ALICE)
-    (tmp_path / "bob").write_text(BOB)
-    users = (
-        f'[[users]]\nname = "alice"\ntoken_file = "{tmp_path / "alice"}"\n'
-        f'[[users]]\nname = "bob"\ntoken_file = "{tmp_path / "bob"}"\n'
-    )
-    async with three_nodes(tmp_path, users) as nodes:
+    users, tokens = multi_user(tmp_path, "alice", "bob")
+    alice_token, bob_token = tokens["alice"], tokens["bob"]
+    async with three_nodes(nats_bus, tmp_path, users) as nodes:
         primary = await wait_for_primary(nodes)
         edges = [n for n in nodes if n is not primary]
-        alice = await AhpClient.connect(edges[0].url, token=ALICE)
-        bob = await AhpClient.connect(edges[1].url, token=BOB)
+        alice = await AhpClient.connect(edges[0].url, token=alice_token)
+        bob = await AhpClient.connect(edges[1].url, token=bob_token)
         try:
             session = await alice.create_session("echo", subscribe=True, timeout=TIMEOUT)
             listed = await bob.list_sessions(timeout=TIMEOUT)
@@ -326,7 +323,7 @@ async def test_multi_user_identity_holds_through_the_edges(tmp_path: Path) -> No
             assert refused.value.code == PERMISSION_DENIED
             await bob.ping(timeout=TIMEOUT)  # bob's connection survives
             for node in nodes:
-                async with AhpClient.connect(node.url, token=ALICE) as again:
+                async with AhpClient.connect(node.url, token=alice_token) as again:
                     mine = await again.list_sessions(timeout=TIMEOUT)
                     assert session in {s.resource for s in mine.items}
                     state = await again.subscribe(session, timeout=TIMEOUT)
@@ -336,11 +333,13 @@ async def test_multi_user_identity_holds_through_the_edges(tmp_path: Path) -> No
             await bob.close()
 
 
-async def test_clients_dropped_at_an_edge_leave_nothing_behind(tmp_path: Path) -> None:
+async def test_clients_dropped_at_an_edge_leave_nothing_behind(
+    tmp_path: Path, nats_bus: PrivateNats
+) -> None:
     """Clients that vanish from an edge (TCP abort, no close frame) or close cleanly are
     let go on the primary too: its connection and task counts come back to where they
     were (no active-client grace here, so no release is left pending)."""
-    async with three_nodes(tmp_path, grace=0.0) as nodes:
+    async with three_nodes(nats_bus, tmp_path, grace=0.0) as nodes:
         await _drop_clients_at_an_edge(nodes)
 
 
@@ -396,11 +395,14 @@ async def _metrics(node: Node) -> dict[str, float]:
     return found
 
 
-async def test_a_fenced_primary_leaves_no_child_process_behind(tmp_path: Path) -> None:
+async def test_a_fenced_primary_leaves_no_child_process_behind(
+    tmp_path: Path, nats_bus: PrivateNats
+) -> None:
     """A primary that stops because it lost its lease still ends and reaps what it
     started: a terminal's shell (opened by a client through an edge) is gone with it."""
     shell = '[workspace]\nterminal_shell = ["/bin/sh"]\n'  # no rc files to wait for
-    async with three_nodes(tmp_path, extra=shell) as nodes:
+    shell += workspace_root(tmp_path)  # tmp_path/work, where its session works
+    async with three_nodes(nats_bus, tmp_path, extra=shell) as nodes:
         await _fence_a_primary_with_a_terminal(nodes, tmp_path)
 
 
@@ -408,7 +410,7 @@ async def _fence_a_primary_with_a_terminal(nodes: list[Node], tmp_path: Path) ->
     primary = await wait_for_primary(nodes)
     edge = next(n for n in nodes if n is not primary)
     work = tmp_path / "work"
-    work.mkdir()
+    work.mkdir(exist_ok=True)
     client = await AhpClient.connect(edge.url, subscriptions=[ROOT])
     try:
         session = await client.create_session(

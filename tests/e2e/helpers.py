@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import signal
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +15,7 @@ from ahp_server.client import AhpClient
 from ahp_server.host.host import Host
 from ahp_server.protocol import codec
 from ahp_server.protocol.types import ActiveTurn, ChatState, SessionState
+from tests.conftest import TEST_ROOTS
 
 TIMEOUT = 10.0
 
@@ -82,9 +85,11 @@ def session_of(host: Host, chat: str) -> str:
 class Daemon:
     """``python -m ahp_server serve`` on a data directory, restartable."""
 
-    def __init__(self, data_dir: Path, *extra: str) -> None:
+    def __init__(self, data_dir: Path, *extra: str, roots: Sequence[str] | None = None) -> None:
         self.data_dir = data_dir
         self.extra = extra
+        #: Its workspace roots (AHP_SERVER_WORKSPACE_ROOTS): the tests' unless given.
+        self.roots = TEST_ROOTS if roots is None else roots
         self.process: asyncio.subprocess.Process | None = None
         self.url = ""
         self.stderr: list[str] = []
@@ -105,6 +110,7 @@ class Daemon:
             str(self.data_dir),
             *self.extra,
             stderr=asyncio.subprocess.PIPE,
+            env={**os.environ, "AHP_SERVER_WORKSPACE_ROOTS": os.pathsep.join(self.roots)},
         )
         assert self.process.stderr is not None
         async with asyncio.timeout(30):

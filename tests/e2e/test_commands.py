@@ -62,7 +62,7 @@ async def test_create_session_errors(running_host: RunningHost) -> None:
         assert provider.value.code == -32002
         with pytest.raises(RemoteError) as primary:
             await client.create_session(
-                working_directories=["file:///a"], primary_working_directory="file:///b"
+                working_directories=["file:///tmp/a"], primary_working_directory="file:///tmp/b"
             )
         assert primary.value.code == -32602
 
@@ -165,20 +165,23 @@ async def test_chat_working_directories_must_belong_to_the_session(
     host = running_host.host
     async with AhpClient.connect(running_host.url) as client:
         session = await client.create_session(
-            working_directories=["file:///a", "file:///b"], subscribe=True
+            working_directories=["file:///tmp/a", "file:///tmp/b"], subscribe=True
         )
         with pytest.raises(RemoteError) as caught:
-            await client.create_chat(session, working_directories=["file:///elsewhere"])
+            await client.create_chat(session, working_directories=["file:///tmp/elsewhere"])
         assert caught.value.code == -32602
-        chat = await client.create_chat(session, working_directories=["file:///a"], subscribe=True)
+        chat = await client.create_chat(
+            session, working_directories=["file:///tmp/a"], subscribe=True
+        )
         state = client.confirmed(chat, ChatState)
-        assert state.working_directories == ("file:///a",)
-        assert state.primary_working_directory == "file:///a"
-        await client.dispatch(chat, ChatWorkingDirectorySetAction(directory="file:///b"))
-        await client.dispatch(chat, ChatWorkingDirectorySetAction(directory="file:///nope"))
+        assert state.working_directories == ("file:///tmp/a",)
+        assert state.primary_working_directory == "file:///tmp/a"
+        await client.dispatch(chat, ChatWorkingDirectorySetAction(directory="file:///tmp/b"))
+        await client.dispatch(chat, ChatWorkingDirectorySetAction(directory="file:///tmp/nope"))
         await client.wait_for(
             lambda c: (
-                c.confirmed(chat, ChatState).working_directories == ("file:///a", "file:///b")
+                c.confirmed(chat, ChatState).working_directories
+                == ("file:///tmp/a", "file:///tmp/b")
             ),
             timeout=TIMEOUT,
         )
@@ -255,10 +258,12 @@ async def test_older_clients_never_receive_newer_action_types(running_host: Runn
         AhpClient.connect(running_host.url, protocol_versions=["0.6.0"]) as older,
     ):
         assert older.protocol_version == "0.6.0"
-        session = await current.create_session(working_directories=["file:///a"], subscribe=True)
+        session = await current.create_session(
+            working_directories=["file:///tmp/a"], subscribe=True
+        )
         chat = await current.create_chat(session, subscribe=True)
         await older.subscribe(chat)
-        await current.dispatch(chat, ChatWorkingDirectorySetAction(directory="file:///a"))
+        await current.dispatch(chat, ChatWorkingDirectorySetAction(directory="file:///tmp/a"))
         marker = await current.send_message(chat, "after")
         await older.wait_for(lambda c: turn_done(c, chat), timeout=TIMEOUT)
         older_types = {getattr(e.action, "type", "") for e in older.envelopes}

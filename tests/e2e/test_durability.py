@@ -136,7 +136,7 @@ async def test_sigterm_restart_keeps_every_state_identical(daemon: Daemon) -> No
         other = await client.create_chat(session, subscribe=True)
         await client.ask(other, "two", timeout=TIMEOUT)
         second_session = await client.create_session(
-            working_directories=["file:///w"], subscribe=True
+            working_directories=["file:///tmp/w"], subscribe=True
         )
         await client.wait_for(
             lambda c: c.confirmed(second_session, SessionState).lifecycle == "ready",

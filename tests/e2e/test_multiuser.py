@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import json
 import urllib.error
 import urllib.request
@@ -35,6 +36,7 @@ from ahp_server.protocol.types import (
 from tests.conftest import RunningHost, start_host
 from tests.e2e.helpers import TIMEOUT, session_of, turn_done
 from tests.e2e.test_identity import echoed
+from tests.e2e.test_resource_watch import watch
 from tests.e2e.test_terminals import create_terminal
 from tests.postgres import postgres_schema
 
@@ -42,6 +44,9 @@ ALICE = "alice-token-0123456789abcdef"
 BOB = "bob-token-0123456789abcdef"
 ROOT_TOKEN = "admin-token-0123456789abcdef"
 PERMISSION_DENIED = -32009
+INVALID_REQUEST = -32600
+INVALID_PARAMS = -32602
+ROOT = "ahp-root://"
 USERS = (
     UserConfig(name="alice", token=ALICE),
     UserConfig(name="bob", token=BOB),
@@ -70,6 +75,22 @@ async def refused(call: Any) -> RemoteError:
 
 async def listed(client: AhpClient) -> set[str]:
     return {s.resource for s in (await client.list_sessions(timeout=TIMEOUT)).items}
+
+
+_ids = itertools.count(1)
+
+
+async def rpc(ws: Any, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    """One JSON-RPC request over a raw socket; its answer (notifications skipped)."""
+    request_id = next(_ids)
+    await ws.send(
+        json.dumps({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
+    )
+    async with asyncio.timeout(TIMEOUT):
+        while True:
+            answer: dict[str, Any] = json.loads(await ws.recv())
+            if answer.get("id") == request_id:
+                return answer
 
 
 def http_status(url: str, token: str | None) -> int:
@@ -275,6 +296,49 @@ async def test_another_user_cannot_take_over_a_client_id(shared: RunningHost) ->
         await alice.ask(chat, "still here", timeout=TIMEOUT)
 
 
+async def test_a_refused_handshake_leaves_the_connection_uninitialized(
+    shared: RunningHost, tmp_path: Path
+) -> None:
+    """Issue 26: an ``initialize`` or ``reconnect`` refused with -32009 changes nothing
+    about the connection. It is not left READY under the id it may not hold — so it
+    cannot create a terminal claimed by that id, which would land in its user's
+    catalogue: its next requests get -32600 as before ``initialize``, and it may
+    still initialize as itself."""
+    work = tmp_path / "bob-work"
+    work.mkdir()
+    async with (
+        as_user(shared, ALICE, subscriptions=[ROOT]) as alice,
+        as_user(shared, BOB) as bob,
+    ):
+        await bob.create_session(working_directories=[work.as_uri()])
+        hers = {"channel": ROOT, "clientId": alice.client_id}
+        terminal = {
+            "channel": "ahp-terminal:/00000000-0000-4000-8000-0000000000bb",
+            "claim": {"kind": "client", "clientId": alice.client_id},
+            "cwd": work.as_uri(),
+        }
+        bearer = {"Authorization": f"Bearer {BOB}"}
+        async with connect(shared.url, additional_headers=bearer) as ws:
+            for method, params in (
+                ("initialize", {**hers, "protocolVersions": ["0.7.0"]}),
+                ("reconnect", {**hers, "lastSeenServerSeq": 0, "subscriptions": []}),
+            ):
+                answer = await rpc(ws, method, params)
+                assert answer["error"]["code"] == PERMISSION_DENIED, answer
+                for later, later_params in (
+                    ("listSessions", {"channel": ROOT}),
+                    ("createTerminal", terminal),
+                ):
+                    answer = await rpc(ws, later, later_params)
+                    assert answer["error"]["code"] == INVALID_REQUEST, (method, later, answer)
+            own = {"channel": ROOT, "protocolVersions": ["0.7.0"], "clientId": "bobs-raw-client"}
+            assert (await rpc(ws, "initialize", own))["result"]["protocolVersion"] == "0.7.0"
+        assert not alice.closed
+        await alice.ping()
+        assert terminals(alice) == set()
+        assert shared.host.live_clients[alice.client_id].user == "alice"
+
+
 # -- the workspace ------------------------------------------------------------------------------
 
 
@@ -349,6 +413,52 @@ async def test_a_client_id_stays_its_users_across_a_restart(tmp_path: Path, stor
                 await alice.ping()
         finally:
             await running.stop()
+
+
+async def test_no_flood_of_new_client_ids_frees_a_live_or_claimed_id(tmp_path: Path) -> None:
+    """Issue 26: remembered client ids are bounded per user (``limits.known_clients``
+    each). Another user's flood of new ids forgets only their own; a user's own flood
+    forgets their oldest idle ids but never a live one nor one a terminal's client
+    claim names. So nobody else can take such an id over (-32009) — neither closing
+    its live connection (1008) nor reaching the terminal it claims."""
+    settings = Settings(users=USERS, data_dir=str(tmp_path / "data"), known_clients=3)
+    running = await start_host(settings)
+    work = tmp_path / "alice-work"
+    work.mkdir()
+
+    async def flood(token: str, count: int) -> None:
+        for _ in range(count):
+            async with as_user(running, token) as client:
+                await client.ping()
+
+    async def bob_takes(client_id: str) -> int:
+        return (await refused(as_user(running, BOB, client_id=client_id))).code
+
+    try:
+        async with as_user(running, ALICE) as alice:
+            await alice.create_session(working_directories=[work.as_uri()])
+            async with as_user(running, ALICE) as second:
+                terminal = await create_terminal(second, cwd=work.as_uri())
+            claimed = second.client_id  # gone, but its terminal's claim names it
+            async with as_user(running, ALICE) as third:
+                await third.ping()
+            idle = third.client_id
+            # Alice's ids fill her bound (3): bob's new ids never touch them.
+            await flood(BOB, 5)
+            for client_id in (alice.client_id, claimed, idle):
+                assert await bob_takes(client_id) == PERMISSION_DENIED
+            # Her own new ids: her idle one goes, the live and the claimed ones stay hers.
+            await flood(ALICE, 5)
+            for client_id in (alice.client_id, claimed):
+                assert await bob_takes(client_id) == PERMISSION_DENIED
+            assert not alice.closed
+            await alice.ping()
+            async with as_user(running, BOB) as bob:
+                error = await refused(bob.subscribe(terminal, timeout=TIMEOUT))
+                assert error.code == PERMISSION_DENIED
+            await alice.request("disposeTerminal", {"channel": terminal}, timeout=TIMEOUT)
+    finally:
+        await running.stop()
 
 
 async def test_a_terminal_claimed_by_another_users_session_is_refused(
@@ -443,3 +553,118 @@ async def test_each_user_sees_only_their_own_terminals_in_the_root_channel(
         assert terminals(bob) == {by_bob}
         for client, uri in ((alice, by_alice), (alice, by_session), (bob, by_bob)):
             await client.request("disposeTerminal", {"channel": uri}, timeout=TIMEOUT)
+
+
+# -- every channel has an owner (issue 26) ------------------------------------------------------
+
+
+async def test_a_changeset_uri_is_checked_as_the_session_it_serves(shared: RunningHost) -> None:
+    """Issue 26: ``ahp-changeset:/alice%2Fsecret/…`` is a changeset of
+    ``ahp-session:/alice/secret`` — its key is percent-decoded — for the access check
+    as for the changeset service (both read it with ``protocol/uris.py``). Bob's own
+    ``ahp-session:/alice%2Fsecret`` does not open alice's changesets to him."""
+    async with as_user(shared, ALICE) as alice, as_user(shared, BOB) as bob:
+        await alice.create_session(session="ahp-session:/alice/secret")
+        await bob.create_session(session="ahp-session:/alice%2Fsecret")
+        for uri in (
+            "ahp-changeset:/alice%2Fsecret/changeset/session",
+            "ahp-changeset:/alice%2Fsecret/turns/t1",
+        ):
+            error = await refused(bob.subscribe(uri, timeout=TIMEOUT))
+            assert error.code == PERMISSION_DENIED, uri
+            await alice.subscribe(uri, timeout=TIMEOUT)  # hers
+        # Bob's session's changesets are his: its id is one segment, encoded once more.
+        await bob.subscribe("ahp-changeset:/alice%252Fsecret/changeset/session", timeout=TIMEOUT)
+
+
+async def test_session_and_chat_uris_must_be_in_normal_form(shared: RunningHost) -> None:
+    """Issue 26: ``createSession``/``createChat`` refuse (-32602) a URI that is not in
+    RFC 3986 normal form — an escaped unreserved character, lowercase hex in an
+    escape, a dot-segment — so two spellings never name one session; and a session
+    URI that would name another session's annotations channel."""
+    async with as_user(shared, ALICE) as alice:
+        for uri in (
+            "ahp-session:/alice%2fsecret",
+            "ahp-session:/%61lice",
+            "ahp-session:/x/../alice",
+            "ahp-session:/alice%zz",
+            "ahp-session:/alice/annotations",
+        ):
+            error = await refused(alice.create_session(session=uri, timeout=TIMEOUT))
+            assert error.code == INVALID_PARAMS, uri
+        chat = await alice.open_chat()
+        session = session_of(shared.host, chat)
+        for uri in ("ahp-chat:/%7Eme", "ahp-chat:/me%2f", "ahp-chat:/./me"):
+            error = await refused(alice.create_chat(session, chat=uri, timeout=TIMEOUT))
+            assert error.code == INVALID_PARAMS, uri
+        await alice.create_session(session="ahp-session:/alice%2Fsecret", timeout=TIMEOUT)
+        await alice.create_chat(session, chat="ahp-chat:/~me", timeout=TIMEOUT)
+        assert "ahp-session:/alice%2Fsecret" in await listed(alice)
+
+
+async def test_another_users_resource_watch_is_refused(shared: RunningHost, tmp_path: Path) -> None:
+    """Issue 26: a resource watch is its creator's user's: another user who learns its
+    ``ahp-resource-watch:`` URI is refused (-32009), on ``subscribe`` and in a
+    ``reconnect`` (missing); an admin may subscribe."""
+    hers = tmp_path / "alice-work"
+    hers.mkdir()
+    async with (
+        as_user(shared, ALICE) as alice,
+        as_user(shared, BOB) as bob,
+        as_user(shared, ROOT_TOKEN) as admin,
+    ):
+        await alice.create_session(working_directories=[hers.as_uri()])
+        channel = await watch(alice, hers)
+        await alice.subscribe(channel, timeout=TIMEOUT)
+        error = await refused(bob.subscribe(channel, timeout=TIMEOUT))
+        assert error.code == PERMISSION_DENIED
+        async with connect(shared.url, additional_headers={"Authorization": f"Bearer {BOB}"}) as ws:
+            answer = await rpc(
+                ws,
+                "reconnect",
+                {
+                    "channel": ROOT,
+                    "clientId": bob.client_id,
+                    "lastSeenServerSeq": 0,
+                    "subscriptions": [channel],
+                },
+            )
+            assert answer["result"]["missing"] == [channel], answer
+        await admin.subscribe(channel, timeout=TIMEOUT)
+
+
+async def test_a_connection_without_a_user_sees_only_the_root_channel(
+    shared: RunningHost, tmp_path: Path
+) -> None:
+    """Issue 26: in multi-user mode no user never means "everything". A connection
+    whose identity is lost (as a relayed one's is when its edge forwards none,
+    ``transport/relay.py``) lists no session, sees no terminal in the root channel,
+    and is refused (-32009) every other channel — even those of the user whose token
+    it came in with."""
+    work = tmp_path / "alice-work"
+    work.mkdir()
+    async with as_user(shared, ALICE) as alice, as_user(shared, ALICE) as nobody:
+        chat = await alice.open_chat()
+        session = await alice.create_session(working_directories=[work.as_uri()])
+        terminal = await create_terminal(alice, cwd=work.as_uri())
+        channel = await watch(alice, work)
+        await alice.subscribe(channel, timeout=TIMEOUT)
+        changeset = f"ahp-changeset:/{session.removeprefix('ahp-session:/')}/changeset/session"
+        connection = shared.host.live_clients[nobody.client_id]
+        connection.user, connection.admin = None, False  # its identity is lost
+        assert await listed(nobody) == set()
+        await nobody.subscribe(ROOT, timeout=TIMEOUT)
+        assert terminals(nobody) == set()
+        for uri in (session_of(shared.host, chat), chat, session, terminal, channel, changeset):
+            error = await refused(nobody.subscribe(uri, timeout=TIMEOUT))
+            assert error.code == PERMISSION_DENIED, uri
+        # Nor may it make anything or touch a file: no owner, no roots.
+        error = await refused(nobody.create_session(timeout=TIMEOUT))
+        assert error.code == PERMISSION_DENIED
+        error = await refused(create_terminal(nobody, cwd=work.as_uri()))
+        assert error.code == PERMISSION_DENIED
+        error = await refused(
+            nobody.request("resourceRead", {"channel": ROOT, "uri": work.as_uri()}, timeout=TIMEOUT)
+        )
+        assert error.code == PERMISSION_DENIED
+        assert await listed(alice) == {session_of(shared.host, chat), session}

@@ -13,6 +13,7 @@ import contextlib
 import json
 import os
 import socket
+import stat
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -522,13 +523,20 @@ async def test_a_device_is_never_opened(tmp_path: Path) -> None:
         (bench.work / "zero").symlink_to("/dev/zero")
         via_link = await bench.refused("resourceRead", uri=bench.uri("zero"))
         assert via_link.code == PERMISSION_DENIED  # /dev is outside the root
-        # Even a root that holds devices: refused on stat, before any open.
-        await bench.client.create_session(working_directories=["file:///dev"])
+        # /dev itself is never a working directory (docs/workspace.md "Roots").
+        with pytest.raises(RemoteError) as caught:
+            await bench.client.create_session(working_directories=["file:///dev"])
+        assert caught.value.code == PERMISSION_DENIED
+        assert "/dev" in caught.value.message
+        # A device inside a root: refused on stat, before any open.
+        (bench.work / "zero").unlink()
+        os.mknod(bench.work / "zero", stat.S_IFCHR | 0o666, os.makedev(1, 5))  # as /dev/zero
+        os.mknod(bench.work / "null", stat.S_IFCHR | 0o666, os.makedev(1, 3))  # as /dev/null
         for method, params in [
-            ("resourceRead", {"uri": "file:///dev/zero"}),
-            ("resourceWrite", {"uri": "file:///dev/null", "data": "x", "encoding": "utf-8"}),
-            ("resourceResolve", {"uri": "file:///dev/zero"}),
-            ("resourceCopy", {"source": "file:///dev/zero", "destination": bench.uri("z")}),
+            ("resourceRead", {"uri": bench.uri("zero")}),
+            ("resourceWrite", {"uri": bench.uri("null"), "data": "x", "encoding": "utf-8"}),
+            ("resourceResolve", {"uri": bench.uri("zero")}),
+            ("resourceCopy", {"source": bench.uri("zero"), "destination": bench.uri("z")}),
         ]:
             refused = await bench.refused(method, **params)
             assert refused.code == PERMISSION_DENIED, method

@@ -46,6 +46,7 @@ from ahp_server.protocol.types import (
 from tests.agents.test_acp import children, poll, until_no_children
 from tests.conftest import RunningHost, captured_logs, start_host
 from tests.e2e.helpers import TIMEOUT, Daemon
+from tests.e2e.test_identity import echoed
 
 ROOT = "ahp-root://"
 SH = Settings(terminal_shell=("/bin/sh",))
@@ -391,10 +392,14 @@ async def test_server_only_actions_and_foreign_claims_are_rejected(bench: Bench)
         assert reasons["terminal/data"] == "terminal/data is server-only"
         assert reasons["terminal/exited"] == "terminal/exited is server-only"
         assert "claimed by client" in reasons["terminal/claimed"]
-        # The holder may hand it over; then the other client may use it too.
-        await alice.dispatch(uri, TerminalClaimedAction(claim=TerminalClientClaim(client_id="x")))
+        # The holder may hand it to a session; then the other client may take it.
+        to_session = TerminalSessionClaim(session=bench.session)
+        await alice.dispatch(uri, TerminalClaimedAction(claim=to_session))
+        bobs = TerminalClientClaim(client_id=bob.client_id)
+        await theirs.until(lambda w: w.state is not None and w.state.claim == to_session, "to it")
+        await bob.dispatch(uri, TerminalClaimedAction(claim=bobs))
         await theirs.until(
-            lambda w: w.state is not None and w.state.claim == TerminalClientClaim(client_id="x"),
+            lambda w: w.state is not None and w.state.claim == bobs,
             "the new claim",
         )
         await mine.type("echo typed-$((3*3))\n")
@@ -405,6 +410,36 @@ async def test_server_only_actions_and_foreign_claims_are_rejected(bench: Bench)
         assert isinstance(actor, TerminalActor)
         assert "forged" not in text_of(actor.state)
         assert actor.running
+
+
+async def test_a_client_claim_names_only_the_dispatching_clients_own_id(bench: Bench) -> None:
+    """Issue 26, in every mode (here single-token, where every user is the one): a
+    ``terminal/claimed`` with a client claim must name the dispatching connection's
+    own clientId — as ``createTerminal``'s must. Naming another client, or an id
+    nobody holds, is echoed back rejected and the claim stays; one's own is taken."""
+    async with (
+        AhpClient.connect(bench.running.url) as alice,
+        AhpClient.connect(bench.running.url) as bob,
+    ):
+        held = TerminalSessionClaim(session=bench.session)
+        uri = await create_terminal(alice, claim=held)
+        watched = Watched(alice, uri)
+        await watched.subscribe()
+        for client, named in (
+            (bob, alice.client_id),  # a session holds it: anyone may take it, for themselves
+            (alice, bob.client_id),
+            (alice, "nobody-holds-this-id"),
+        ):
+            claim = TerminalClaimedAction(claim=TerminalClientClaim(client_id=named))
+            answer = await echoed(client, await client.dispatch(uri, claim))
+            assert "own clientId" in str(answer.rejection_reason), (named, answer)
+        assert watched.state is not None
+        assert watched.state.claim == held
+        bobs = TerminalClientClaim(client_id=bob.client_id)
+        answer = await echoed(bob, await bob.dispatch(uri, TerminalClaimedAction(claim=bobs)))
+        assert not answer.rejection_reason
+        await watched.until(lambda w: w.state is not None and w.state.claim == bobs, "bob's claim")
+        await dispose_terminal(bob, uri)
 
 
 # -- bounded -------------------------------------------------------------------------------------

@@ -204,6 +204,16 @@ REQUIRED_QUESTIONS = [
 ]
 
 
+def _outside_srv(directory: str) -> str | None:
+    """The host's roots, as a session's ``session/workingDirectorySet`` sees them: here
+    every directory is allowed but those under ``file:///srv`` (docs/workspace.md "Roots")."""
+    return (
+        f"{directory} is outside the workspace roots"
+        if directory.startswith("file:///srv")
+        else None
+    )
+
+
 @dataclass(frozen=True)
 class Case:
     id: str
@@ -215,7 +225,13 @@ class Case:
     session: SessionState | None = None
 
     def run(self) -> Rejection | None:
-        result = check_dispatch(self.state, self.action, self.client_id, session=self.session)
+        result = check_dispatch(
+            self.state,
+            self.action,
+            self.client_id,
+            session=self.session,
+            directory_refusal=_outside_srv,
+        )
         if isinstance(self.state, ChatState):
             # The host's form — the turns' ids handed over as a set — decides alike.
             ids = {turn.id for turn in self.state.turns}
@@ -277,6 +293,14 @@ REJECTIONS: list[Case] = [
         action("terminal/claimed", claim={"kind": "client", "clientId": ME}),
         Code.NotClaimHolder,
         OTHER_CLIENT,
+    ),
+    reject(
+        # Issue 26: a client claim names the dispatcher's own client id, even the holder's.
+        "terminal/claimed-for-another-client",
+        terminal(),
+        action("terminal/claimed", claim={"kind": "client", "clientId": OTHER_CLIENT}),
+        Code.NotOwnClient,
+        "own clientId",
     ),
     reject(
         "terminal/resized-to-nothing",
@@ -653,6 +677,15 @@ REJECTIONS: list[Case] = [
         Code.PrimaryDirectory,
         DIR_A,
         CHAT,
+    ),
+    # OutsideRoots (the host's configured roots, handed to the pure rules)
+    reject(
+        "outside-roots/session-working-directory-set",
+        b.session(),
+        action("session/workingDirectorySet", directory="file:///srv/elsewhere"),
+        Code.OutsideRoots,
+        "file:///srv/elsewhere",
+        "workspace roots",
     ),
     # UnknownPendingMessage
     reject(

@@ -13,7 +13,7 @@ import pytest
 from ahp_server.protocol import codec
 from ahp_server.protocol.dispatch_rules import RejectionCode, check_dispatch
 from ahp_server.protocol.types import TerminalState
-from tests.protocol.builders import ME, OTHER_CLIENT, action
+from tests.protocol.builders import ME, action
 
 SESSION = "ahp-session:/s1"
 
@@ -34,7 +34,8 @@ SESSIONS = terminal(claim={"kind": "session", "session": SESSION, "turnId": "t1"
         (MINE, action("terminal/resized", cols=120, rows=40)),
         (MINE, action("terminal/titleChanged", title="build")),
         (MINE, action("terminal/cleared")),
-        (MINE, action("terminal/claimed", claim={"kind": "client", "clientId": OTHER_CLIENT})),
+        (MINE, action("terminal/claimed", claim={"kind": "client", "clientId": ME})),
+        (MINE, action("terminal/claimed", claim={"kind": "session", "session": SESSION})),
         # A user may take, or narrow, what a session holds (guide: "Client Detaches").
         (SESSIONS, action("terminal/claimed", claim={"kind": "session", "session": SESSION})),
         (SESSIONS, action("terminal/claimed", claim={"kind": "client", "clientId": ME})),

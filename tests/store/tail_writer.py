@@ -45,7 +45,7 @@ async def main(database: Path, steps: list[list[object]]) -> None:
                         store.commit_soon()
                         await asyncio.sleep(0)
                 case ["client", str(client_id)]:
-                    store.put_client(client_id, "0.7.0", keep=10)
+                    store.put_client(client_id, "0.7.0")
                 case ["copy", str(path)]:
                     source, target = sqlite3.connect(database), sqlite3.connect(path)
                     source.backup(target)

@@ -74,7 +74,7 @@ async def test_schema_2_keeps_the_remembered_clients_and_adds_their_user(url: st
     store = PostgresStore(url)
     await store.start()
     assert await store.clients() == [("old-client", "0.6.0", None)]  # no user known
-    store.put_client("new-client", "0.7.0", keep=10, user="alice")
+    store.put_client("new-client", "0.7.0", user="alice")
     await store.close()
     versions = await query(url, "SELECT version FROM schema_version ORDER BY version")
     assert [r[0] for r in versions][:2] == [1, 2]

@@ -189,7 +189,7 @@ async def test_a_failed_commit_stops_the_store_and_delivers_nothing_of_it(
     # (With another write in the commit: SQLite's tail takes envelopes alone
     # unchecked, and test_sqlite.py fails a tail write by itself.)
     store.append_envelope(1, "ahp-chat:/c", 1.0, b"{}", delivered.append, 99)
-    store.put_client("a-client", "0.7.0", keep=10)
+    store.put_client("a-client", "0.7.0")
     with pytest.raises(StoreError, match="commit failed"):
         async with asyncio.timeout(TIMEOUT):
             await store.flush()
@@ -310,7 +310,7 @@ async def test_schema_6_keeps_the_remembered_clients_and_adds_their_user(tmp_pat
     store = SqliteStore(path)
     store.open()
     assert await store.clients() == [("old-client", "0.6.0", None)]  # no user known
-    store.put_client("new-client", "0.7.0", keep=10, user="alice")
+    store.put_client("new-client", "0.7.0", user="alice")
     await store.close()
     again = SqliteStore(path)
     again.open()
@@ -670,7 +670,7 @@ async def test_a_waited_for_commit_to_the_tail_is_delivered_at_once_and_in_order
         await store.flush()
     assert delivered == [1, 2, 3, 4]
     # Another write in the queue: a transaction, grouped in the next loop turn.
-    store.put_client("a-client", "0.7.0", keep=10)
+    store.put_client("a-client", "0.7.0")
     store.append_envelope(5, CHAT, 1.0, b"{}", on_commit, 5)
     store.commit_soon()
     assert delivered == [1, 2, 3, 4]

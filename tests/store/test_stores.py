@@ -81,8 +81,10 @@ async def test_channel_rows_markers_agent_state_and_clients_round_trip(
     store.set_unfinished("ahp-session:/s", None)
     store.put_agent_state("ahp-chat:/c", "acp-session-9")
     for n in range(5):
-        store.put_client(f"client-{n}", "0.7.0", keep=3, user="alice" if n == 3 else None)
-    store.put_client("client-2", "0.6.0", keep=3, user="bob")  # seen again: newest
+        store.put_client(f"client-{n}", "0.7.0", user="alice" if n == 3 else None)
+    # Seen again: newest. The host names what to forget (Host.remember_client decides,
+    # per user); the store forgets exactly those, and nothing for an id it never had.
+    store.put_client("client-2", "0.6.0", user="bob", forget=("client-0", "client-1", "never"))
     async with asyncio.timeout(TIMEOUT):
         await store.flush()
     rows = {row.uri: row for row in await store.channels()}
@@ -211,7 +213,7 @@ async def test_a_failed_commit_stops_the_store_and_delivers_nothing_of_it(
     # (With another write in the commit: SQLite's tail takes envelopes alone
     # unchecked, and test_sqlite.py fails a tail write by itself.)
     store.append_envelope(1, "ahp-chat:/c", 1.0, b"{}", delivered.append, 99)
-    store.put_client("a-client", "0.7.0", keep=10)
+    store.put_client("a-client", "0.7.0")
     with pytest.raises(StoreError, match="commit failed"):
         async with asyncio.timeout(TIMEOUT):
             await store.flush()

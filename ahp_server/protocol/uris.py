@@ -1,0 +1,249 @@
+"""Channel URIs: what each kind of channel is called, built and read in one place.
+
+Layer: protocol (pure: no I/O, no asyncio, nothing of the rest of the package).
+
+Every decision about *which session a channel URI belongs to* is made here,
+once, so that the access check (``Host.may_access``) and the service that
+serves the channel (``host/changesets.py``) can never read one URI two ways
+(issue 26: an access check that took the raw key while the changeset service
+percent-decoded it let one user read another's changeset). docs/protocol.md,
+"Identity and ownership".
+
+* ``ahp-root://`` — the root channel.
+* ``ahp-session:/<id>`` — a session; ``<session>/annotations`` its annotations
+  channel (the spec's ``ahp-session:/<uuid>/annotations``).
+* ``ahp-chat:/<id>`` — a chat; which session holds it is the host's
+  catalogue, not its URI.
+* ``ahp-changeset:/<key>/turns/<turn id>`` and ``ahp-changeset:/<key>/changeset/session``
+  — a turn's and a session's changeset (docs/workspace.md "Changesets"):
+  ``<key>`` is the session's id as one percent-encoded path segment (RFC 6570
+  simple expansion). Only the canonical spelling names a changeset.
+* ``ahp-terminal:/…``, ``ahp-resource-watch:/…`` — workspace channels, owned by
+  their claim or their creator, never by their URI.
+
+Client-chosen session and chat URIs must be in RFC 3986 normal form
+(:func:`normal_form`, checked by ``createSession``/``createChat``), so two
+spellings can never name one session.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+__all__ = [
+    "ANNOTATIONS_SUFFIX",
+    "CHANGESET_SCHEME",
+    "CHAT_SCHEME",
+    "ROOT",
+    "SESSION_SCHEME",
+    "TERMINAL_SCHEME",
+    "WATCH_SCHEME",
+    "ChannelRef",
+    "normal_form",
+    "parse_changeset",
+    "parse_channel",
+    "quote_segment",
+    "session_changeset",
+    "session_key",
+    "session_of",
+    "turn_changeset",
+    "turn_changeset_template",
+    "unquote",
+]
+
+ROOT = "ahp-root://"
+SESSION_SCHEME = "ahp-session:/"
+CHAT_SCHEME = "ahp-chat:/"
+CHANGESET_SCHEME = "ahp-changeset:/"
+TERMINAL_SCHEME = "ahp-terminal:/"
+WATCH_SCHEME = "ahp-resource-watch:/"
+#: ``<session URI>/annotations``: the session's annotations channel.
+ANNOTATIONS_SUFFIX = "/annotations"
+
+_TURN_SEGMENT = "/turns/"
+_SESSION_SUFFIX = "/changeset/session"
+
+#: RFC 3986 §2.3: the characters a URI never needs to percent-encode.
+_UNRESERVED = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+#: A run of percent-encoded octets (RFC 3986 §2.1).
+_ESCAPES = re.compile(r"(?:%[0-9A-Fa-f]{2})+")
+_ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
+_BROKEN_ESCAPE = re.compile(r"%(?![0-9A-Fa-f]{2})")
+
+Kind = Literal["root", "session", "annotations", "chat", "changeset", "terminal", "watch", "other"]
+
+
+# -- percent-encoding (RFC 3986 §2.1) ------------------------------------------------------------
+
+
+def quote_segment(text: str) -> str:
+    """``text`` as one URI path segment: every octet of its UTF-8 outside the
+    unreserved set percent-encoded with uppercase hex digits (what
+    ``urllib.parse.quote(text, safe="")`` gives)."""
+    data = text.encode("utf-8", "surrogatepass")
+    return "".join(chr(b) if b in _UNRESERVED else f"%{b:02X}" for b in data)
+
+
+def unquote(text: str) -> str:
+    """Decode every run of percent-encoded octets as UTF-8 (invalid bytes replaced);
+    a ``%`` not followed by two hex digits stays (as ``urllib.parse.unquote``)."""
+    return _ESCAPES.sub(
+        lambda m: bytes.fromhex(m.group().replace("%", "")).decode("utf-8", "replace"), text
+    )
+
+
+# -- normal form (RFC 3986 §6.2.2) ---------------------------------------------------------------
+
+
+def _normal_escape(match: re.Match[str]) -> str:
+    octet = int(match.group()[1:], 16)
+    # §6.2.2.2: an encoded unreserved character is the character; §6.2.2.1: hex in uppercase.
+    return chr(octet) if octet in _UNRESERVED else match.group().upper()
+
+
+def _remove_dot_segments(path: str) -> str:
+    """RFC 3986 §5.2.4."""
+    out: list[str] = []
+    while path:
+        if path.startswith("../"):
+            path = path[3:]
+        elif path.startswith(("./", "/./")):
+            path = path[2:]
+        elif path == "/.":
+            path = "/"
+        elif path.startswith("/../"):
+            path = path[3:]
+            if out:
+                out.pop()
+        elif path == "/..":
+            path = "/"
+            if out:
+                out.pop()
+        elif path in (".", ".."):
+            path = ""
+        else:
+            start = 1 if path.startswith("/") else 0
+            end = path.find("/", start)
+            end = len(path) if end < 0 else end
+            out.append(path[:end])
+            path = path[end:]
+    return "".join(out)
+
+
+def normal_form(uri: str) -> str:
+    """``uri`` in RFC 3986 syntax-based normal form (§6.2.2): percent-encoded
+    unreserved characters decoded, the other escapes' hex digits in uppercase,
+    dot-segments removed from the path.
+
+    Raises :class:`ValueError` for a ``%`` that does not start an escape (not a
+    URI at all, §2.1). A URI is in normal form when ``normal_form(uri) == uri``.
+    """
+    if _BROKEN_ESCAPE.search(uri):
+        raise ValueError("a '%' must start a percent-encoded octet (%XX)")
+    text = _ESCAPE.sub(_normal_escape, uri)
+    scheme, colon, rest = text.partition(":")
+    if not colon:
+        return text
+    cut = min((i for i in (rest.find("?"), rest.find("#")) if i >= 0), default=len(rest))
+    path, tail = rest[:cut], rest[cut:]
+    if path.startswith("//"):  # an authority: the path starts at its next "/"
+        slash = path.find("/", 2)
+        authority, path = (path, "") if slash < 0 else (path[:slash], path[slash:])
+    else:
+        authority = ""
+    return f"{scheme}:{authority}{_remove_dot_segments(path)}{tail}"
+
+
+# -- changesets (docs/workspace.md "Changesets") ------------------------------------------------
+
+
+def session_key(session: str) -> str:
+    """A session's id as one URI path segment (RFC 6570 simple expansion encoding)."""
+    return quote_segment(session.removeprefix(SESSION_SCHEME))
+
+
+def turn_changeset(session: str, turn_id: str) -> str:
+    """The changeset of one turn of ``session`` (the ``{turnId}`` template, expanded)."""
+    return f"{CHANGESET_SCHEME}{session_key(session)}{_TURN_SEGMENT}{quote_segment(turn_id)}"
+
+
+def session_changeset(session: str) -> str:
+    """The session-wide changeset of ``session``."""
+    return f"{CHANGESET_SCHEME}{session_key(session)}{_SESSION_SUFFIX}"
+
+
+def turn_changeset_template(session: str) -> str:
+    """The per-turn changeset URI template of ``session`` (``{turnId}`` left to expand)."""
+    return f"{CHANGESET_SCHEME}{session_key(session)}{_TURN_SEGMENT}{{turnId}}"
+
+
+def parse_changeset(uri: str) -> tuple[str, str | None] | None:
+    """``(session, turn id)`` of a changeset URI (``None`` turn: session-wide), else ``None``.
+
+    The key is percent-decoded: ``ahp-changeset:/a%2Fb/…`` is a changeset of
+    ``ahp-session:/a/b``. Only the canonical spelling counts: the URI the host
+    publishes on must be the one its subscribers used.
+    """
+    if not uri.startswith(CHANGESET_SCHEME):
+        return None
+    key, slash, rest = uri.removeprefix(CHANGESET_SCHEME).partition("/")
+    if not key or not slash:
+        return None
+    session = SESSION_SCHEME + unquote(key)
+    if "/" + rest == _SESSION_SUFFIX:
+        parsed: tuple[str, str | None] = (session, None)
+        canonical = session_changeset(session)
+    elif ("/" + rest).startswith(_TURN_SEGMENT):
+        turn = unquote(("/" + rest).removeprefix(_TURN_SEGMENT))
+        if not turn:
+            return None
+        parsed = (session, turn)
+        canonical = turn_changeset(session, turn)
+    else:
+        return None
+    return parsed if canonical == uri else None
+
+
+# -- every channel -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ChannelRef:
+    """What a channel URI is, read from the URI alone."""
+
+    kind: Kind
+    #: The session the URI itself names (session, annotations, changeset);
+    #: ``None`` for the others — a chat's session is the host's catalogue's.
+    session: str | None = None
+
+
+def parse_channel(uri: str) -> ChannelRef:
+    """The kind of channel ``uri`` names and the session it names, if it names one.
+
+    A session URI ending in ``/annotations`` is that session's annotations
+    channel (``createSession`` refuses such session URIs, so the reading is
+    never ambiguous for a session made here).
+    """
+    if uri == ROOT:
+        return ChannelRef("root")
+    if uri.startswith(SESSION_SCHEME):
+        if uri.endswith(ANNOTATIONS_SUFFIX) and len(uri) > len(SESSION_SCHEME + ANNOTATIONS_SUFFIX):
+            return ChannelRef("annotations", uri.removesuffix(ANNOTATIONS_SUFFIX))
+        return ChannelRef("session", uri)
+    if uri.startswith(CHAT_SCHEME):
+        return ChannelRef("chat")
+    if uri.startswith(CHANGESET_SCHEME):
+        parsed = parse_changeset(uri)
+        return ChannelRef("changeset", None if parsed is None else parsed[0])
+    if uri.startswith(TERMINAL_SCHEME):
+        return ChannelRef("terminal")
+    if uri.startswith(WATCH_SCHEME):
+        return ChannelRef("watch")
+    return ChannelRef("other")
+
+
+def session_of(uri: str) -> str | None:
+    """The session a session, annotations or changeset URI names (else ``None``)."""
+    return parse_channel(uri).session
