@@ -161,6 +161,18 @@ async def test_unsupported_version_gets_32005_and_close(running_host: RunningHos
             await recv_json(ws)
 
 
+async def test_malformed_version_gets_32602_and_the_connection_stays(
+    running_host: RunningHost,
+) -> None:
+    # versioning.md "Negotiation": malformed versions are an explicit error,
+    # not "unsupported" (-32005), even next to a valid entry.
+    async with connect(running_host.url) as ws:
+        reply = await call(ws, 1, "initialize", {**INIT, "protocolVersions": ["0.7.0", "1.0"]})
+        assert reply["error"]["code"] == -32602
+        assert "'1.0'" in reply["error"]["message"]
+        assert (await call(ws, 2, "initialize", INIT))["result"]["protocolVersion"] == "0.7.0"
+
+
 async def test_reconnect_from_an_unknown_client_gets_32008(running_host: RunningHost) -> None:
     async with connect(running_host.url) as ws:
         reply = await call(
