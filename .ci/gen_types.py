@@ -1,10 +1,17 @@
 #!/usr/bin/env python3
 # ruff: noqa: E501
-"""Generate ``ahp_server/protocol/types.py`` from the AHP JSON Schemas.
+"""Generate the AHP wire-type modules from the protocol's JSON Schemas.
 
-Usage: ``python .ci/gen_types.py [--check]`` from the project root, with the
-spec at ``../shared/spec`` (or ``AHP_SPEC_DIR``). ``--check`` exits 1 when the
-committed file differs from what the schemas produce (the test suite runs it).
+Two modules, one per protocol version the host knows:
+
+* ``ahp_server/protocol/types.py`` from ``../shared/spec`` (0.7.0, or
+  ``AHP_SPEC_DIR``);
+* ``ahp_server/protocol/v1_0/types.py`` from ``../shared/spec-1.0`` (1.0.0, or
+  ``AHP_SPEC_1_0_DIR``), with the changes its README lists (below, "1.0").
+
+Usage: ``python .ci/gen_types.py [--check]`` from the project root. ``--check``
+exits 1 when a committed file differs from what the schemas produce (the test
+suite runs it).
 
 Sources and the corrections applied to them (docs/protocol.md lists them too):
 
@@ -20,6 +27,18 @@ Sources and the corrections applied to them (docs/protocol.md lists them too):
   ``Partial<SessionSummary>`` become ``PartialChatSummary`` /
   ``PartialSessionSummary`` (all fields nullable: ``null`` clears), the rest
   ``<Parent><Property>`` or ``<Union><Tag>``.
+
+1.0 (``shared/spec-1.0/README.md``, "Notes for the type generator"):
+
+* It has no reference pages. Enum member names come from the 0.7 pages where
+  the value is the same (so both modules spell ``SessionStatus.InProgress``
+  alike), else from the value. Its optional members that peers send as
+  explicit ``null`` are listed in ``NULLABLE_FIELDS_1_0``.
+* ``ToolInput`` (inline string or ``ContentRef``) is an alias, as
+  ``StringOrMarkdown`` is.
+* The automation and canvas channels get their action unions too, and upstream
+  now names ``FileEditDiffStats`` and ``FileEditCollection`` itself.
+* ``ResponsePartKind`` (no schema ``$def``) gains ``Error``.
 """
 
 from __future__ import annotations
@@ -33,8 +52,10 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-SPEC = Path(os.environ.get("AHP_SPEC_DIR", ROOT.parent / "shared" / "spec"))
-OUT = ROOT / "ahp_server" / "protocol" / "types.py"
+SPEC_0_7 = Path(os.environ.get("AHP_SPEC_DIR", ROOT.parent / "shared" / "spec"))
+SPEC_1_0 = Path(os.environ.get("AHP_SPEC_1_0_DIR", ROOT.parent / "shared" / "spec-1.0"))
+OUT_0_7 = ROOT / "ahp_server" / "protocol" / "types.py"
+OUT_1_0 = ROOT / "ahp_server" / "protocol" / "v1_0" / "types.py"
 SCHEMAS = ["state", "actions", "commands", "notifications", "errors"]
 
 SKIP = {"AhpErrorDetailsMap", "ProtocolNotification", "ChildCustomizationType"}
@@ -58,6 +79,21 @@ NULLABLE_FIELDS = {
     ("SessionMcpServerStateChangedAction", "channel"),
     ("ChatTurnsLoadedAction", "turnsNextCursor"),
 }
+# 1.0: optional members that JavaScript peers send as explicit `null` (the
+# 0.8-dev fixtures do; spec-1.0 README), accepted like absent. The README also
+# lists ChatState/SessionState members: those nulls are in fixture states,
+# where null means absent anyway; a state is what a host writes, and ours has
+# no null in it (as at 0.7).
+NULLABLE_FIELDS_1_0 = NULLABLE_FIELDS | {
+    ("SessionActivityChangedAction", "activity"),
+    ("SessionChangesetsChangedAction", "changesets"),
+    ("ChangesetOperationsChangedAction", "operations"),
+    ("Turn", "usage"),
+    ("ActiveTurn", "usage"),
+    ("ChatChangesetsChangedAction", "changesets"),
+    ("ChatCanvasesChangedAction", "canvases"),
+}
+ALIASES_1_0 = {**ALIASES, "ToolInput": "str | ContentRef"}
 # Inline shapes used in several places get one shared name.
 SHARED_INLINE = {
     "ToolCallResultError": "ToolCallError",
@@ -94,12 +130,69 @@ CHANNEL_UNIONS = {
     "AnnotationsAction": "annotations/",
     "ResourceWatchAction": "resourceWatch/",
 }
+CHANNEL_UNIONS_1_0 = {
+    **CHANNEL_UNIONS,
+    "AutomationAction": "automation/",
+    "AutomationRunAction": "automationRun/",
+    "CanvasAction": "canvas/",
+}
 
 
-def load_defs() -> dict[str, Any]:
+class Target:
+    """One generated module: where its schemas are, where it goes, its corrections."""
+
+    def __init__(
+        self,
+        version: str,
+        spec: Path,
+        out: Path,
+        *,
+        aliases: dict[str, str],
+        nullable: set[tuple[str, str]],
+        channel_unions: dict[str, str],
+        names_from: Path | None = None,
+        extra_members: dict[str, list[tuple[str, str]]] | None = None,
+    ) -> None:
+        self.version = version
+        self.spec = spec
+        self.out = out
+        self.aliases = aliases
+        self.nullable = nullable
+        self.channel_unions = channel_unions
+        #: Reference pages giving enum member names when ``spec`` has none.
+        self.names_from = names_from
+        #: Members of enums that only the (older) pages define, added since.
+        self.extra_members = extra_members or {}
+
+
+TARGETS = [
+    Target(
+        "0.7.0",
+        SPEC_0_7,
+        OUT_0_7,
+        aliases=ALIASES,
+        nullable=NULLABLE_FIELDS,
+        channel_unions=CHANNEL_UNIONS,
+    ),
+    Target(
+        "1.0.0",
+        SPEC_1_0,
+        OUT_1_0,
+        aliases=ALIASES_1_0,
+        nullable=NULLABLE_FIELDS_1_0,
+        channel_unions=CHANNEL_UNIONS_1_0,
+        names_from=SPEC_0_7,
+        # ResponsePartKind is a TypeScript enum with no schema $def; 0.9.0
+        # added the error part (ErrorResponsePart.kind).
+        extra_members={"ResponsePartKind": [("Error", "'error'")]},
+    ),
+]
+
+
+def load_defs(spec: Path) -> dict[str, Any]:
     defs: dict[str, Any] = {}
     for name in SCHEMAS:
-        data = json.loads((SPEC / "schema" / f"{name}.schema.json").read_text())
+        data = json.loads((spec / "schema" / f"{name}.schema.json").read_text())
         for key, value in data["$defs"].items():
             defs.setdefault(key, value)
     for (owner, prop), fix in SCHEMA_FIXES.items():
@@ -107,11 +200,11 @@ def load_defs() -> dict[str, Any]:
     return defs
 
 
-def load_markdown() -> tuple[dict[str, list[tuple[str, str]]], set[tuple[str, str]]]:
+def load_markdown(spec: Path) -> tuple[dict[str, list[tuple[str, str]]], set[tuple[str, str]]]:
     """Enum member tables and ``T | undefined`` fields from the reference pages."""
     enums: dict[str, list[tuple[str, str]]] = {}
     undefined: set[tuple[str, str]] = set()
-    for page in sorted((SPEC / "docs" / "reference").glob("*.md")):
+    for page in sorted((spec / "docs" / "reference").glob("*.md")):
         current = None
         in_enum = False
         for line in page.read_text().splitlines():
@@ -171,9 +264,18 @@ def doc(text: str | None) -> str:
 
 
 class Generator:
-    def __init__(self) -> None:
-        self.defs = load_defs()
-        self.md_enums, undefined = load_markdown()
+    def __init__(self, target: Target) -> None:
+        self.target = target
+        self.defs = load_defs(target.spec)
+        self.md_enums, undefined = load_markdown(target.spec)
+        if target.names_from is not None:
+            # Member names by value from the older pages (values the newer
+            # version added are named after themselves, see render()).
+            older, _ = load_markdown(target.names_from)
+            for name, members in older.items():
+                self.md_enums.setdefault(name, members)
+        for name, members in target.extra_members.items():
+            self.md_enums[name] = [*self.md_enums.get(name, []), *members]
         # Action sections are headed by their tag (`session/activityChanged`).
         by_tag = {
             schema["properties"]["type"]["const"]: name
@@ -188,7 +290,7 @@ class Generator:
         self.int_enums: dict[str, list[int]] = {}
         self.any_aliases: dict[str, str] = {}
         for name, schema in sorted(self.defs.items()):
-            if name in SKIP or name in ALIASES:
+            if name in SKIP or name in target.aliases:
                 continue
             self.classify(name, schema)
         self.structs["MarkdownString"] = (
@@ -196,7 +298,7 @@ class Generator:
             "The object form of StringOrMarkdown: rendered with Markdown formatting.",
         )
         state_action = self.unions["StateAction"]
-        for union, prefix in CHANNEL_UNIONS.items():
+        for union, prefix in target.channel_unions.items():
             members = [m for m in state_action if self.type_values(m, "type")[0].startswith(prefix)]
             self.unions[union] = members
             self.union_docs[union] = f"Every action of the `{prefix}` channel family."
@@ -356,7 +458,9 @@ class Generator:
             is_tag = wire in DISCRIMINATOR_KEYS and self.prop_values(schema, wire) is not None
             annotation = self.ann(prop, name, wire, literal=is_tag)
             nullable = (
-                name in PARTIAL or (name, wire) in self.undefined or (name, wire) in NULLABLE_FIELDS
+                name in PARTIAL
+                or (name, wire) in self.undefined
+                or (name, wire) in self.target.nullable
             )
             optional = wire not in required or nullable
             default: str | None = None
@@ -437,7 +541,7 @@ class Generator:
 
     def render(self) -> str:
         out = [
-            '"""AHP wire types, generated from the protocol\'s JSON Schemas. Do not edit.',
+            f'"""AHP {self.target.version} wire types, generated from the protocol\'s JSON Schemas. Do not edit.',
             "",
             "Layer: protocol (pure). Regenerate with ``python .ci/gen_types.py``; the",
             "rules (optional vs nullable fields, open unions, naming) are in",
@@ -469,7 +573,10 @@ class Generator:
                 if values is not None and sorted(map(str, values)) != sorted(
                     str(v) for _, v in pairs
                 ):
-                    pairs = [(pascal(str(v)), v) for v in values]
+                    # The schema's values win; a value the table names keeps
+                    # its name (SessionStatus.InProgress in both modules).
+                    known = {str(v): m for m, v in pairs}
+                    pairs = [(known.get(str(v)) or pascal(str(v)), v) for v in values]
             elif values is not None:
                 pairs = [(pascal(str(v)), v) for v in values]
             else:
@@ -512,7 +619,9 @@ class Generator:
             t, r = self.union_source(name)
             typing_lines.append(t)
             runtime_lines.append(r)
-        out.append("StringOrMarkdown: TypeAlias = str | MarkdownString")
+        for alias, value in self.target.aliases.items():
+            if alias not in {"URI", "JsonPrimitive"}:
+                out.append(f"{alias}: TypeAlias = {value}")
         out.append("")
         out.append("if TYPE_CHECKING:")
         out.extend(typing_lines)
@@ -523,10 +632,7 @@ class Generator:
             out.append(f"{name}: TypeAlias = {ann}")
         out.append("")
         names = sorted(
-            set(rendered)
-            | set(self.unions)
-            | set(self.any_aliases)
-            | {"URI", "JsonPrimitive", "StringOrMarkdown"}
+            set(rendered) | set(self.unions) | set(self.any_aliases) | set(self.target.aliases)
         )
         out.append("#: Every named wire type, by its spec name (enums map to their wire type).")
         out.append("WIRE_TYPES: dict[str, Any] = {")
@@ -547,16 +653,18 @@ def typing_line_for(name: str, flat: str) -> str:
 
 
 def main() -> int:
-    text = Generator().render()
-    if "--check" in sys.argv:
-        current = OUT.read_text() if OUT.exists() else ""
-        if current != text:
-            print(f"{OUT} is out of date: run python .ci/gen_types.py", file=sys.stderr)
-            return 1
-        return 0
-    OUT.write_text(text)
-    print(f"wrote {OUT}")
-    return 0
+    stale = 0
+    for target in TARGETS:
+        text = Generator(target).render()
+        if "--check" in sys.argv:
+            current = target.out.read_text() if target.out.exists() else ""
+            if current != text:
+                print(f"{target.out} is out of date: run python .ci/gen_types.py", file=sys.stderr)
+                stale = 1
+            continue
+        target.out.write_text(text)
+        print(f"wrote {target.out}")
+    return stale
 
 
 if __name__ == "__main__":

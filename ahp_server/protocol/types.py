@@ -1,4 +1,4 @@
-"""AHP wire types, generated from the protocol's JSON Schemas. Do not edit.
+"""AHP 0.7.0 wire types, generated from the protocol's JSON Schemas. Do not edit.
 
 Layer: protocol (pure). Regenerate with ``python .ci/gen_types.py``; the
 rules (optional vs nullable fields, open unions, naming) are in

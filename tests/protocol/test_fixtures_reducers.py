@@ -60,20 +60,25 @@ def clock() -> float:
     return FROZEN_MS
 
 
-def run_case(case: dict[str, Any]) -> tuple[Any, Any]:
+def run_case(
+    case: dict[str, Any],
+    reducers: dict[str, tuple[type[Any], Any]] = REDUCERS,
+    action_type: Any = StateAction,
+) -> tuple[Any, Any]:
+    """Fold the case's actions (decoded as ``action_type``) with its named reducer."""
     name = case.get("reducer")
-    if name not in REDUCERS:
+    if name not in reducers:
         pytest.fail(
             f"fixture names reducer {name!r}, which this runner does not know "
-            f"(known: {', '.join(sorted(REDUCERS))})",
+            f"(known: {', '.join(sorted(reducers))})",
             pytrace=False,
         )
-    state_type, reducer = REDUCERS[name]
+    state_type, reducer = reducers[name]
     state = codec.convert(drop_nulls(case["initial"]), state_type)
     before = codec.encode(state)
     result = state
     for raw_action in case["actions"]:
-        action = codec.convert(raw_action, StateAction)
+        action = codec.convert(raw_action, action_type)
         result = reducer(result, action, clock)
     assert codec.encode(state) == before, "the reducer mutated its input state"
     return drop_nulls(json.loads(codec.encode(result))), drop_nulls(case["expected"])

@@ -5,6 +5,8 @@
 * random action sequences never make a reducer raise, never mutate the input,
   and always yield a state that is valid on the wire;
 * unknown actions return the very same state object.
+
+Each runs for the 0.7 reducers and types and for the 1.0 ones.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ from ahp_server.protocol.types import (
     SessionAction,
     SessionState,
 )
+from ahp_server.protocol.v1_0 import reducers as reducers_1_0
+from ahp_server.protocol.v1_0 import types as types_1_0
 from tests.strategies import roundtrip, strategy_for
 
 PROFILE = settings(
@@ -38,14 +42,19 @@ CHANNELS: list[tuple[type[Any], Any, Any]] = [
     (RootState, RootAction, reduce_root),
     (SessionState, SessionAction, reduce_session),
     (ChatState, ChatAction, reduce_chat),
+    (types_1_0.RootState, types_1_0.RootAction, reducers_1_0.reduce_root),
+    (types_1_0.SessionState, types_1_0.SessionAction, reducers_1_0.reduce_session),
+    (types_1_0.ChatState, types_1_0.ChatAction, reducers_1_0.reduce_chat),
 ]
+STATES = [state for state, _, _ in CHANNELS]
+UNIONS = [union for _, union, _ in CHANNELS]
 
 
 def clock() -> float:
     return 1_700_000_000_123.0
 
 
-@pytest.mark.parametrize("state_type", [RootState, SessionState, ChatState])
+@pytest.mark.parametrize("state_type", STATES)
 @PROFILE
 @given(data=st.data())
 def test_state_roundtrip_is_identity(state_type: type[Any], data: st.DataObject) -> None:
@@ -54,7 +63,7 @@ def test_state_roundtrip_is_identity(state_type: type[Any], data: st.DataObject)
     assert codec.encode(roundtrip(state, state_type)) == codec.encode(state)
 
 
-@pytest.mark.parametrize("action_union", [RootAction, SessionAction, ChatAction])
+@pytest.mark.parametrize("action_union", UNIONS)
 @PROFILE
 @given(data=st.data())
 def test_action_roundtrip_is_identity(action_union: Any, data: st.DataObject) -> None:

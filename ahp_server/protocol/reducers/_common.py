@@ -7,15 +7,25 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from typing import TypeVar
+
+from msgspec import UNSET, UnsetType
 
 from ahp_server.protocol.types import SessionStatus
 
 __all__ = [
     "ACTIVITY_MASK",
     "Clock",
+    "absent_if_none",
+    "coalesce",
     "iso_timestamp",
+    "js_truthy",
+    "or_empty",
+    "replace_at",
     "with_activity",
 ]
+
+T = TypeVar("T")
 
 #: Milliseconds since the Unix epoch. Reducers never read the real clock; the
 #: caller passes one in (tests freeze it at 9999 ms, fixtures/README.md step 3).
@@ -51,3 +61,33 @@ _last_second: tuple[int | None, str] = (None, "")
 def with_activity(status: int, activity: SessionStatus | int) -> int:
     """Replace the activity bits of ``status``, keeping every flag bit (and unknown bits)."""
     return (status & ~ACTIVITY_MASK) | int(activity)
+
+
+# -- JavaScript semantics the reducers of every version reproduce --------------------
+
+
+def js_truthy(value: object) -> bool:
+    """JavaScript truthiness for the values our wire types can hold."""
+    if value is UNSET or value is None or value is False:
+        return False
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return value != 0
+    return value != ""
+
+
+def coalesce(value: T | UnsetType | None, fallback: T | UnsetType) -> T | UnsetType:
+    """JavaScript ``value ?? fallback``."""
+    return fallback if value is UNSET or value is None else value
+
+
+def absent_if_none(value: T | UnsetType | None) -> T | UnsetType:
+    """``null`` from a JavaScript peer clears a field just like absence does."""
+    return UNSET if value is None else value
+
+
+def or_empty(items: tuple[T, ...] | UnsetType) -> tuple[T, ...]:
+    return () if isinstance(items, UnsetType) else items
+
+
+def replace_at(items: tuple[T, ...], index: int, item: T) -> tuple[T, ...]:
+    return (*items[:index], item, *items[index + 1 :])

@@ -33,7 +33,26 @@ from msgspec import UNSET, UnsetType
 from msgspec.structs import replace
 
 from ahp_server.protocol._base import UnknownVariant
-from ahp_server.protocol.reducers._common import Clock, iso_timestamp, with_activity
+from ahp_server.protocol.reducers._common import (
+    Clock,
+    iso_timestamp,
+    with_activity,
+)
+from ahp_server.protocol.reducers._common import (
+    absent_if_none as _absent_if_none,
+)
+from ahp_server.protocol.reducers._common import (
+    coalesce as _coalesce,
+)
+from ahp_server.protocol.reducers._common import (
+    js_truthy as _js_truthy,
+)
+from ahp_server.protocol.reducers._common import (
+    or_empty as _or_empty,
+)
+from ahp_server.protocol.reducers._common import (
+    replace_at as _replace_at,
+)
 from ahp_server.protocol.types import (
     ActiveTurn,
     ChatActivityChangedAction,
@@ -113,33 +132,6 @@ _KnownToolCall = (
 
 
 # -- small helpers ---------------------------------------------------------------
-
-
-def _js_truthy(value: object) -> bool:
-    """JavaScript truthiness for the values our wire types can hold."""
-    if value is UNSET or value is None or value is False:
-        return False
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return value != 0
-    return value != ""
-
-
-def _coalesce(value: T | UnsetType | None, fallback: T | UnsetType) -> T | UnsetType:
-    """JavaScript ``value ?? fallback``."""
-    return fallback if value is UNSET or value is None else value
-
-
-def _absent_if_none(value: T | UnsetType | None) -> T | UnsetType:
-    """``null`` from a JavaScript peer clears a field just like absence does."""
-    return UNSET if value is None else value
-
-
-def _or_empty(items: tuple[T, ...] | UnsetType) -> tuple[T, ...]:
-    return () if isinstance(items, UnsetType) else items
-
-
-def _replace_at(items: tuple[T, ...], index: int, item: T) -> tuple[T, ...]:
-    return (*items[:index], item, *items[index + 1 :])
 
 
 def _has_open_input(turn: ActiveTurn) -> bool:

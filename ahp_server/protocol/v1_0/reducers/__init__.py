@@ -1,0 +1,30 @@
+"""The pure 1.0 reducers of the root, session and chat channels.
+
+Layer: protocol (pure). Same contract as :mod:`ahp_server.protocol.reducers`
+(deterministic, never mutate their input, unknown or inapplicable actions
+return the input state itself, no peer data makes them raise), with the 1.0
+behaviour of ``shared/spec-1.0/REDUCER-CHANGES.md``. The fixtures under
+``tests/data/fixtures-1.0`` (and ``AHP_FIXTURES_1_0_DIR``) check them.
+"""
+
+from __future__ import annotations
+
+from ahp_server.protocol.reducers._common import Clock
+from ahp_server.protocol.v1_0.reducers._common import add_milliseconds
+from ahp_server.protocol.v1_0.reducers.chat import reduce_chat
+from ahp_server.protocol.v1_0.reducers.root import reduce_root
+from ahp_server.protocol.v1_0.reducers.session import reduce_session
+from ahp_server.protocol.v1_0.types import ChatState, RootState, SessionState
+
+__all__ = ["Clock", "add_milliseconds", "reduce", "reduce_chat", "reduce_root", "reduce_session"]
+
+
+def reduce(
+    state: RootState | SessionState | ChatState, action: object, now: Clock
+) -> RootState | SessionState | ChatState:
+    """Apply ``action`` with the reducer that matches the state's channel type."""
+    if isinstance(state, ChatState):
+        return reduce_chat(state, action, now)
+    if isinstance(state, SessionState):
+        return reduce_session(state, action, now)
+    return reduce_root(state, action, now)
