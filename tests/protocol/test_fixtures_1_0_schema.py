@@ -18,7 +18,15 @@ from tests.protocol.test_fixtures_reducers import drop_nulls
 from tests.wire_schema import SPEC_1_0, errors
 
 FILES = fixture_files("reducers", version="1.0")
-STATE_TYPES = {"root": "RootState", "session": "SessionState", "chat": "ChatState"}
+STATE_TYPES = {
+    "root": "RootState",
+    "session": "SessionState",
+    "chat": "ChatState",
+    "changeset": "ChangesetState",
+    "terminal": "TerminalState",
+    "annotations": "AnnotationsState",
+    "resourceWatch": "ResourceWatchState",
+}
 
 
 @pytest.mark.parametrize("path", FILES, ids=[p.name for p in FILES])

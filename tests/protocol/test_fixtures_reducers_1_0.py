@@ -16,8 +16,25 @@ from typing import Any
 
 import pytest
 
-from ahp_server.protocol.v1_0.reducers import reduce_chat, reduce_root, reduce_session
-from ahp_server.protocol.v1_0.types import ChatState, RootState, SessionState, StateAction
+from ahp_server.protocol.v1_0.reducers import (
+    reduce_annotations,
+    reduce_changeset,
+    reduce_chat,
+    reduce_resource_watch,
+    reduce_root,
+    reduce_session,
+    reduce_terminal,
+)
+from ahp_server.protocol.v1_0.types import (
+    AnnotationsState,
+    ChangesetState,
+    ChatState,
+    ResourceWatchState,
+    RootState,
+    SessionState,
+    StateAction,
+    TerminalState,
+)
 from tests.fixtures_path import fixture_files, load
 from tests.protocol.test_fixtures_reducers import run_case
 
@@ -27,6 +44,10 @@ REDUCERS: dict[str, tuple[type[Any], Any]] = {
     "root": (RootState, reduce_root),
     "session": (SessionState, reduce_session),
     "chat": (ChatState, reduce_chat),
+    "changeset": (ChangesetState, reduce_changeset),
+    "terminal": (TerminalState, reduce_terminal),
+    "annotations": (AnnotationsState, reduce_annotations),
+    "resourceWatch": (ResourceWatchState, reduce_resource_watch),
 }
 
 

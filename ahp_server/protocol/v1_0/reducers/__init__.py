@@ -1,4 +1,4 @@
-"""The pure 1.0 reducers of the root, session and chat channels.
+"""The pure 1.0 reducers of every channel kind the host serves.
 
 Layer: protocol (pure). Same contract as :mod:`ahp_server.protocol.reducers`
 (deterministic, never mutate their input, unknown or inapplicable actions
@@ -11,12 +11,27 @@ from __future__ import annotations
 
 from ahp_server.protocol.reducers._common import Clock
 from ahp_server.protocol.v1_0.reducers._common import add_milliseconds
+from ahp_server.protocol.v1_0.reducers.annotations import reduce_annotations
+from ahp_server.protocol.v1_0.reducers.changeset import reduce_changeset
 from ahp_server.protocol.v1_0.reducers.chat import reduce_chat
+from ahp_server.protocol.v1_0.reducers.resource_watch import reduce_resource_watch
 from ahp_server.protocol.v1_0.reducers.root import reduce_root
 from ahp_server.protocol.v1_0.reducers.session import reduce_session
+from ahp_server.protocol.v1_0.reducers.terminal import reduce_terminal
 from ahp_server.protocol.v1_0.types import ChatState, RootState, SessionState
 
-__all__ = ["Clock", "add_milliseconds", "reduce", "reduce_chat", "reduce_root", "reduce_session"]
+__all__ = [
+    "Clock",
+    "add_milliseconds",
+    "reduce",
+    "reduce_annotations",
+    "reduce_changeset",
+    "reduce_chat",
+    "reduce_resource_watch",
+    "reduce_root",
+    "reduce_session",
+    "reduce_terminal",
+]
 
 
 def reduce(
