@@ -987,6 +987,39 @@ def test_enablement_becomes_the_effective_enabled(enablement: Any, enabled: bool
     }
 
 
+def test_a_first_decision_of_an_unknown_kind_is_enabled_as_the_1_0_reducer_has_it() -> None:
+    """Regression (found by test_views_cross_check): the 1.0 reducer writes ``true``
+    into a toggled directory or child when the first decision is of a kind it does not
+    know (docs/protocol.md); the view read that decision's own ``enabled: false``, so
+    the 0.7 client of a toggled directory disagreed with the 1.0 state. Not
+    schema-checked: an unknown kind is not a valid 1.0 value, only a tolerated one."""
+    future = [{"kind": "futureScope", "enabled": False}, {"kind": "global", "enabled": False}]
+    for value in (plugin(enablement=future), mcp_server(enablement=future)):
+        assert view.project("Customization", value)["enabled"] is True
+    toggled = {"type": "session/customizationToggled", "id": "dir", "enablement": future}
+    assert view.action(toggled) == {
+        "type": "session/customizationToggled",
+        "id": "dir",
+        "enabled": True,
+    }
+    directory = {
+        "id": "dir",
+        "uri": "file:///d",
+        "name": "Dir",
+        "type": "directory",
+        "enabled": True,
+        "contents": "",
+        "writable": True,
+    }
+    _commutes(
+        "session",
+        session_state(customizations=[directory]),
+        toggled,
+        (reduce_session_1_0, reduce_session_0_7),
+        (types_1_0.SessionState, types.SessionState),
+    )
+
+
 def test_container_children_and_child_enablement() -> None:
     child_server = mcp_server(id="child", enablement=[{"kind": "global", "enabled": False}])
     skill = {"id": "sk", "uri": "file:///s", "name": "Skill", "type": "skill", "enabled": False}

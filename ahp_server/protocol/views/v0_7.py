@@ -209,8 +209,15 @@ Choices where the spec is silent (what a careful 0.7 client author expects):
   "what a 0.7 client does not see" in docs/protocol.md. Smaller drifts, by
   the same token: a ``chatUpdated`` that empties ``workingDirectories`` cannot
   clear a 0.7 summary's ``primaryWorkingDirectory`` (a shallow merge cannot
-  delete a key), and a ``toolCallDelta`` without ``content`` leaves
-  ``partialInput: ""`` where the view has none.
+  delete a key), a ``chat/workingDirectorySet``/``Removed`` that changes a
+  chat's index 0 leaves its 0.7 ``primaryWorkingDirectory`` as it was, and a
+  ``toolCallDelta`` without ``content`` leaves ``partialInput: ""`` where the
+  view has none. Where the 1.0 reducers behave differently on an action both
+  versions have (a ``toolClientExecution`` input request, ``toolCallReady``
+  keeping an input or refining its contributor, an edit of a non-inline
+  input, ``changeset/contentChanged`` keeping the error), the 0.7 client
+  computes the 0.7 result. ``tests/protocol/test_views_cross_check.py`` keeps
+  the complete list (``KNOWN_DRIFTS``) and checks everything else.
 """
 
 from __future__ import annotations
@@ -461,11 +468,20 @@ def _primary_from_index_0(result: Json, original: Json) -> Json:
     return out
 
 
+#: The ``CustomizationEnablement`` kinds 1.0 defines.
+_ENABLEMENT_KINDS: Final = frozenset({"global", "session", "workspace"})
+
+
 def _effective_enabled(enablement: Json) -> bool:
-    """REDUCER-CHANGES 3: ``enablement[0].enabled``, ``true`` when absent or empty."""
+    """REDUCER-CHANGES 3: ``enablement[0].enabled``, ``true`` when absent or empty.
+
+    A first decision of a kind 1.0 does not define counts as enabled, whatever it
+    carries: the 1.0 reducer writes that value into directories and child
+    customizations (docs/protocol.md), and a plugin must not read otherwise.
+    """
     if isinstance(enablement, list | tuple) and enablement:
         first = enablement[0]
-        if isinstance(first, dict):
+        if isinstance(first, dict) and first.get("kind") in _ENABLEMENT_KINDS:
             enabled = first.get("enabled")
             if isinstance(enabled, bool):
                 return enabled
@@ -1410,3 +1426,63 @@ def inbound_error(error: Json) -> Json:
     if isinstance(error, dict) and error.get("code") == -32006:
         return {**error, "code": -32008}
     return error
+
+
+# -- lifting stored 0.7 values: what a database written before 1.0 holds ---------------------------
+
+_in_session_state = _object(
+    {
+        "lifecycle": _enum({"creationFailed": "failed"}),
+        "chats": _list_of(_in_chat_summary),
+        "customizations": _list_of(_in_customization),
+        "activeClients": _list_of(_in_active_client),
+    }
+)
+_in_chat_state = _object({"turns": _list_of(_in_turn)}, then=_primary_first(create_session=False))
+
+
+def _in_envelope(value: Json, context: _Context) -> Json:
+    if not isinstance(value, dict):
+        return value
+    channel = value.get("channel")
+    inner = _Context(channel if isinstance(channel, str) else None, context._chat_of)
+    old = value.get("action")
+    new = _in_action(old, inner)
+    if new is old or new is _DROP:
+        return value
+    return {**value, "action": new}
+
+
+#: Stored 0.7 type → its 1.0 form: the states, turns and envelopes a host
+#: before 1.0 wrote (``lift``). Catalogue entries (``SessionSummary``) and the
+#: other channel kinds' states need no change or are lifted by their parts.
+INBOUND_STORED: Final[Mapping[str, Transform]] = {
+    "ChatState": _in_chat_state,
+    "ChatSummary": _in_chat_summary,
+    "SessionState": _in_session_state,
+    "Turn": _in_turn,
+    "ActionEnvelope": _in_envelope,
+    "StateAction": _in_action,
+    "TerminalState": _object({"claim": _in_terminal_claim}, then=_in_lifecycle),
+    "TerminalInfo": _in_terminal_info,
+    "ChangesetState": _identity,
+    "AnnotationsState": _object({"annotations": _list_of(_object(then=_origin_from_turn_id))}),
+}
+
+
+def lift(
+    type_name: str, value: Json, *, channel: str | None = None, chat_of: ChatOf | None = None
+) -> Json:
+    """A stored 0.7 value of ``type_name`` in its 1.0 form (identity when equal).
+
+    For a database written before the host's state moved to 1.0: the inverse
+    of :func:`project` on everything a 0.7 host stores, so the 0.7 view of a
+    lifted value is the stored value (``tests/store/test_release_db_lift.py``).
+    ``channel`` names an annotations channel's session; ``chat_of`` resolves a
+    session terminal claim's chat.
+    """
+    transform = INBOUND_STORED.get(type_name)
+    if transform is None:
+        return value
+    out = transform(value, _Context(channel, chat_of))
+    return value if out is _DROP else out
