@@ -57,8 +57,8 @@ from ahp_server.host.host import DB_FILE, Host, wall_clock_ms
 from ahp_server.host.sequencer import Hub
 from ahp_server.logging import configure_logging
 from ahp_server.protocol import codec
-from ahp_server.protocol.reducers import iso_timestamp, reduce_chat
-from ahp_server.protocol.types import (
+from ahp_server.protocol.v1_0.reducers import iso_timestamp, reduce_chat
+from ahp_server.protocol.v1_0.types import (
     ActionEnvelope,
     ActiveTurn,
     AgentCapabilities,

@@ -105,7 +105,7 @@ from ahp_server.agents.base import (
     TurnRequest,
 )
 from ahp_server.config import AgentConfig
-from ahp_server.protocol.types import (
+from ahp_server.protocol.v1_0.types import (
     AgentCapabilities,
     AgentInfo,
     ConfirmationOption,
@@ -1107,7 +1107,7 @@ class AcpProvider:
             models=(),
             capabilities=AgentCapabilities(
                 multiple_working_directories=MultipleWorkingDirectoriesCapability(
-                    requires_primary=False
+                    immutable_primary=False
                 )
             ),
         )

@@ -26,7 +26,7 @@ import asyncio
 import re
 
 from ahp_server.agents.base import AgentError, StatelessProvider, TurnIO, TurnRequest
-from ahp_server.protocol.types import (
+from ahp_server.protocol.v1_0.types import (
     AgentCapabilities,
     AgentInfo,
     ChatInputAnswered,
@@ -81,7 +81,7 @@ class EchoAgent(StatelessProvider):
             capabilities=AgentCapabilities(
                 multiple_chats=MultipleChatsCapability(fork=True, side_chat=True),
                 multiple_working_directories=MultipleWorkingDirectoriesCapability(
-                    requires_primary=False
+                    immutable_primary=False
                 ),
             ),
         )

@@ -41,16 +41,17 @@ from ahp_server.host.sequencer import action_type
 from ahp_server.host.turns import TurnRunner
 from ahp_server.protocol import codec
 from ahp_server.protocol.dispatch_rules import Rejection, check_dispatch
-from ahp_server.protocol.reducers import (
+from ahp_server.protocol.reducers._common import ACTIVITY_MASK
+from ahp_server.protocol.uris import CHAT_SCHEME, ROOT, SESSION_SCHEME
+from ahp_server.protocol.v1_0.reducers import (
     Clock,
     iso_timestamp,
     reduce_chat,
     reduce_root,
     reduce_session,
 )
-from ahp_server.protocol.reducers._common import ACTIVITY_MASK
-from ahp_server.protocol.reducers.chat import part_id_of
-from ahp_server.protocol.types import (
+from ahp_server.protocol.v1_0.reducers.chat import part_id_of
+from ahp_server.protocol.v1_0.types import (
     ActionOrigin,
     ActiveTurn,
     ChangesetState,
@@ -70,6 +71,7 @@ from ahp_server.protocol.types import (
     ChatTurnsLoadedAction,
     ChatTurnStartedAction,
     ErrorInfo,
+    ErrorResponsePart,
     InputRequestResponsePart,
     MarkdownResponsePart,
     Message,
@@ -103,7 +105,6 @@ from ahp_server.protocol.types import (
     ToolCallRunningState,
     Turn,
 )
-from ahp_server.protocol.uris import CHAT_SCHEME, ROOT, SESSION_SCHEME
 from ahp_server.workspace.paths import PathRefused
 
 __all__ = [
@@ -508,7 +509,6 @@ _SUMMARY_FIELDS = (
     "origin",
     "interactivity",
     "working_directories",
-    "primary_working_directory",
 )
 
 
@@ -523,7 +523,6 @@ def chat_summary(state: ChatState) -> ChatSummary:
         origin=state.origin,
         interactivity=state.interactivity,
         working_directories=state.working_directories,
-        primary_working_directory=state.primary_working_directory,
     )
 
 
@@ -1231,9 +1230,10 @@ class ChatActor(ChannelActor[ChatState]):
             working_directories=()
             if isinstance(state.working_directories, UnsetType)
             else tuple(self.host.roots.usable(state.working_directories, self.session.owner)),
+            # At 1.0 the primary directory is index 0 (no field of its own).
             primary_working_directory=None
-            if isinstance(state.primary_working_directory, UnsetType)
-            else state.primary_working_directory,
+            if isinstance(state.working_directories, UnsetType) or not state.working_directories
+            else state.working_directories[0],
             client_id=client_id,
             client_tools=next(
                 (c.tools for c in self.session.state.active_clients if c.client_id == client_id),
@@ -1272,9 +1272,11 @@ class ChatActor(ChannelActor[ChatState]):
         action = ChatErrorAction(
             turn_id=turn.id,
             duration=_elapsed_ms(turn.started_at, self.host.now()),
-            error=ErrorInfo(
-                error_type="interrupted",
-                message="The host stopped while this turn was running.",
+            part=ErrorResponsePart(
+                error=ErrorInfo(
+                    error_type="interrupted",
+                    message="The host stopped while this turn was running.",
+                )
             ),
         )
         self.apply(action)

@@ -76,9 +76,16 @@ from ahp_server.host.host import Host
 from ahp_server.host.runtime import Runtime
 from ahp_server.protocol import codec
 from ahp_server.protocol.errors import AhpErrorCode, InvalidParams, ProtocolError
-from ahp_server.protocol.reducers import Clock, iso_timestamp
-from ahp_server.protocol.reducers.changeset import reduce_changeset
-from ahp_server.protocol.types import (
+from ahp_server.protocol.uris import (
+    CHANGESET_SCHEME,
+    parse_changeset,
+    session_changeset,
+    turn_changeset,
+    turn_changeset_template,
+)
+from ahp_server.protocol.v1_0.reducers import Clock, iso_timestamp
+from ahp_server.protocol.v1_0.reducers.changeset import reduce_changeset
+from ahp_server.protocol.v1_0.types import (
     ActionEnvelope,
     Changeset,
     ChangesetCapabilities,
@@ -92,17 +99,10 @@ from ahp_server.protocol.types import (
     ContentRef,
     ErrorInfo,
     FileEdit,
-    FileEditDiff,
+    FileEditDiffStats,
     FileEditSide,
     InvokeChangesetOperationParams,
     SessionChangesetsChangedAction,
-)
-from ahp_server.protocol.uris import (
-    CHANGESET_SCHEME,
-    parse_changeset,
-    session_changeset,
-    turn_changeset,
-    turn_changeset_template,
 )
 from ahp_server.store.base import ChannelRow
 from ahp_server.workspace.paths import file_uri
@@ -230,7 +230,7 @@ def content_bytes(files: Sequence[ChangesetFile]) -> int:
     return sum(_size(f.edit.before) + _size(f.edit.after) for f in files)
 
 
-def _line_counts(before: str, after: str) -> FileEditDiff | UnsetType:
+def _line_counts(before: str, after: str) -> FileEditDiffStats | UnsetType:
     old, new = before.splitlines(), after.splitlines()
     if len(old) + len(new) > DIFF_MAX_LINES:
         return UNSET
@@ -240,7 +240,7 @@ def _line_counts(before: str, after: str) -> FileEditDiff | UnsetType:
             removed += i2 - i1
         if tag in ("replace", "insert"):
             added += j2 - j1
-    return FileEditDiff(added=added, removed=removed)
+    return FileEditDiffStats(added=added, removed=removed)
 
 
 def merge(

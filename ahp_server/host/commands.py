@@ -20,6 +20,7 @@ import msgspec
 import structlog
 from msgspec import UNSET, UnsetType
 
+from ahp_server.host import edge
 from ahp_server.host.actors import (
     CHAT_SCHEME,
     DEFAULT_SESSION_TITLE,
@@ -47,8 +48,9 @@ from ahp_server.protocol.errors import (
     ProtocolError,
 )
 from ahp_server.protocol.jsonrpc import decode_params
-from ahp_server.protocol.reducers import iso_timestamp
-from ahp_server.protocol.types import (
+from ahp_server.protocol.uris import ANNOTATIONS_SUFFIX, normal_form, parse_channel
+from ahp_server.protocol.v1_0.reducers import iso_timestamp
+from ahp_server.protocol.v1_0.types import (
     ActionOrigin,
     ActiveTurn,
     AgentInfo,
@@ -85,8 +87,13 @@ from ahp_server.protocol.types import (
     Turn,
     UnsubscribeParams,
 )
-from ahp_server.protocol.uris import ANNOTATIONS_SUFFIX, normal_form, parse_channel
-from ahp_server.protocol.versions import SUPPORTED_VERSIONS, blocked_action_types, negotiate
+from ahp_server.protocol.versions import (
+    SUPPORTED_VERSIONS,
+    blocked_action_types,
+    negotiate,
+    row_for,
+)
+from ahp_server.protocol.views import v0_7
 from ahp_server.store.base import newest_within
 from ahp_server.workspace.paths import PathInvalid, PathRefused, file_uri
 
@@ -193,9 +200,76 @@ class Commands:
                 "this connection has no user: it may not " + method,
                 code=AhpErrorCode.PermissionDenied,
             )
+        fork: tuple[str, str] | None = None
+        if connection.legacy:
+            # A 0.7 client: its params in 1.0 terms first (host/edge.py).
+            if method in v0_7.METHODS_NOT_IN_0_7:
+                raise MethodNotFound(f"method {method!r} is not part of protocol 0.7")
+            if not isinstance(params, UnsetType):
+                await self._before_translation(method, params)
+                translated = edge.inbound_params(method, params, self._chat_of)
+                if translated is None:
+                    raise InvalidParams(f"{method}: not a protocol 0.7 request")
+                params, original = translated
+                if method == "createSession":
+                    fork = v0_7.fork_source(original)
         params_type = self._params.get(method)
         decoded: Any = decode_params(params, params_type) if params_type else params
-        return await handler(connection, decoded)
+        if fork is not None:
+            result = await self.create_session(connection, decoded, fork=fork)
+        else:
+            result = await handler(connection, decoded)
+        return edge.result(method, result) if connection.legacy else result
+
+    async def _before_translation(self, method: str, params: msgspec.Raw) -> None:
+        """What a 0.7 request needs checked before it becomes 1.0: the rules
+        1.0 expresses differently, with the errors 0.7 gave."""
+        if method not in ("createSession", "createChat", "createTerminal"):
+            return
+        value = msgspec.json.decode(params)
+        if not isinstance(value, dict):
+            return
+        primary = value.get("primaryWorkingDirectory")
+        directories = value.get("workingDirectories")
+        if (
+            isinstance(primary, str)
+            and isinstance(directories, list)
+            and primary not in directories
+        ):
+            # 1.0 has no such field: the primary is index 0 (views/v0_7.py).
+            raise InvalidParams("primaryWorkingDirectory must be one of workingDirectories")
+        claim = value.get("claim")
+        if (
+            method == "createTerminal"
+            and isinstance(claim, dict)
+            and claim.get("kind") == "session"
+        ):
+            session = claim.get("session")
+            # A 1.0 session claim names its chat: load the session so that
+            # its chat can be found; one that does not exist is -32001, as at 0.7.
+            if isinstance(session, str) and await self.host.session(session) is None:
+                raise ProtocolError(f"no session {session}", code=AhpErrorCode.SessionNotFound)
+
+    def _chat_of(self, session: str, turn_id: str | None) -> str | None:
+        """The chat of ``session`` that holds ``turn_id`` (its default chat for
+        ``None``): what a 0.7 client's terminal claim or annotation means."""
+        actor = self.host.sessions.get(session)
+        if actor is None:
+            return None
+        chats = [c for c in self.host.chats.values() if c.session is actor]
+        if turn_id is not None:
+            for chat in chats:
+                active = chat.state.active_turn
+                if (isinstance(active, ActiveTurn) and active.id == turn_id) or any(
+                    turn.id == turn_id for turn in chat.state.turns
+                ):
+                    return chat.uri
+        default = actor.state.default_chat
+        if isinstance(default, str):
+            return default
+        # A session still being created: its default chat is not in the
+        # catalogue yet, but it is the session's first chat.
+        return chats[0].uri if chats else None
 
     async def notify(
         self, connection: Connection, method: str, params: msgspec.Raw | UnsetType
@@ -229,6 +303,8 @@ class Commands:
         connection.client_id = client_id
         connection.protocol_version = version
         connection.blocked_actions = blocked_action_types(version)
+        row = row_for(version)
+        connection.legacy = row is not None and edge.is_legacy(row.view)
         connection.state = ConnState.READY
         self.host.remember_client(client_id, version)
         # Every later log line of this connection's task names its client.
@@ -381,6 +457,14 @@ class Commands:
             return  # WIRE-SUMMARY §7.4: unknown channel, silently ignored
         assert connection.client_id is not None
         origin = ActionOrigin(client_id=connection.client_id, client_seq=raw.client_seq)
+        if connection.legacy and self.host.may_access(connection, raw.channel):
+            # A 0.7 client's action in 1.0 terms (host/edge.py); its echo is
+            # projected back on the way out.
+            translated = edge.inbound_action(raw.action, raw.channel, self._chat_of)
+            if translated is None:
+                await self._refuse(actor, connection, raw, origin, "not a protocol 0.7 action")
+                return
+            raw.action = translated
         if not self.host.may_access(connection, raw.channel):
             # Multi-user mode: refused visibly, like any refused action (issue 16).
             # Not through the channel's actor: none of this connection's
@@ -467,7 +551,15 @@ class Commands:
 
     # -- sessions -----------------------------------------------------------------------------
 
-    async def create_session(self, connection: Connection, params: CreateSessionParams) -> bytes:
+    async def create_session(
+        self,
+        connection: Connection,
+        params: CreateSessionParams,
+        *,
+        fork: tuple[str, str] | None = None,
+    ) -> bytes:
+        """``createSession``; ``fork`` (session, turnId) is a 0.7 client's session
+        fork, which 1.0 no longer has on the wire (host/edge.py)."""
         host = self.host
         uri = params.channel
         if not uri.startswith(SESSION_SCHEME) or uri == SESSION_SCHEME:
@@ -488,11 +580,9 @@ class Commands:
         provider = host.provider(provider_name)
         directories, primary = self._session_directories(provider.info, params)
         source_turns: tuple[Turn, ...] = ()
-        if not isinstance(params.fork, UnsetType):
-            host.check_access(connection, params.fork.session)
-            source_turns, directories, primary = await self._session_fork(
-                params.fork.session, params.fork.turn_id
-            )
+        if fork is not None:
+            host.check_access(connection, fork[0])
+            source_turns, directories, primary = await self._session_fork(*fork)
         directories, primary = await self._rooted(connection, uri, directories, primary)
         if uri in host.session_index:  # created meanwhile, while the folder was made
             raise ProtocolError(
@@ -577,14 +667,9 @@ class Commands:
         )
         if len(directories) > 1 and not multiple:
             raise InvalidParams(f"agent {info.provider!r} supports one working directory")
-        primary: str | None = None
-        if not isinstance(params.primary_working_directory, UnsetType):
-            primary = params.primary_working_directory
-            if primary not in directories:
-                raise InvalidParams("primaryWorkingDirectory must be one of workingDirectories")
-        elif directories:
-            primary = directories[0]  # WIRE-SUMMARY §10.1.6: fall back to the first entry
-        return directories, primary
+        # 1.0: the primary directory is index 0 (a 0.7 client's
+        # primaryWorkingDirectory arrives moved there, views/v0_7.py).
+        return directories, directories[0] if directories else None
 
     async def _session_fork(
         self, session_uri: str, turn_id: str
@@ -602,11 +687,10 @@ class Commands:
         if index is None:
             raise InvalidParams(f"no completed turn {turn_id!r} in {chat.uri}")
         directories = source.state.working_directories
-        primary = chat.state.primary_working_directory
         return (
             turns[: index + 1],
             () if isinstance(directories, UnsetType) else directories,
-            None if isinstance(primary, UnsetType) else primary,
+            _primary(chat.state.working_directories),
         )
 
     async def dispose_session(self, connection: Connection, params: DisposeSessionParams) -> bytes:
@@ -703,8 +787,7 @@ class Commands:
             status=int(SessionStatus.Idle),
             modified_at=iso_timestamp(host.now()),
             origin=origin,
-            working_directories=directories if directories is not None else UNSET,
-            primary_working_directory=UNSET if primary is None else primary,
+            working_directories=UNSET if directories is None else _first(primary, directories),
             turns=turns,
         )
         chat = ChatActor(host, uri, state, session=session, source=source_context)
@@ -743,11 +826,7 @@ class Commands:
         directories = (
             () if isinstance(state.working_directories, UnsetType) else (state.working_directories)
         )
-        primary = (
-            None
-            if isinstance(state.primary_working_directory, UnsetType)
-            else state.primary_working_directory
-        )
+        primary = _primary(state.working_directories)
         index = next((i for i, t in enumerate(state.turns) if t.id == source.turn_id), None)
         active = state.active_turn
         if isinstance(source, ForkChatSource):
@@ -786,12 +865,9 @@ class Commands:
             directories = inherited[0] or None
         else:
             directories = session_dirs or None
-        if not isinstance(params.primary_working_directory, UnsetType):
-            primary: str | None = params.primary_working_directory
-            if primary not in (directories or ()):
-                raise InvalidParams("primaryWorkingDirectory must be one of the chat's directories")
-        elif inherited is not None and inherited[1] in (directories or ()):
-            primary = inherited[1]
+        primary: str | None
+        if inherited is not None and inherited[1] in (directories or ()):
+            primary = inherited[1]  # a fork or side chat keeps its source's primary
         else:
             primary = directories[0] if directories else None
         return directories, primary
@@ -899,3 +975,15 @@ def _parse_offset(cursor: str) -> int:
     if prefix != "offset" or not (value.isascii() and value.isdigit()) or len(value) > 18:
         raise InvalidParams(f"unknown cursor {cursor[:64]!r}")
     return int(value)
+
+
+def _primary(directories: tuple[str, ...] | UnsetType) -> str | None:
+    """The primary working directory: index 0 at 1.0 (SCHEMA-DIFF item 1)."""
+    return directories[0] if not isinstance(directories, UnsetType) and directories else None
+
+
+def _first(primary: str | None, directories: tuple[str, ...]) -> tuple[str, ...]:
+    """``directories`` with ``primary`` moved to index 0, where 1.0 keeps it."""
+    if primary is None or primary not in directories:
+        return directories
+    return (primary, *(d for d in directories if d != primary))

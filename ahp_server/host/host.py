@@ -55,8 +55,9 @@ from ahp_server.host.sequencer import Hub
 from ahp_server.host.sessions import CREATING, AgentSessions
 from ahp_server.protocol import codec
 from ahp_server.protocol.errors import AhpErrorCode, ProtocolError
-from ahp_server.protocol.reducers import reduce_chat, reduce_session
-from ahp_server.protocol.types import (
+from ahp_server.protocol.uris import parse_channel
+from ahp_server.protocol.v1_0.reducers import reduce_chat, reduce_session
+from ahp_server.protocol.v1_0.types import (
     ActionEnvelope,
     ChatState,
     Implementation,
@@ -70,7 +71,6 @@ from ahp_server.protocol.types import (
     TerminalSessionClaim,
     Turn,
 )
-from ahp_server.protocol.uris import parse_channel
 from ahp_server.store.base import ChannelRow, LoadedChannel, Store, StoreError
 from ahp_server.store.sqlite import SqliteStore
 from ahp_server.workspace.roots import Roots

@@ -26,10 +26,11 @@ from typing import Any, Protocol, cast
 import msgspec
 from msgspec import UNSET
 
+from ahp_server.host import edge
 from ahp_server.host.fanout import Connection
 from ahp_server.protocol import codec
 from ahp_server.protocol._base import UnknownVariant
-from ahp_server.protocol.types import ActionEnvelope, ActionOrigin
+from ahp_server.protocol.v1_0.types import ActionEnvelope, ActionOrigin
 from ahp_server.store.base import Store
 
 __all__ = [
@@ -47,6 +48,18 @@ _ACTION_PREFIX = b'{"jsonrpc":"2.0","method":"action","params":'
 def action_frame(envelope_json: bytes) -> bytes:
     """The ``action`` notification frame around an encoded envelope."""
     return _ACTION_PREFIX + envelope_json + b"}"
+
+
+def _notification_bytes(method: str, params_json: bytes) -> bytes:
+    return b"".join(
+        (
+            b'{"jsonrpc":"2.0","method":',
+            codec.encode(method),
+            b',"params":',
+            params_json,
+            b"}",
+        )
+    )
 
 
 def notification_frame(method: str, params: object) -> bytes:
@@ -247,16 +260,42 @@ class Hub:
             listener.delivered(seq, token, done)
         subscribers = self._subscribers.get(channel)
         view = self.views.get(channel)
+        # The 0.7 view of this envelope: computed once, on first need; never
+        # for an action type whose shape is the same at both versions.
+        legacy = None if kind in edge.IDENTITY_ACTIONS else edge.LegacyEnvelope(envelope)
         if subscribers:
             frame = action_frame(envelope)
             for connection in tuple(subscribers):
-                if kind not in connection.blocked_actions:
-                    connection.send(
-                        frame if view is None else action_frame(view(connection, envelope))
-                    )
+                if kind in connection.blocked_actions:
+                    continue
+                if view is None and (legacy is None or not connection.legacy):
+                    connection.send(frame)
+                    continue
+                body = self._body(connection, envelope, view, legacy)
+                if body is not None:
+                    connection.send(action_frame(body))
         if sender is not None and (not subscribers or sender not in subscribers):
             # The unsubscribed sender's acknowledgement.
-            sender.send(action_frame(envelope if view is None else view(sender, envelope)))
+            body = self._body(sender, envelope, view, legacy)
+            if body is not None:
+                sender.send(action_frame(body))
+
+    @staticmethod
+    def _body(
+        connection: Connection,
+        envelope: bytes,
+        view: Callable[[Connection, bytes], bytes] | None,
+        legacy: edge.LegacyEnvelope | None,
+    ) -> bytes | None:
+        """The envelope as ``connection`` sees it: the channel's view, then its version's."""
+        if view is not None:
+            seen = view(connection, envelope)
+            if legacy is None or not connection.legacy:
+                return seen
+            return edge.project_envelope(seen)
+        if legacy is None or not connection.legacy:
+            return envelope
+        return legacy.get()
 
     def _record(self, channel: str, seq: int, envelope: bytes) -> None:
         buffer = self._replay.get(channel)
@@ -304,8 +343,13 @@ class Hub:
         self.store.after_queued(self._send_rejection, connection, refused)
 
     def _send_rejection(self, connection: Connection, refused: ActionEnvelope) -> None:
-        envelope = msgspec.structs.replace(refused, server_seq=self.delivered_seq)
-        connection.send(action_frame(codec.encode(envelope)))
+        envelope = codec.encode(msgspec.structs.replace(refused, server_seq=self.delivered_seq))
+        if connection.legacy:
+            projected = edge.project_envelope(envelope)
+            if projected is None:
+                return
+            envelope = projected
+        connection.send(action_frame(envelope))
 
     def notify(
         self,
@@ -324,11 +368,21 @@ class Hub:
         subscribers = self._subscribers.get(channel)
         if subscribers:
             frame = notification_frame(method, params)
+            legacy: list[bytes | None] = []  # the 0.7 frame, once computed (None: not sent)
             for connection in tuple(subscribers):
                 if (about is None or self.visible(connection, about)) and (
                     only is None or only(connection)
                 ):
-                    connection.send(frame)
+                    if not connection.legacy:
+                        connection.send(frame)
+                        continue
+                    if not legacy:
+                        projected = edge.notification(method, params)
+                        legacy.append(
+                            None if projected is None else _notification_bytes(method, projected)
+                        )
+                    if legacy[0] is not None:
+                        connection.send(legacy[0])
 
     # -- subscriptions ------------------------------------------------------------------------
 

@@ -38,14 +38,14 @@ from collections.abc import Awaitable, Callable, Iterable
 from typing import Protocol
 
 import structlog
-from msgspec import UNSET, UnsetType
+from msgspec import UnsetType
 
 from ahp_server.agents.base import AgentError, Provider, SessionContext
 from ahp_server.host.actors import CHAT_SCHEME, ChatActor, SessionActor, chat_summary
 from ahp_server.host.runtime import Runtime
 from ahp_server.protocol.errors import ProtocolError
-from ahp_server.protocol.reducers import iso_timestamp
-from ahp_server.protocol.types import (
+from ahp_server.protocol.v1_0.reducers import iso_timestamp
+from ahp_server.protocol.v1_0.types import (
     ChatOriginUser,
     ChatState,
     ErrorInfo,
@@ -290,6 +290,9 @@ def new_default_chat(
 ) -> ChatActor:
     """A session's default chat (not yet in its catalogue): its directories, a fork's turns."""
     directories = session.state.working_directories
+    if primary is not None and not isinstance(directories, UnsetType):
+        # 1.0: the primary directory is index 0 (no field of its own).
+        directories = (primary, *(d for d in directories if d != primary))
     state = ChatState(
         resource=f"{CHAT_SCHEME}{uuid.uuid4()}",
         title="Chat",
@@ -297,7 +300,6 @@ def new_default_chat(
         modified_at=iso_timestamp(host.now()),
         origin=ChatOriginUser(),
         working_directories=directories,
-        primary_working_directory=UNSET if primary is None else primary,
         turns=turns,
     )
     return ChatActor(host, state.resource, state, session=session)

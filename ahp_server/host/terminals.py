@@ -103,8 +103,9 @@ from ahp_server.protocol.dispatch_rules import (
     valid_terminal_size,
 )
 from ahp_server.protocol.errors import AhpErrorCode, InvalidParams, ProtocolError
-from ahp_server.protocol.reducers import Clock, iso_timestamp, reduce_terminal
-from ahp_server.protocol.types import (
+from ahp_server.protocol.uris import TERMINAL_SCHEME
+from ahp_server.protocol.v1_0.reducers import Clock, iso_timestamp, reduce_terminal
+from ahp_server.protocol.v1_0.types import (
     ActionEnvelope,
     ActionOrigin,
     CreateTerminalParams,
@@ -119,11 +120,11 @@ from ahp_server.protocol.types import (
     TerminalInfo,
     TerminalInputAction,
     TerminalResizedAction,
+    TerminalRunningLifecycleState,
     TerminalSessionClaim,
     TerminalState,
     TerminalUnclassifiedPart,
 )
-from ahp_server.protocol.uris import TERMINAL_SCHEME
 from ahp_server.store.base import ChannelRow, LoadedChannel
 from ahp_server.workspace.paths import (
     PathInvalid,
@@ -368,7 +369,8 @@ class TerminalActor(ChannelActor[TerminalState]):
             and not (claim.turn_id is UNSET and claim.tool_call_id is UNSET)
         ):
             # The command is done with its turn: background claim (guide, "Agent Runs a Command").
-            self.apply(TerminalClaimedAction(claim=TerminalSessionClaim(session=claim.session)))
+            background = TerminalSessionClaim(session=claim.session, chat=claim.chat)
+            self.apply(TerminalClaimedAction(claim=background))
         self.apply(TerminalExitedAction(exit_code=UNSET if exit_code is None else exit_code))
         self.host.hub.store.set_unfinished(self.uri, None)
         self.snapshot()
@@ -437,7 +439,7 @@ class TerminalActor(ChannelActor[TerminalState]):
         if (
             state.title != before.title
             or state.claim != before.claim
-            or state.exit_code != before.exit_code
+            or state.lifecycle != before.lifecycle
         ):
             self._service.catalogue_changed()
 
@@ -472,7 +474,7 @@ class TerminalActor(ChannelActor[TerminalState]):
 def _info(actor: TerminalActor) -> TerminalInfo:
     state = actor.state
     return TerminalInfo(
-        resource=actor.uri, title=state.title, claim=state.claim, exit_code=state.exit_code
+        resource=actor.uri, title=state.title, claim=state.claim, lifecycle=state.lifecycle
     )
 
 
@@ -573,6 +575,7 @@ class TerminalService:
             rows=int(rows),
             content=(),
             claim=claim,
+            lifecycle=TerminalRunningLifecycleState(),
             is_pty=True,
         )
         actor = TerminalActor(self, uri, state, created_at=iso_timestamp(host.now()))
@@ -627,12 +630,15 @@ class TerminalService:
             return
         uri = f"{TERMINAL_SCHEME}{uuid.uuid4()}"
         command = os.path.basename(terminal.command) or terminal.command
-        claim = TerminalSessionClaim(session=request.session, turn_id=request.turn_id)
+        claim = TerminalSessionClaim(
+            session=request.session, chat=request.chat, turn_id=request.turn_id
+        )
         state = TerminalState(
             title=command,
             cwd=file_uri(terminal.cwd) if terminal.cwd.startswith("/") else UNSET,
             content=(),
             claim=claim,
+            lifecycle=TerminalRunningLifecycleState(),
             is_pty=False,
         )
         actor = TerminalActor(
@@ -728,12 +734,10 @@ class TerminalService:
         primary: str | None = None
         default = actor.state.default_chat
         chat = await self.host.chat(default) if isinstance(default, str) else None
-        if (
-            chat is not None
-            and isinstance(chat.state.primary_working_directory, str)
-            and chat.state.primary_working_directory in roots
-        ):
-            primary = chat.state.primary_working_directory
+        if chat is not None:
+            chat_directories = chat.state.working_directories  # the primary is index 0
+            if not isinstance(chat_directories, UnsetType) and chat_directories:
+                primary = chat_directories[0] if chat_directories[0] in roots else None
         return roots, primary or (roots[0] if roots else None)
 
     async def _cwd(

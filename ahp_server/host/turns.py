@@ -45,7 +45,7 @@ from ahp_server.agents.base import (
     ToolDecision,
     TurnRequest,
 )
-from ahp_server.protocol.types import (
+from ahp_server.protocol.v1_0.types import (
     ChatActivityChangedAction,
     ChatDeltaAction,
     ChatErrorAction,
@@ -63,6 +63,7 @@ from ahp_server.protocol.types import (
     ChatUsageAction,
     ConfirmationOption,
     ErrorInfo,
+    ErrorResponsePart,
     MarkdownResponsePart,
     Message,
     PendingMessage,
@@ -461,7 +462,7 @@ def _error(turn_id: str, started: float, error_type: str, message: str) -> ChatE
     return ChatErrorAction(
         turn_id=turn_id,
         duration=_ms_since(started),
-        error=ErrorInfo(error_type=error_type, message=message),
+        part=ErrorResponsePart(error=ErrorInfo(error_type=error_type, message=message)),
     )
 
 

@@ -23,7 +23,7 @@ from typing import Any
 from msgspec import UNSET, UnsetType
 
 from ahp_server.protocol._base import UnknownVariant
-from ahp_server.protocol.types import (
+from ahp_server.protocol.v1_0.types import (
     ActionType,
     ActiveTurn,
     ChangesetFilesReviewChangedAction,
@@ -70,6 +70,7 @@ from ahp_server.protocol.types import (
     SessionWorkingDirectorySetAction,
     TerminalClaimedAction,
     TerminalClientClaim,
+    TerminalExitedLifecycleState,
     TerminalInputAction,
     TerminalResizedAction,
     TerminalSessionClaim,
@@ -324,7 +325,7 @@ def _check_terminal(state: TerminalState, action: object, client_id: str) -> Rej
                     RejectionCode.NotOwnClient,
                     "a client claim must name the dispatching client's own clientId",
                 )
-        case TerminalInputAction() if not isinstance(state.exit_code, UnsetType):
+        case TerminalInputAction() if isinstance(state.lifecycle, TerminalExitedLifecycleState):
             # The host also refuses input its process cannot take (host/terminals.py).
             return Rejection(RejectionCode.TerminalUnavailable, "the terminal's process has ended")
         case TerminalResizedAction(cols=cols, rows=rows):
@@ -381,7 +382,7 @@ def _check_session(
                 )
         case SessionWorkingDirectoryRemovedAction(directory=directory):
             for chat in state.chats:
-                if chat.primary_working_directory == directory:
+                if _primary(chat.working_directories) == directory:
                     return Rejection(
                         RejectionCode.PrimaryDirectory,
                         f"{directory} is the primary working directory of {chat.resource}",
@@ -651,7 +652,7 @@ def _check_chat(
                     f"{directory} is not one of the session's working directories",
                 )
         case ChatWorkingDirectoryRemovedAction(directory=directory):
-            if chat.primary_working_directory == directory:
+            if _primary(chat.working_directories) == directory:
                 return Rejection(
                     RejectionCode.PrimaryDirectory,
                     f"{directory} is the chat's primary working directory",
@@ -704,3 +705,8 @@ def _check_chat(
         case _:
             pass
     return None
+
+
+def _primary(directories: tuple[str, ...] | UnsetType) -> str | None:
+    """A chat's primary working directory: index 0 at 1.0 (SCHEMA-DIFF item 1)."""
+    return directories[0] if not isinstance(directories, UnsetType) and directories else None

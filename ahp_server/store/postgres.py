@@ -60,6 +60,7 @@ import structlog
 
 from ahp_server.store.base import ChannelRow, LoadedChannel, Store, StoreError
 from ahp_server.store.group import HIGH_WATER, SEGMENT, Callback, GroupCommit, Row, segments
+from ahp_server.store.lift import MARKER, Lifter
 
 __all__ = ["SCHEMA_VERSION", "Fenced", "PostgresStore", "is_postgres_url", "masked"]
 
@@ -291,6 +292,7 @@ class PostgresStore(GroupCommit, Store):
             for step in range(version, SCHEMA_VERSION):
                 await conn.execute(MIGRATIONS[step])
                 await conn.execute("INSERT INTO schema_version (version) VALUES ($1)", step + 1)
+            await _lift_to_1_0(conn)
             server_seq = await conn.fetchval("SELECT value FROM meta WHERE key = 'server_seq'")
         return int(server_seq)
 
@@ -653,3 +655,44 @@ class PostgresStore(GroupCommit, Store):
             before,
         )
         return [bytes(r[0]) for r in rows]
+
+
+async def _lift_to_1_0(conn: _Connection) -> None:
+    """Rows a host before protocol 1.0 wrote, in the 1.0 shape: once, inside the
+    migration's transaction and lock (store/lift.py)."""
+    if await conn.fetchval("SELECT 1 FROM meta WHERE key = $1", MARKER) is not None:
+        return
+    kinds = {r["uri"]: r["kind"] for r in await conn.fetch("SELECT uri, kind FROM channels")}
+    snapshots = await conn.fetch("SELECT channel, state FROM snapshots")
+    sessions = {
+        r["channel"]: bytes(r["state"]) for r in snapshots if kinds.get(r["channel"]) == "session"
+    }
+    lifter = Lifter(kinds, sessions)
+    lifted = 0
+    for row in snapshots:
+        out = lifter.snapshot(row["channel"], bytes(row["state"]))
+        if out is not None:
+            await conn.execute(
+                "UPDATE snapshots SET state = $1 WHERE channel = $2", out, row["channel"]
+            )
+            lifted += 1
+    for row in await conn.fetch("SELECT chat, position, turn FROM turns"):
+        out = lifter.turn(bytes(row["turn"]))
+        if out is not None:
+            await conn.execute(
+                "UPDATE turns SET turn = $1 WHERE chat = $2 AND position = $3",
+                out,
+                row["chat"],
+                row["position"],
+            )
+            lifted += 1
+    for row in await conn.fetch("SELECT first_seq, entries FROM log"):
+        out = lifter.entries(bytes(row["entries"]))
+        if out is not None:
+            await conn.execute(
+                "UPDATE log SET entries = $1 WHERE first_seq = $2", out, row["first_seq"]
+            )
+            lifted += 1
+    await conn.execute("INSERT INTO meta VALUES ($1, 1)", MARKER)
+    if lifted:
+        log.info("stored rows lifted to protocol 1.0", rows=lifted)

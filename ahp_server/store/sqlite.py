@@ -64,6 +64,7 @@ import structlog
 
 from ahp_server.store.base import ChannelRow, LoadedChannel, Store, StoreError
 from ahp_server.store.group import HIGH_WATER, SEGMENT, Callback, GroupCommit, Row, segments
+from ahp_server.store.lift import MARKER, Lifter
 from ahp_server.store.tail import Position, TailFile, replay
 
 __all__ = ["SCHEMA_VERSION", "SqliteStore", "complete_copy"]
@@ -396,6 +397,7 @@ class SqliteStore(GroupCommit, Store):
                     "INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", (step + 1,)
                 )
             self._recover_tail(conn)
+            _lift_to_1_0(conn)
             server_seq = _high_water(conn)
         except sqlite3.DatabaseError as error:
             raise StoreError(
@@ -1081,3 +1083,47 @@ class SqliteStore(GroupCommit, Store):
 
         result: list[bytes] = await self._read(read)
         return result
+
+
+def _lift_to_1_0(conn: sqlite3.Connection) -> None:
+    """Rows a host before protocol 1.0 wrote, in the 1.0 shape: once, in one
+    transaction, after the tail is folded in (store/lift.py)."""
+    if conn.execute("SELECT 1 FROM meta WHERE key = ?", (MARKER,)).fetchone() is not None:
+        return
+    conn.execute("BEGIN IMMEDIATE")
+    kinds = dict(conn.execute("SELECT uri, kind FROM channels").fetchall())
+    snapshots = conn.execute("SELECT channel, state FROM snapshots").fetchall()
+    sessions = {c: _blob(s) for c, s in snapshots if kinds.get(c) == "session"}
+    lifter = Lifter(kinds, sessions)
+    lifted = 0
+    for channel, state in snapshots:
+        out = lifter.snapshot(channel, _blob(state))
+        if out is not None:
+            conn.execute("UPDATE snapshots SET state = ? WHERE channel = ?", (out, channel))
+            lifted += 1
+    for chat, position, turn in conn.execute("SELECT chat, position, turn FROM turns").fetchall():
+        out = lifter.turn(_blob(turn))
+        if out is not None:
+            conn.execute(
+                "UPDATE turns SET turn = ? WHERE chat = ? AND position = ?", (out, chat, position)
+            )
+            lifted += 1
+    for channel, first, entries in conn.execute(
+        "SELECT channel, first_seq, entries FROM log"
+    ).fetchall():
+        out = lifter.entries(_blob(entries))
+        if out is not None:
+            conn.execute(
+                "UPDATE log SET entries = ? WHERE channel = ? AND first_seq = ?",
+                (out, channel, first),
+            )
+            lifted += 1
+    conn.execute("INSERT INTO meta VALUES (?, 1)", (MARKER,))
+    conn.execute("COMMIT")
+    if lifted:
+        log.info("stored rows lifted to protocol 1.0", rows=lifted)
+
+
+def _blob(value: bytes | str) -> bytes:
+    """A JSON column as bytes (rows older migrations built with SQL are TEXT)."""
+    return value.encode() if isinstance(value, str) else bytes(value)

@@ -15,6 +15,8 @@ from ahp_server.client import AhpClient
 from ahp_server.host.host import Host
 from ahp_server.protocol import codec
 from ahp_server.protocol.types import ActiveTurn, ChatState, SessionState
+from ahp_server.protocol.v1_0 import types as types_1_0
+from ahp_server.protocol.views import v0_7
 from tests.conftest import TEST_ROOTS
 
 TIMEOUT = 10.0
@@ -32,17 +34,33 @@ def host_state(host: Host, channel: str) -> Any:
 
 
 def comparable(state: Any) -> Any:
-    """A state as JSON, minus the one field each peer computes from its own clock.
+    """A state as 0.7 JSON, minus the one field each peer computes from its own clock.
 
-    The reducers stamp a chat's ``modifiedAt`` with the local clock (the
-    fixtures require it), so a client's copy differs from the host's by the
-    clock skew; the session catalogue carries the host's value explicitly
-    (``session/chatUpdated``) and is compared exactly. docs/protocol.md.
+    The host's states are canonical 1.0 (``protocol/v1_0``): they are compared
+    in the 0.7 view the client speaks (``protocol/views/v0_7``). The 0.7
+    reducers stamp a chat's ``modifiedAt`` with the local clock (the fixtures
+    require it), so a client's copy differs from the host's; the session
+    catalogue carries the host's value explicitly (``session/chatUpdated``)
+    and is compared exactly. docs/protocol.md.
     """
     data = json.loads(codec.encode(state))
-    if isinstance(state, ChatState):
+    kind = _CANONICAL_KINDS.get(type(state))
+    if kind is not None:
+        data = v0_7.state(kind, data)
+    if isinstance(state, (ChatState, types_1_0.ChatState)):
         data.pop("modifiedAt", None)
     return data
+
+
+#: The host's canonical (1.0) state types, by channel kind.
+_CANONICAL_KINDS: dict[type, str] = {
+    types_1_0.RootState: "root",
+    types_1_0.SessionState: "session",
+    types_1_0.ChatState: "chat",
+    types_1_0.TerminalState: "terminal",
+    types_1_0.ChangesetState: "changeset",
+    types_1_0.AnnotationsState: "annotations",
+}
 
 
 async def assert_mirrors_host(client: AhpClient, host: Host, *channels: str) -> None:

@@ -43,6 +43,8 @@ from ahp_server.protocol.types import (
     TerminalState,
     TerminalUnclassifiedPart,
 )
+from ahp_server.protocol.v1_0 import reducers as reducers_1_0
+from ahp_server.protocol.v1_0 import types as types_1_0
 from tests.agents.test_acp import children, poll, until_no_children
 from tests.conftest import RunningHost, captured_logs, start_host
 from tests.e2e.helpers import TIMEOUT, Daemon
@@ -56,16 +58,25 @@ SCRIPT = str(Path(__file__).parent.parent / "agents" / "scripted_agent.py")
 # -- a client's view of one terminal -------------------------------------------------------
 
 
-def text_of(state: TerminalState) -> str:
-    """The raw VT stream (terminal.md: ``content.map(p => p.output ?? p.value).join('')``)."""
+def text_of(state: TerminalState | types_1_0.TerminalState) -> str:
+    """The raw VT stream (terminal.md: ``content.map(p => p.output ?? p.value).join('')``),
+    of a client's (0.7) or the host's (1.0) terminal state."""
     return "".join(
-        p.output if isinstance(p, TerminalCommandPart) else p.value
+        p.output if isinstance(p, (TerminalCommandPart, types_1_0.TerminalCommandPart)) else p.value
         for p in state.content
-        if isinstance(p, (TerminalCommandPart, TerminalUnclassifiedPart))
+        if isinstance(
+            p,
+            (
+                TerminalCommandPart,
+                TerminalUnclassifiedPart,
+                types_1_0.TerminalCommandPart,
+                types_1_0.TerminalUnclassifiedPart,
+            ),
+        )
     )
 
 
-def content_bytes(state: TerminalState) -> int:
+def content_bytes(state: TerminalState | types_1_0.TerminalState) -> int:
     return len(text_of(state).encode())
 
 
@@ -492,10 +503,14 @@ async def _every(interval: float, fn: Callable[[], None]) -> None:
 
 
 def test_trim_content_keeps_the_newest_output_within_the_cap() -> None:
-    claim = TerminalClientClaim(client_id="c")
-    state = TerminalState(title="t", content=(), claim=claim)
+    # The host's own (canonical, 1.0) terminal state, as its actor holds it.
+    claim = types_1_0.TerminalClientClaim(client_id="c")
+    state = types_1_0.TerminalState(
+        title="t", content=(), claim=claim, lifecycle=types_1_0.TerminalRunningLifecycleState()
+    )
     for i in range(1000):
-        state = trim_content(reduce_terminal(state, TerminalDataAction(data=f"€{i:04d}|"), _0), 300)
+        data = types_1_0.TerminalDataAction(data=f"€{i:04d}|")
+        state = trim_content(reducers_1_0.reduce_terminal(state, data, _0), 300)
         assert content_bytes(state) <= 300
     assert text_of(state).endswith("€0999|")
     assert not text_of(state).startswith("\ufffd")

@@ -16,7 +16,7 @@ from ahp_server.host.changesets import (
     side_text,
     turn_changeset,
 )
-from ahp_server.protocol.types import ChangesetFile, FileEditDiff, FileEditSide
+from ahp_server.protocol.v1_0.types import ChangesetFile, FileEditDiffStats, FileEditSide
 
 URI = "file:///work/a.txt"
 ROOMY = Limits(content_bytes=1024, total_bytes=4096, max_files=10)
@@ -46,7 +46,7 @@ def test_a_modification_carries_both_sides_and_line_counts() -> None:
     assert file.id == URI
     assert side_text(file.edit.before) == "a\nb\n"
     assert side_text(file.edit.after) == "a\nB\nc\n"
-    assert file.edit.diff == FileEditDiff(added=2, removed=1)
+    assert file.edit.diff == FileEditDiffStats(added=2, removed=1)
     assert file.meta == {"status": "modified", "turnId": "t1", "chat": "ahp-chat:/c"}
     assert isinstance(file.edit.before, FileEditSide)
     assert file.edit.before.uri == URI

@@ -4,6 +4,10 @@ Every helper returns either a JSON-like ``dict`` in wire shape (camelCase keys,
 as in the spec) or a decoded struct built from one with :func:`codec.convert`,
 so tests read like the wire and the structs are exactly what the host decodes.
 Functions whose name ends in ``_json`` return dicts; the others return structs.
+
+The dicts are in the 0.7 wire shape (``primaryWorkingDirectory``, ``exitCode``
+…); the structs are the host's canonical 1.0 ones, lifted from them with the
+0.7 view (``views.v0_7.lift``), as the host lifts what a 0.7 peer sends.
 """
 
 from __future__ import annotations
@@ -11,7 +15,8 @@ from __future__ import annotations
 from typing import Any
 
 from ahp_server.protocol import codec
-from ahp_server.protocol.types import ChatState, RootState, SessionState, StateAction
+from ahp_server.protocol.v1_0.types import ChatState, RootState, SessionState, StateAction
+from ahp_server.protocol.views import v0_7
 
 NOW = "2025-03-10T18:42:03.123Z"
 CHAT = "ahp-chat:/11111111-1111-1111-1111-111111111111"
@@ -208,7 +213,7 @@ def chat(**fields: Any) -> ChatState:
         "modifiedAt": NOW,
         "turns": [],
     }
-    return codec.convert(_merge(data, fields), ChatState)
+    return codec.convert(v0_7.lift("ChatState", _merge(data, fields)), ChatState)
 
 
 def chat_with_turn(parts: list[dict[str, Any]] | None = None, **fields: Any) -> ChatState:
@@ -243,10 +248,15 @@ def session(**fields: Any) -> SessionState:
         "lifecycle": "ready",
         "workingDirectories": [DIR_A, DIR_B],
         "activeClients": [],
-        "chats": [chat_summary_json(CHAT, primaryWorkingDirectory=DIR_A)],
+        # As the host writes it: the chat's directories, its primary among them.
+        "chats": [
+            chat_summary_json(
+                CHAT, workingDirectories=[DIR_A, DIR_B], primaryWorkingDirectory=DIR_A
+            )
+        ],
         "config": session_config_json(),
     }
-    return codec.convert(_merge(data, fields), SessionState)
+    return codec.convert(v0_7.lift("SessionState", _merge(data, fields)), SessionState)
 
 
 def root_config_json() -> dict[str, Any]:
@@ -273,4 +283,10 @@ def root(**fields: Any) -> RootState:
 
 def action(type_: str, **fields: Any) -> Any:
     """Decode ``{"type": type_, **fields}`` (wire keys) as a ``StateAction``."""
-    return codec.convert({"type": type_, **fields}, StateAction)
+    lifted = v0_7.lift("StateAction", {"type": type_, **fields}, chat_of=_chat_of)
+    return codec.convert(lifted, StateAction)
+
+
+def _chat_of(session: str, turn_id: str | None) -> str:
+    """The chat a 0.7 session claim means (the host finds its default chat)."""
+    return f"{session}#chat"

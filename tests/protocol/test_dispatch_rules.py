@@ -30,7 +30,7 @@ from ahp_server.protocol.dispatch_rules import (
     check_dispatch,
     is_client_dispatchable,
 )
-from ahp_server.protocol.types import (
+from ahp_server.protocol.v1_0.types import (
     ActionType,
     ChangesetState,
     ChatState,
@@ -38,6 +38,8 @@ from ahp_server.protocol.types import (
     RootState,
     SessionState,
 )
+from ahp_server.protocol.versions import blocked_action_types
+from ahp_server.protocol.views import v0_7
 from tests.protocol import builders as b
 from tests.protocol.builders import (
     CHAT,
@@ -264,10 +266,12 @@ def accept(
 
 def terminal(**fields: Any) -> Any:
     """A ``TerminalState`` (wire keys), claimed by ``ME`` unless ``claim`` says otherwise."""
-    from ahp_server.protocol.types import TerminalState
+    from ahp_server.protocol.v1_0.types import TerminalState
 
     wire = {"title": "sh", "content": [], "claim": {"kind": "client", "clientId": ME}, **fields}
-    return codec.convert(wire, TerminalState)
+    # A 0.7 session claim names no chat: the session's chat, as the host lifts it.
+    lifted = v0_7.lift("TerminalState", wire, chat_of=lambda session, turn: f"{session}#chat")
+    return codec.convert(lifted, TerminalState)
 
 
 def changeset() -> Any:
@@ -1241,7 +1245,10 @@ STATE_FOR_PREFIX: dict[str, Any] = {
 SERVER_ONLY = sorted(
     t.value
     for t in ActionType
-    if t.value.startswith(tuple(STATE_FOR_PREFIX)) and t.value not in CLIENT_DISPATCHABLE
+    if t.value.startswith(tuple(STATE_FOR_PREFIX))
+    and t.value not in CLIENT_DISPATCHABLE
+    # The 0.7 spec's list (the types 0.7 has): WIRE-SUMMARY §7.
+    and t.value not in blocked_action_types("0.7.0")
 )
 
 

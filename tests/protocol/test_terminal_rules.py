@@ -12,7 +12,8 @@ import pytest
 
 from ahp_server.protocol import codec
 from ahp_server.protocol.dispatch_rules import RejectionCode, check_dispatch
-from ahp_server.protocol.types import TerminalState
+from ahp_server.protocol.v1_0.types import TerminalState
+from ahp_server.protocol.views import v0_7
 from tests.protocol.builders import ME, action
 
 SESSION = "ahp-session:/s1"
@@ -20,7 +21,9 @@ SESSION = "ahp-session:/s1"
 
 def terminal(**fields: Any) -> TerminalState:
     wire = {"title": "sh", "content": [], "claim": {"kind": "client", "clientId": ME}, **fields}
-    return codec.convert(wire, TerminalState)
+    # A 0.7 session claim names no chat: the session's chat, as the host lifts it.
+    lifted = v0_7.lift("TerminalState", wire, chat_of=lambda session, turn: f"{session}#chat")
+    return codec.convert(lifted, TerminalState)
 
 
 MINE = terminal()

@@ -9,7 +9,7 @@ behaviour of ``shared/spec-1.0/REDUCER-CHANGES.md``. The fixtures under
 
 from __future__ import annotations
 
-from ahp_server.protocol.reducers._common import Clock
+from ahp_server.protocol.reducers._common import Clock, iso_timestamp
 from ahp_server.protocol.v1_0.reducers._common import add_milliseconds
 from ahp_server.protocol.v1_0.reducers.annotations import reduce_annotations
 from ahp_server.protocol.v1_0.reducers.changeset import reduce_changeset
@@ -23,6 +23,7 @@ from ahp_server.protocol.v1_0.types import ChatState, RootState, SessionState
 __all__ = [
     "Clock",
     "add_milliseconds",
+    "iso_timestamp",
     "reduce",
     "reduce_annotations",
     "reduce_changeset",
