@@ -110,7 +110,7 @@ from ahp_server.protocol.types import (
     SubscriptionDeliveryOptions,
     UnsubscribeParams,
 )
-from ahp_server.protocol.versions import SUPPORTED_VERSIONS
+from ahp_server.protocol.versions import VERSIONS_0_7
 
 __all__ = [
     "CLIENT_NAME",
@@ -260,7 +260,7 @@ class AhpClient:
         url: str,
         *,
         client_id: str | None = None,
-        protocol_versions: Sequence[str] = SUPPORTED_VERSIONS,
+        protocol_versions: Sequence[str] = VERSIONS_0_7,
         headers: Mapping[str, str] | None = None,
         token: str | None = None,
         timeout: float = DEFAULT_TIMEOUT,
@@ -317,7 +317,7 @@ class AhpClient:
         url: str,
         *,
         client_id: str | None = None,
-        protocol_versions: Sequence[str] = SUPPORTED_VERSIONS,
+        protocol_versions: Sequence[str] = VERSIONS_0_7,
         subscriptions: Iterable[str] = (),
         headers: Mapping[str, str] | None = None,
         token: str | None = None,
@@ -335,7 +335,8 @@ class AhpClient:
         """Open a WebSocket to ``url`` and run ``initialize`` (WIRE-SUMMARY §3.1).
 
         * ``client_id``: reused on ``reconnect``; a fresh uuid4 by default.
-        * ``protocol_versions``: offered, most preferred first.
+        * ``protocol_versions``: offered, most preferred first; by default the
+          0.7-era ones, the shapes this client's (0.7) reducers compute.
         * ``subscriptions``: ``initialSubscriptions`` (e.g. ``["ahp-root://"]``
           to get ``root/*`` notifications); their snapshots are loaded.
         * ``headers`` / ``token``: extra upgrade-request headers; ``token`` is

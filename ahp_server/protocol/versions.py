@@ -39,6 +39,7 @@ __all__ = [
     "PROTOCOL_VERSION",
     "SERVED_TABLE",
     "SUPPORTED_VERSIONS",
+    "VERSIONS_0_7",
     "MalformedVersionError",
     "Version",
     "VersionRow",
@@ -173,37 +174,45 @@ _OLDER = "older clients: the 0.7 shapes, newer action types blocked"
 #: overlap. versioning.md "Negotiation": the released compatibility baselines
 #: are ``1.0.0`` and ``0.9.0`` (caret ranges, whatever the offer order).
 FULL_TABLE: Final[tuple[VersionRow, ...]] = (
-    _caret("1.0.0", View.V1_0, served=False, note="AHP 1.0 baseline"),
+    _caret("1.0.0", View.V1_0, served=True, note="AHP 1.0 baseline"),
     _exact(
         "0.10.0",
         View.V1_0,
-        served=False,
+        served=True,
         note="pre-release 1.0 (VS Code's host treats it as an alias of 1.0)",
     ),
-    _caret("0.9.0", View.V0_9, served=False, note="AHP 0.9 baseline"),
+    _caret("0.9.0", View.V0_9, served=True, note="AHP 0.9 baseline"),
     _exact("0.7.0", View.V0_7, served=True, note="current: chats, side chats, working directories"),
     _exact("0.6.0", View.V0_7, served=True, note=_OLDER),
     _exact("0.5.2", View.V0_7, served=True, note=_OLDER),
     _exact("0.5.1", View.V0_7, served=True, note=_OLDER),
 )
 
-#: The rows the running host negotiates today (upstream's
-#: SUPPORTED_PROTOCOL_VERSIONS at c72272f8, WIRE-SUMMARY §3.1).
+#: The rows the running host negotiates (all of them: 1.0 and 0.9 get the
+#: canonical state, 0.7-era versions its 0.7 view, host/edge.py).
 SERVED_TABLE: Final[tuple[VersionRow, ...]] = tuple(row for row in FULL_TABLE if row.served)
 
 
 def supported_versions(table: Iterable[VersionRow] = SERVED_TABLE) -> tuple[str, ...]:
-    """``data.supportedVersions`` of a -32005 error: each row's spec, newest first.
+    """``data.supportedVersions`` of a -32005 error: each row's base version, newest first.
 
     versioning.md "Negotiation" 3. and "Backward Compatibility" 2.: the error
-    carries the versions the host can speak. A caret row is advertised as its
-    range (``"^1.0.0"``), which the 1.0 error schema allows.
+    carries the versions the host can speak; a caret row is advertised by its
+    baseline (``"1.0.0"`` for ``^1.0.0``), as upstream's hosts send "their
+    supported baselines": a plain version any client can offer back.
     """
-    return tuple(row.spec for row in sorted(table, key=lambda row: row.low, reverse=True))
+    rows = sorted(table, key=lambda row: row.low, reverse=True)
+    return tuple(".".join(map(str, row.low)) for row in rows)
 
 
-#: What a client offers by default and what -32005 advertises today.
+#: What -32005 advertises: every version the host serves, newest first.
 SUPPORTED_VERSIONS: Final[tuple[str, ...]] = supported_versions()
+
+#: The versions whose view is 0.7, newest first: what a peer that computes
+#: 0.7 states (the 0.7 reducers) offers.
+VERSIONS_0_7: Final[tuple[str, ...]] = supported_versions(
+    row for row in FULL_TABLE if row.view is View.V0_7
+)
 
 
 def row_for(version: str, table: Iterable[VersionRow] = FULL_TABLE) -> VersionRow | None:

@@ -34,7 +34,7 @@ from ahp_server.protocol.types import (
     RootState,
     SessionState,
 )
-from ahp_server.protocol.versions import SUPPORTED_VERSIONS
+from ahp_server.protocol.versions import VERSIONS_0_7
 from tests.client.fake_server import FakeServer, Received
 from tests.client.wire import (
     CHAT,
@@ -79,7 +79,7 @@ async def test_connect_sends_initialize_and_loads_snapshots(server: FakeServer) 
         assert isinstance(first.message["id"], int)
         assert first.params == {
             "channel": ROOT,
-            "protocolVersions": list(SUPPORTED_VERSIONS),
+            "protocolVersions": list(VERSIONS_0_7),
             "clientId": client.client_id,
             "clientInfo": {"name": CLIENT_NAME, "version": first.params["clientInfo"]["version"]},
             "initialSubscriptions": [ROOT, SESSION],

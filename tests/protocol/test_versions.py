@@ -21,7 +21,6 @@ from ahp_server.protocol.versions import (
     ACTION_INTRODUCED_IN,
     FULL_TABLE,
     NOTIFICATION_INTRODUCED_IN,
-    PROTOCOL_VERSION,
     SERVED_TABLE,
     SUPPORTED_VERSIONS,
     MalformedVersionError,
@@ -80,33 +79,25 @@ def test_actions_md_parses_as_106_actions_and_8_notifications() -> None:
 # -- the table ------------------------------------------------------------------------------
 
 
-def test_served_table_is_todays_wire() -> None:
-    assert PROTOCOL_VERSION == "0.7.0"
-    assert SUPPORTED_VERSIONS == ("0.7.0", "0.6.0", "0.5.2", "0.5.1")
+def test_every_row_is_served() -> None:
+    assert SERVED_TABLE == FULL_TABLE
+    assert SUPPORTED_VERSIONS == ("1.0.0", "0.10.0", "0.9.0", "0.7.0", "0.6.0", "0.5.2", "0.5.1")
     assert supported_versions() == SUPPORTED_VERSIONS
-    assert [row.spec for row in SERVED_TABLE] == list(SUPPORTED_VERSIONS)
 
 
 def test_full_table_rows() -> None:
     rows = {row.spec: (row.low, row.high, row.view, row.served) for row in FULL_TABLE}
     assert rows == {
-        "^1.0.0": ((1, 0, 0), (2, 0, 0), View.V1_0, False),
-        "0.10.0": ((0, 10, 0), (0, 10, 1), View.V1_0, False),
-        "^0.9.0": ((0, 9, 0), (0, 10, 0), View.V0_9, False),
+        "^1.0.0": ((1, 0, 0), (2, 0, 0), View.V1_0, True),
+        "0.10.0": ((0, 10, 0), (0, 10, 1), View.V1_0, True),
+        "^0.9.0": ((0, 9, 0), (0, 10, 0), View.V0_9, True),
         "0.7.0": ((0, 7, 0), (0, 7, 1), View.V0_7, True),
         "0.6.0": ((0, 6, 0), (0, 6, 1), View.V0_7, True),
         "0.5.2": ((0, 5, 2), (0, 5, 3), View.V0_7, True),
         "0.5.1": ((0, 5, 1), (0, 5, 2), View.V0_7, True),
     }
-    assert supported_versions(FULL_TABLE) == (
-        "^1.0.0",
-        "0.10.0",
-        "^0.9.0",
-        "0.7.0",
-        "0.6.0",
-        "0.5.2",
-        "0.5.1",
-    )
+    # A caret row is advertised by its baseline.
+    assert supported_versions(FULL_TABLE[3:]) == ("0.7.0", "0.6.0", "0.5.2", "0.5.1")
 
 
 def test_rows_are_newest_first_and_disjoint() -> None:
@@ -139,40 +130,45 @@ def test_row_for_outside_the_table(version: str) -> None:
     assert row_for(version) is None
 
 
-def test_row_for_served_table_excludes_unserved_rows() -> None:
-    assert row_for("1.0.0", SERVED_TABLE) is None
-    assert row_for("0.7.0", SERVED_TABLE) is not None
+def test_row_for_a_table_without_a_row() -> None:
+    older = tuple(row for row in FULL_TABLE if row.view is View.V0_7)
+    assert row_for("1.0.0", older) is None
+    assert row_for("0.7.0", older) is not None
 
 
 # -- negotiation ----------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
-    ("offered", "full", "served"),
+    ("offered", "chosen"),
     [
-        (["1.0.0", "0.10.0", "0.9.0"], "1.0.0", None),
-        (["0.9.0", "0.10.0", "1.0.0"], "1.0.0", None),  # regardless of offer order
-        (["0.9.3"], "0.9.3", None),  # the exact offered string, inside ^0.9.0
-        (["1.4.2", "1.0.0"], "1.4.2", None),
-        (["1.0.0", "1.4.2"], "1.4.2", None),
-        (["0.10.0"], "0.10.0", None),
-        (["0.10.1"], None, None),  # 0.10.0 is an exact row, not a range
-        (["2.0.0"], None, None),
-        (["0.8.0"], None, None),
-        (["0.9.0", "0.7.0"], "0.9.0", "0.7.0"),
-        (["0.7.0"], "0.7.0", "0.7.0"),
-        (["0.5.1", "0.7.0"], "0.7.0", "0.7.0"),
-        (["1.0.0", "0.9.0", "0.6.0"], "1.0.0", "0.6.0"),
-        (["0.5.2"], "0.5.2", "0.5.2"),
-        (["0.7.1"], None, None),  # 0.7.0 is exact too
-        (["0.3.0"], None, None),
-        ([], None, None),
+        (["1.0.0", "0.10.0", "0.9.0"], "1.0.0"),  # VS Code's offer
+        (["1.0.0", "0.9.0"], "1.0.0"),  # the 1.x SDKs' offer
+        (["0.9.0", "0.10.0", "1.0.0"], "1.0.0"),  # regardless of offer order
+        (["0.9.3"], "0.9.3"),  # the exact offered string, inside ^0.9.0
+        (["1.4.2", "1.0.0"], "1.4.2"),
+        (["1.0.0", "1.4.2"], "1.4.2"),
+        (["0.10.0"], "0.10.0"),
+        (["0.10.1"], None),  # 0.10.0 is an exact row, not a range
+        (["2.0.0"], None),
+        (["0.8.0"], None),
+        (["0.9.0", "0.7.0"], "0.9.0"),
+        (["0.7.0"], "0.7.0"),
+        (["0.5.1", "0.7.0"], "0.7.0"),
+        (["1.0.0", "0.9.0", "0.6.0"], "1.0.0"),
+        (["0.5.2"], "0.5.2"),
+        (["0.7.1"], None),  # 0.7.0 is exact too
+        (["0.3.0"], None),
+        ([], None),
     ],
 )
-def test_negotiate(offered: list[str], full: str | None, served: str | None) -> None:
-    assert negotiate(offered, table=FULL_TABLE) == full
-    assert negotiate(offered) == served
-    assert negotiate(offered, SERVED_TABLE) == served
+def test_negotiate(offered: list[str], chosen: str | None) -> None:
+    assert negotiate(offered) == chosen
+    assert negotiate(offered, table=FULL_TABLE) == chosen
+    older = tuple(row for row in FULL_TABLE if row.view is View.V0_7)
+    # Against the 0.7-era rows alone, only those are picked.
+    picked = negotiate(offered, older)
+    assert picked is None or picked.startswith(("0.7.", "0.6.", "0.5."))
 
 
 MALFORMED = [
