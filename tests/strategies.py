@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+import msgspec
 import msgspec.inspect as mi
 from hypothesis import strategies as st
 from msgspec import UNSET
@@ -129,8 +130,10 @@ def _struct(cls: type, depth: int) -> st.SearchStrategy[Any]:
             if value is None:
                 value = _from_info(field.type, 0)
             fields[field.name] = value
-        elif field.default is not UNSET:
-            continue  # a tag such as `type="chat/delta"`: keep its default
+        elif field.default is not UNSET and field.default is not msgspec.NODEFAULT:
+            # A tag such as `type="chat/delta"`: keep its default. (msgspec
+            # reports an `= UNSET` default as NODEFAULT: those are drawn below.)
+            continue
         elif value is not None:
             fields[field.name] = st.one_of(st.just(UNSET), value)
     return st.fixed_dictionaries(fields).map(lambda kwargs: cls(**kwargs))
