@@ -57,9 +57,9 @@ from ahp_server.host.host import DB_FILE, Host, wall_clock_ms
 from ahp_server.host.sequencer import Hub
 from ahp_server.logging import configure_logging
 from ahp_server.protocol import codec
+from ahp_server.protocol.types import ActionEnvelope as ClientEnvelope  # the client is 0.7
 from ahp_server.protocol.v1_0.reducers import iso_timestamp, reduce_chat
 from ahp_server.protocol.v1_0.types import (
-    ActionEnvelope,
     ActiveTurn,
     AgentCapabilities,
     AgentInfo,
@@ -324,7 +324,7 @@ async def stream_turn(mode: str, deltas: int, size: int) -> dict[str, Any]:
                 chat = await client.open_chat(FirehoseAgent.provider)
                 received = 0
 
-                def count(envelope: ActionEnvelope) -> None:
+                def count(envelope: ClientEnvelope) -> None:
                     nonlocal received
                     if getattr(envelope.action, "type", "") in (
                         "chat/delta",

@@ -355,7 +355,10 @@ class Generator:
             )
         params = self._confine(rng.choice(self.params.get(method) or [{}]))
         if method in ("createSession", "createChat"):
-            params = dict(params, provider="echo") if method == "createSession" else params
+            # Required fields only: a fork, a working directory or an active
+            # client drawn at random would refuse most creations, and the run
+            # needs channels to check (the mutations still send the rest).
+            params = {"provider": "echo"} if method == "createSession" else {}
             kind = "session" if method == "createSession" else "chat"
             params["channel" if kind == "session" else "chat"] = (
                 f"ahp-{kind}:/fz{rng.randrange(100_000)}"
