@@ -44,6 +44,14 @@ ROOT_DIR = Path(__file__).resolve().parent.parent
 RESULTS = ROOT_DIR / "bench" / "results" / "suite.json"
 ROOT = "ahp-root://"
 VERSIONS = ["0.7.0"]
+#: What each subscriber of a fan-out offers: every one 0.7 (the figure the
+#: floor targets), every one 1.0 (the canonical frames, no projection), or
+#: every other one (a 0.7 subscriber's view projected once per delivery).
+MIXES: dict[str, tuple[list[str], ...]] = {
+    "0.7": (["0.7.0"],),
+    "1.0": (["1.0.0"],),
+    "mixed": (["1.0.0"], ["0.7.0"]),
+}
 WORDS = [
     "lorem",
     "ipsum",
@@ -299,13 +307,15 @@ class Wire:
         return cls(ws)
 
     @classmethod
-    async def initialized(cls, url: str, client_id: str | None = None) -> Wire:
+    async def initialized(
+        cls, url: str, client_id: str | None = None, versions: list[str] | None = None
+    ) -> Wire:
         wire = await cls.connect(url)
         await wire.request(
             "initialize",
             {
                 "channel": ROOT,
-                "protocolVersions": VERSIONS,
+                "protocolVersions": VERSIONS if versions is None else versions,
                 "clientId": client_id or str(uuid.uuid4()),
             },
         )
@@ -515,13 +525,17 @@ def _is_end(message: dict[str, Any]) -> bool:
 # -- stream-1 / fanout ------------------------------------------------------------------------
 
 
-async def host_stream(url: str, words: int, subscribers: int) -> dict[str, Any]:
-    """One chat, ``subscribers`` connections subscribed; one echo of ``words`` words."""
-    owner = await Wire.initialized(url)
+async def host_stream(url: str, words: int, subscribers: int, mix: str = "0.7") -> dict[str, Any]:
+    """One chat, ``subscribers`` connections subscribed; one echo of ``words`` words.
+
+    ``mix`` (:data:`MIXES`): the protocol versions the subscribers speak.
+    """
+    offers = MIXES[mix]
+    owner = await Wire.initialized(url, versions=offers[0])
     chat = await owner.open_chat()
 
-    async def follower(_: int) -> Wire:
-        wire = await Wire.initialized(url)
+    async def follower(i: int) -> Wire:
+        wire = await Wire.initialized(url, versions=offers[(i + 1) % len(offers)])
         await wire.request("subscribe", {"channel": chat})
         return wire
 
@@ -952,11 +966,13 @@ def _best(runs: list[dict[str, Any]], key: str, *, lower: bool = False) -> dict[
     return {**best, "runs": runs}
 
 
-def bench_stream(sizes: Sizes, floor_url: str, mode: str, subscribers: int) -> dict[str, Any]:
+def bench_stream(
+    sizes: Sizes, floor_url: str, mode: str, subscribers: int, mix: str = "0.7"
+) -> dict[str, Any]:
     words = sizes.stream_words if subscribers == 1 else sizes.fanout_words
     repeats = sizes.stream_repeats
     runs = [
-        _on_host(MODES[mode], lambda url, _pid: host_stream(url, words, subscribers))
+        _on_host(MODES[mode], lambda url, _pid: host_stream(url, words, subscribers, mix))
         for _ in range(repeats)
     ]
     host = _best(runs, "deliveries_per_s")
@@ -968,6 +984,7 @@ def bench_stream(sizes: Sizes, floor_url: str, mode: str, subscribers: int) -> d
     return {
         "words": words,
         "subscribers": subscribers,
+        "mix": mix,
         "host": host,
         "floor": _best(floors, "deliveries_per_s"),
     }
@@ -1125,6 +1142,15 @@ def collect(sizes: Sizes, coalesce_ms: float | None) -> dict[str, Any]:
                 f"fanout/{mode}",
                 lambda mode=mode: bench_stream(sizes, floor_url, mode, sizes.fanout_connections),
             )
+        # The same fan-out with 1.0 subscribers, and half 1.0 half 0.7: the
+        # cost of one canonical state with a view per connection (issue 27).
+        for mix in ("1.0", "mixed"):
+            step(
+                f"fanout-{mix}/off",
+                lambda mix=mix: bench_stream(
+                    sizes, floor_url, "off", sizes.fanout_connections, mix
+                ),
+            )
         for mode in ("off", "on"):
             step(f"dispatch-rtt/{mode}", lambda mode=mode: bench_rtt(sizes, floor_url, mode))
         for mode in sizes.other_modes:
@@ -1180,7 +1206,25 @@ def build_rows(scenarios: dict[str, Any]) -> list[dict[str, Any]]:
     for name, data in scenarios.items():
         kind, _, mode = name.partition("/")
         label = f"{kind} (persist {mode})" if mode else kind
-        if kind in ("stream-1", "fanout"):
+        if kind in ("fanout-1.0", "fanout-mixed"):
+            # Beside the all-0.7 fan-out of the same run: the cost of a view per
+            # connection (docs/performance.md). 1.0 subscribers get the
+            # canonical bytes and must keep within 10 % of the 0.7 figure.
+            zero7 = scenarios.get(f"fanout/{mode}")
+            if zero7 is None:
+                continue
+            label = f"fanout-{data['subscribers']} {data['mix']} (persist {mode})"
+            host = data["host"]["deliveries_per_s"]
+            base = zero7["host"]["deliveries_per_s"]
+            if data["mix"] == "1.0":
+                rows.append(
+                    _row(
+                        label, "deliveries/s vs 0.7", host, base, ">= 0.9x 0.7", host >= 0.9 * base
+                    )
+                )
+            else:
+                rows.append(_row(label, "deliveries/s vs 0.7", host, base))
+        elif kind in ("stream-1", "fanout"):
             name = "stream-1" if kind == "stream-1" else f"fanout-{data['subscribers']}"
             label = f"{name} (persist {mode})"
             host, floor = data["host"]["deliveries_per_s"], data["floor"]["deliveries_per_s"]

@@ -132,8 +132,18 @@ def test_suite_produces_every_figure(tmp_path: Path) -> None:
         *(f"tokens-{n}/{mode}" for n in (1, 2) for mode in ("off", "on")),
         "short-turns/off",
         "short-turns/on",
+        "fanout-1.0/off",
+        "fanout-mixed/off",
     }
     assert expected <= set(scenarios)
+    for mix in ("1.0", "mixed"):
+        data = scenarios[f"fanout-{mix}/off"]
+        assert data["mix"] == mix
+        # Every subscriber got every delta, whatever version it speaks.
+        assert data["host"]["deliveries"] == scenarios["fanout/off"]["host"]["deliveries"]
+    versus = [r for r in results["rows"] if r["metric"] == "deliveries/s vs 0.7"]
+    assert len(versus) == 2
+    assert [r["target"] for r in versus if "1.0" in r["scenario"]] == [">= 0.9x 0.7"]
     for mode in ("off", "on"):
         data = scenarios[f"short-turns/{mode}"]
         assert data["host"]["turns"] == data["floor"]["turns"] == 9
