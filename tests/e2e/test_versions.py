@@ -305,3 +305,55 @@ async def test_nothing_acceptable_gets_32005_with_every_served_version(
         assert supported[:3] == ["1.0.0", "0.10.0", "0.9.0"]
         assert "0.7.0" in supported
         assert not errors(SPEC_1_0, "UnsupportedProtocolVersionErrorData", reply["error"]["data"])
+
+
+async def test_a_1_0_client_reopening_with_reconnect_is_served_in_1_0(
+    running_host: RunningHost, peers: Callable[..., Any]
+) -> None:
+    """1.x clients open a new socket with ``reconnect`` as its first message: the host
+    remembers the version per clientId and serves that socket in it."""
+    first = await peers(["1.0.0", "0.9.0"])
+    _, chat = await new_chat(first)
+    await tool_turn(first, chat)
+    last_seen = max(e["serverSeq"] for e in first.envelopes)
+    await first.close()
+    again = Peer(await connect(running_host.url), ["1.0.0"], validate=True)
+    again.client_id = first.client_id
+    try:
+        result = await again.call(
+            "reconnect",
+            {
+                "channel": ROOT,
+                "clientId": first.client_id,
+                "lastSeenServerSeq": last_seen,
+                "subscriptions": [chat],
+            },
+        )
+        assert result["type"] in ("replay", "snapshot")
+        await tool_turn(again, chat)
+        chat_error = str(uuid.uuid4())
+        await again.dispatch(
+            chat,
+            {
+                "type": "chat/turnStarted",
+                "turnId": chat_error,
+                "startedAt": now(),
+                "message": {"text": "/error", "origin": {"kind": "user"}},
+            },
+        )
+        (error,) = await again.until(lambda: again.actions(chat, "chat/error"))
+        assert error["part"]["kind"] == "error"  # the 1.0 shape: it is a 1.0 socket
+        assert not again.invalid, again.invalid[:5]
+    finally:
+        await again.close()
+
+
+async def test_commands_the_host_does_not_implement_get_32601_and_the_socket_lives(
+    peers: Callable[..., Any],
+) -> None:
+    """VS Code probes commands a host may lack and expects -32601, not a closed socket."""
+    peer = await peers(["1.0.0", "0.10.0", "0.9.0"])
+    for method in ("moveChat", "listAutomationTriggerDefinitions", "runAutomation"):
+        with pytest.raises(AssertionError, match="-32601"):
+            await peer.call(method, {"channel": ROOT})
+    assert await peer.call("ping", {}) is None
