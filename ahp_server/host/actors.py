@@ -83,6 +83,7 @@ from ahp_server.protocol.v1_0.types import (
     ResponsePart,
     RootState,
     SessionChatInputRequest,
+    SessionChatSummary,
     SessionChatUpdatedAction,
     SessionInputNeededRemovedAction,
     SessionInputNeededSetAction,
@@ -628,6 +629,20 @@ class SessionActor(ChannelActor[SessionState]):
             created_at=self.created_at,
             modified_at=modified,
             meta=state.meta,
+            # 1.0: the session's chat catalogue and its default chat, kept in
+            # step with the session channel's (a 0.7 view leaves them out).
+            chats=tuple(
+                SessionChatSummary(
+                    resource=chat.resource,
+                    title=chat.title,
+                    origin=chat.origin,
+                    interactivity=chat.interactivity,
+                    status=chat.status,
+                    changes=chat.changes,
+                )
+                for chat in state.chats
+            ),
+            default_chat=default,
         )
 
     def _publish_summary(self) -> None:

@@ -225,13 +225,18 @@ async def test_a_1_0_or_0_9_client_runs_a_tool_turn_and_every_frame_is_valid(
 ) -> None:
     peer = await peers(offered)
     assert peer.version == negotiated
-    _, chat = await new_chat(peer)
+    session, chat = await new_chat(peer)
     turn = await tool_turn(peer, chat)
     state = (await peer.call("subscribe", {"channel": chat}))["snapshot"]["state"]
     assert [t["id"] for t in state["turns"]] == [turn]
     assert state["turns"][0]["state"] == "complete"
     assert "primaryWorkingDirectory" not in state  # a 1.0 shape, not a 0.7 one
-    await peer.call("listSessions", {"channel": ROOT})
+    listed = await peer.call("listSessions", {"channel": ROOT})
+    (summary,) = [item for item in listed["items"] if item["resource"] == session]
+    # The session's chat catalogue, in step with the session channel (1.0.0 Added).
+    assert summary["defaultChat"] == chat
+    assert [c["resource"] for c in summary["chats"]] == [chat]
+    assert summary["chats"][0]["status"] == state["status"]
     assert peer.envelopes, "no envelope arrived"
     assert not peer.invalid, peer.invalid[:5]
 
@@ -241,10 +246,15 @@ async def test_a_0_7_client_runs_a_tool_turn_in_its_own_shapes(
 ) -> None:
     peer = await peers(["0.7.0"], validate=False)
     assert peer.version == "0.7.0"
-    _, chat = await new_chat(peer)
+    session, chat = await new_chat(peer)
     await tool_turn(peer, chat)
     state = (await peer.call("subscribe", {"channel": chat}))["snapshot"]["state"]
     assert state["turns"][0]["state"] == "complete"
+    assert state["primaryWorkingDirectory"] == state["workingDirectories"][0]
+    listed = await peer.call("listSessions", {"channel": ROOT})
+    (summary,) = [item for item in listed["items"] if item["resource"] == session]
+    assert "chats" not in summary  # 1.0-only: not in the 0.7 view
+    assert "defaultChat" not in summary
 
 
 async def test_a_0_7_and_a_1_0_client_on_one_chat_each_see_their_own_shapes(
