@@ -345,10 +345,9 @@ class Hub:
     def _send_rejection(self, connection: Connection, refused: ActionEnvelope) -> None:
         envelope = codec.encode(msgspec.structs.replace(refused, server_seq=self.delivered_seq))
         if connection.legacy:
-            projected = edge.project_envelope(envelope)
-            if projected is None:
-                return
-            envelope = projected
+            # The 0.7 form of what it sent; an action 0.7 does not have (refused
+            # for that) goes back as the client sent it: every dispatch is echoed.
+            envelope = edge.project_envelope(envelope) or envelope
         connection.send(action_frame(envelope))
 
     def notify(

@@ -367,3 +367,19 @@ async def test_commands_the_host_does_not_implement_get_32601_and_the_socket_liv
         with pytest.raises(AssertionError, match="-32601"):
             await peer.call(method, {"channel": ROOT})
     assert await peer.call("ping", {}) is None
+
+
+async def test_a_0_7_client_sending_a_1_0_only_action_gets_it_back_refused(
+    peers: Callable[..., Any],
+) -> None:
+    """An action type 0.7 does not have is not a 0.7 message: echoed as rejected,
+    nothing applied, and the socket goes on."""
+    old = await peers(["0.7.0"], validate=False)
+    _, chat = await new_chat(old)
+    await old.dispatch(chat, {"type": "chat/isReadChanged", "isRead": True})
+    refused = await old.until(
+        lambda: [e for e in old.envelopes if e.get("rejectionReason") and e["channel"] == chat]
+    )
+    assert refused[0]["action"]["type"] == "chat/isReadChanged"
+    assert "0.7" in refused[0]["rejectionReason"]
+    await tool_turn(old, chat)  # the connection and the chat go on
