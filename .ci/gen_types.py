@@ -4,10 +4,11 @@
 
 Two modules, one per protocol version the host knows:
 
-* ``ahp_server/protocol/types.py`` from ``../shared/spec`` (0.7.0, or
-  ``AHP_SPEC_DIR``);
-* ``ahp_server/protocol/v1_0/types.py`` from ``../shared/spec-1.0`` (1.0.0, or
-  ``AHP_SPEC_1_0_DIR``), with the changes its README lists (below, "1.0").
+* ``ahp_server/protocol/types.py`` from ``../shared/spec-1.0`` (1.0.0, the
+  host's canonical shape; or ``AHP_SPEC_1_0_DIR``), with the changes its README
+  lists (below, "1.0");
+* ``ahp_server/protocol/v0_7/types.py`` from ``../shared/spec`` (0.7.0, or
+  ``AHP_SPEC_DIR``): what a 0.7 peer speaks.
 
 Usage: ``python .ci/gen_types.py [--check]`` from the project root. ``--check``
 exits 1 when a committed file differs from what the schemas produce (the test
@@ -54,8 +55,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 SPEC_0_7 = Path(os.environ.get("AHP_SPEC_DIR", ROOT.parent / "shared" / "spec"))
 SPEC_1_0 = Path(os.environ.get("AHP_SPEC_1_0_DIR", ROOT.parent / "shared" / "spec-1.0"))
-OUT_0_7 = ROOT / "ahp_server" / "protocol" / "types.py"
-OUT_1_0 = ROOT / "ahp_server" / "protocol" / "v1_0" / "types.py"
+OUT_0_7 = ROOT / "ahp_server" / "protocol" / "v0_7" / "types.py"
+OUT_1_0 = ROOT / "ahp_server" / "protocol" / "types.py"
 SCHEMAS = ["state", "actions", "commands", "notifications", "errors"]
 
 SKIP = {"AhpErrorDetailsMap", "ProtocolNotification", "ChildCustomizationType"}

@@ -31,7 +31,7 @@ from ahp_server.config import ConfigError, Settings, load_settings
 from ahp_server.host.host import DB_FILE
 from ahp_server.logging import configure_logging
 from ahp_server.protocol import PROTOCOL_VERSION
-from ahp_server.protocol.types import (
+from ahp_server.protocol.v0_7.types import (
     ChatDeltaAction,
     ChatResponsePartAction,
     ChatToolCallApprovedAction,

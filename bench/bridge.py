@@ -37,7 +37,7 @@ from ahp_server.app import App, providers_from
 from ahp_server.client import AhpClient
 from ahp_server.config import AgentConfig, Settings
 from ahp_server.logging import configure_logging
-from ahp_server.protocol.v1_0.types import AgentInfo
+from ahp_server.protocol.types import AgentInfo
 from bench.persistence import machine_info, publish_results, sized_main
 
 AGENT = str(Path(__file__).with_name("acp_agent.py"))

@@ -57,9 +57,8 @@ from ahp_server.host.host import DB_FILE, Host, wall_clock_ms
 from ahp_server.host.sequencer import Hub
 from ahp_server.logging import configure_logging
 from ahp_server.protocol import codec
-from ahp_server.protocol.types import ActionEnvelope as ClientEnvelope  # the client is 0.7
-from ahp_server.protocol.v1_0.reducers import iso_timestamp, reduce_chat
-from ahp_server.protocol.v1_0.types import (
+from ahp_server.protocol.reducers import iso_timestamp, reduce_chat
+from ahp_server.protocol.types import (
     ActiveTurn,
     AgentCapabilities,
     AgentInfo,
@@ -74,6 +73,7 @@ from ahp_server.protocol.v1_0.types import (
     MessageOrigin,
     MultipleChatsCapability,
 )
+from ahp_server.protocol.v0_7.types import ActionEnvelope as ClientEnvelope  # the client is 0.7
 from ahp_server.store.sqlite import SqliteStore
 
 __all__ = ["FULL", "QUICK", "FirehoseAgent", "Sizes", "main", "run"]

@@ -105,7 +105,7 @@ from ahp_server.agents.base import (
     TurnRequest,
 )
 from ahp_server.config import AgentConfig
-from ahp_server.protocol.v1_0.types import (
+from ahp_server.protocol.types import (
     AgentCapabilities,
     AgentInfo,
     ConfirmationOption,

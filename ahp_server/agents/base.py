@@ -52,7 +52,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from ahp_server.protocol.v1_0.types import (
+from ahp_server.protocol.types import (
     AgentInfo,
     ChatInputAnswer,
     ChatInputRequest,

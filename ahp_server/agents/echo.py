@@ -26,7 +26,7 @@ import asyncio
 import re
 
 from ahp_server.agents.base import AgentError, StatelessProvider, TurnIO, TurnRequest
-from ahp_server.protocol.v1_0.types import (
+from ahp_server.protocol.types import (
     AgentCapabilities,
     AgentInfo,
     ChatInputAnswered,

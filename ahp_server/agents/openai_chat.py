@@ -43,7 +43,7 @@ from openai.types.chat import ChatCompletionChunk
 from ahp_server.agents.base import AgentError, StatelessProvider, TurnIO, TurnRequest
 from ahp_server.config import AgentConfig
 from ahp_server.protocol import codec
-from ahp_server.protocol.v1_0.types import (
+from ahp_server.protocol.types import (
     AgentCapabilities,
     AgentInfo,
     MarkdownResponsePart,

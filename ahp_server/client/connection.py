@@ -76,8 +76,8 @@ from ahp_server.client.state import (
 )
 from ahp_server.protocol import codec, jsonrpc
 from ahp_server.protocol.errors import InternalError, MethodNotFound, ProtocolError
-from ahp_server.protocol.reducers import Clock, iso_timestamp
-from ahp_server.protocol.types import (
+from ahp_server.protocol.v0_7.reducers import Clock, iso_timestamp
+from ahp_server.protocol.v0_7.types import (
     ActionEnvelope,
     ChatState,
     ChatTurnStartedAction,

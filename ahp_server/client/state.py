@@ -8,7 +8,7 @@ The model is WIRE-SUMMARY §7 and ``docs/guide/reconciliation.md``. For every
 subscribed root, session or chat channel we mirror:
 
 * a **confirmed** state: the channel's snapshot, then every received
-  :class:`~ahp_server.protocol.types.ActionEnvelope` for that channel reduced
+  :class:`~ahp_server.protocol.v0_7.types.ActionEnvelope` for that channel reduced
   into it with the protocol's own reducers — except envelopes carrying
   ``rejectionReason``, which nobody applies;
 * the **pending** actions this client dispatched (``clientSeq`` + action) and
@@ -46,8 +46,8 @@ from typing import Final, Literal, TypeAlias, TypeVar, overload
 from msgspec import UNSET
 
 from ahp_server.client.errors import PendingOverflowError, UnknownChannelError
-from ahp_server.protocol.reducers import Clock, reduce
-from ahp_server.protocol.types import (
+from ahp_server.protocol.v0_7.reducers import Clock, reduce
+from ahp_server.protocol.v0_7.types import (
     ActionEnvelope,
     ActionOrigin,
     ChatState,

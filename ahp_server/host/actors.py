@@ -41,17 +41,16 @@ from ahp_server.host.sequencer import action_type
 from ahp_server.host.turns import TurnRunner
 from ahp_server.protocol import codec
 from ahp_server.protocol.dispatch_rules import Rejection, check_dispatch
-from ahp_server.protocol.reducers._common import ACTIVITY_MASK
-from ahp_server.protocol.uris import CHAT_SCHEME, ROOT, SESSION_SCHEME
-from ahp_server.protocol.v1_0.reducers import (
+from ahp_server.protocol.reducers import (
     Clock,
     iso_timestamp,
     reduce_chat,
     reduce_root,
     reduce_session,
 )
-from ahp_server.protocol.v1_0.reducers.chat import part_id_of
-from ahp_server.protocol.v1_0.types import (
+from ahp_server.protocol.reducers._common import ACTIVITY_MASK
+from ahp_server.protocol.reducers.chat import part_id_of
+from ahp_server.protocol.types import (
     ActionOrigin,
     ActiveTurn,
     ChangesetState,
@@ -106,6 +105,7 @@ from ahp_server.protocol.v1_0.types import (
     ToolCallRunningState,
     Turn,
 )
+from ahp_server.protocol.uris import CHAT_SCHEME, ROOT, SESSION_SCHEME
 from ahp_server.workspace.paths import PathRefused
 
 __all__ = [

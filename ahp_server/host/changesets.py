@@ -76,16 +76,9 @@ from ahp_server.host.host import Host
 from ahp_server.host.runtime import Runtime
 from ahp_server.protocol import codec
 from ahp_server.protocol.errors import AhpErrorCode, InvalidParams, ProtocolError
-from ahp_server.protocol.uris import (
-    CHANGESET_SCHEME,
-    parse_changeset,
-    session_changeset,
-    turn_changeset,
-    turn_changeset_template,
-)
-from ahp_server.protocol.v1_0.reducers import Clock, iso_timestamp
-from ahp_server.protocol.v1_0.reducers.changeset import reduce_changeset
-from ahp_server.protocol.v1_0.types import (
+from ahp_server.protocol.reducers import Clock, iso_timestamp
+from ahp_server.protocol.reducers.changeset import reduce_changeset
+from ahp_server.protocol.types import (
     ActionEnvelope,
     Changeset,
     ChangesetCapabilities,
@@ -103,6 +96,13 @@ from ahp_server.protocol.v1_0.types import (
     FileEditSide,
     InvokeChangesetOperationParams,
     SessionChangesetsChangedAction,
+)
+from ahp_server.protocol.uris import (
+    CHANGESET_SCHEME,
+    parse_changeset,
+    session_changeset,
+    turn_changeset,
+    turn_changeset_template,
 )
 from ahp_server.store.base import ChannelRow
 from ahp_server.workspace.paths import file_uri

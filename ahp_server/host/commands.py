@@ -48,9 +48,8 @@ from ahp_server.protocol.errors import (
     ProtocolError,
 )
 from ahp_server.protocol.jsonrpc import decode_params
-from ahp_server.protocol.uris import ANNOTATIONS_SUFFIX, normal_form, parse_channel
-from ahp_server.protocol.v1_0.reducers import iso_timestamp
-from ahp_server.protocol.v1_0.types import (
+from ahp_server.protocol.reducers import iso_timestamp
+from ahp_server.protocol.types import (
     ActionOrigin,
     ActiveTurn,
     AgentInfo,
@@ -87,6 +86,7 @@ from ahp_server.protocol.v1_0.types import (
     Turn,
     UnsubscribeParams,
 )
+from ahp_server.protocol.uris import ANNOTATIONS_SUFFIX, normal_form, parse_channel
 from ahp_server.protocol.versions import (
     SUPPORTED_VERSIONS,
     blocked_action_types,

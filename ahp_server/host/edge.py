@@ -1,7 +1,7 @@
 """The edge: what a connection sees of the canonical 1.0 frames, in its negotiated view.
 
 Layer: host. The host keeps one canonical state and log in the 1.0 shape
-(``ahp_server.protocol.v1_0``); a connection that negotiated an older version
+(``ahp_server.protocol.types`` and ``reducers``); a connection that negotiated an older version
 gets a *view* of every frame, projected here, at send time, by the pure
 functions of :mod:`ahp_server.protocol.views` — never a second copy of the
 state. Inbound, that connection's params and actions are translated to 1.0

@@ -55,9 +55,8 @@ from ahp_server.host.sequencer import Hub
 from ahp_server.host.sessions import CREATING, AgentSessions
 from ahp_server.protocol import codec
 from ahp_server.protocol.errors import AhpErrorCode, ProtocolError
-from ahp_server.protocol.uris import parse_channel
-from ahp_server.protocol.v1_0.reducers import reduce_chat, reduce_session
-from ahp_server.protocol.v1_0.types import (
+from ahp_server.protocol.reducers import reduce_chat, reduce_session
+from ahp_server.protocol.types import (
     ActionEnvelope,
     ChatState,
     Implementation,
@@ -71,6 +70,7 @@ from ahp_server.protocol.v1_0.types import (
     TerminalSessionClaim,
     Turn,
 )
+from ahp_server.protocol.uris import parse_channel
 from ahp_server.store.base import ChannelRow, LoadedChannel, Store, StoreError
 from ahp_server.store.sqlite import SqliteStore
 from ahp_server.workspace.roots import Roots

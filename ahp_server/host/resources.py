@@ -39,7 +39,7 @@ from ahp_server.host.fanout import Connection
 from ahp_server.host.host import Host
 from ahp_server.protocol import codec
 from ahp_server.protocol.errors import AhpErrorCode, InvalidParams, ProtocolError
-from ahp_server.protocol.v1_0.types import (
+from ahp_server.protocol.types import (
     ResourceCopyParams,
     ResourceDeleteParams,
     ResourceListParams,

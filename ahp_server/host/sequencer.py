@@ -30,7 +30,7 @@ from ahp_server.host import edge
 from ahp_server.host.fanout import Connection
 from ahp_server.protocol import codec
 from ahp_server.protocol._base import UnknownVariant
-from ahp_server.protocol.v1_0.types import ActionEnvelope, ActionOrigin
+from ahp_server.protocol.types import ActionEnvelope, ActionOrigin
 from ahp_server.store.base import Store
 
 __all__ = [

@@ -44,8 +44,8 @@ from ahp_server.agents.base import AgentError, Provider, SessionContext
 from ahp_server.host.actors import CHAT_SCHEME, ChatActor, SessionActor, chat_summary
 from ahp_server.host.runtime import Runtime
 from ahp_server.protocol.errors import ProtocolError
-from ahp_server.protocol.v1_0.reducers import iso_timestamp
-from ahp_server.protocol.v1_0.types import (
+from ahp_server.protocol.reducers import iso_timestamp
+from ahp_server.protocol.types import (
     ChatOriginUser,
     ChatState,
     ErrorInfo,

@@ -103,9 +103,8 @@ from ahp_server.protocol.dispatch_rules import (
     valid_terminal_size,
 )
 from ahp_server.protocol.errors import AhpErrorCode, InvalidParams, ProtocolError
-from ahp_server.protocol.uris import TERMINAL_SCHEME
-from ahp_server.protocol.v1_0.reducers import Clock, iso_timestamp, reduce_terminal
-from ahp_server.protocol.v1_0.types import (
+from ahp_server.protocol.reducers import Clock, iso_timestamp, reduce_terminal
+from ahp_server.protocol.types import (
     ActionEnvelope,
     ActionOrigin,
     CreateTerminalParams,
@@ -125,6 +124,7 @@ from ahp_server.protocol.v1_0.types import (
     TerminalState,
     TerminalUnclassifiedPart,
 )
+from ahp_server.protocol.uris import TERMINAL_SCHEME
 from ahp_server.store.base import ChannelRow, LoadedChannel
 from ahp_server.workspace.paths import (
     PathInvalid,

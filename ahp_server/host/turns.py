@@ -45,7 +45,7 @@ from ahp_server.agents.base import (
     ToolDecision,
     TurnRequest,
 )
-from ahp_server.protocol.v1_0.types import (
+from ahp_server.protocol.types import (
     ChatActivityChangedAction,
     ChatDeltaAction,
     ChatErrorAction,

@@ -82,10 +82,9 @@ from ahp_server.host.fanout import Connection
 from ahp_server.host.host import Host
 from ahp_server.protocol import codec
 from ahp_server.protocol.errors import AhpErrorCode, InternalError, InvalidParams, ProtocolError
-from ahp_server.protocol.uris import WATCH_SCHEME
-from ahp_server.protocol.v1_0.reducers import Clock, iso_timestamp
-from ahp_server.protocol.v1_0.reducers.resource_watch import reduce_resource_watch
-from ahp_server.protocol.v1_0.types import (
+from ahp_server.protocol.reducers import Clock, iso_timestamp
+from ahp_server.protocol.reducers.resource_watch import reduce_resource_watch
+from ahp_server.protocol.types import (
     CreateResourceWatchParams,
     CreateResourceWatchResult,
     PatternList,
@@ -94,6 +93,7 @@ from ahp_server.protocol.v1_0.types import (
     ResourceWatchChangedActionChanges,
     ResourceWatchState,
 )
+from ahp_server.protocol.uris import WATCH_SCHEME
 from ahp_server.store.base import ChannelRow
 from ahp_server.workspace.globs import PathFilter
 from ahp_server.workspace.paths import (

@@ -2,7 +2,8 @@
 
 Layer: protocol (pure; stdlib + msgspec only).
 
-The generated module :mod:`ahp_server.protocol.types` builds every AHP type from
+The generated modules :mod:`ahp_server.protocol.types` (1.0) and
+:mod:`ahp_server.protocol.v0_7.types` build every AHP type from
 these pieces. Three wire rules are decided here:
 
 * **Absent vs null.** An optional field (``field?: T`` in the TypeScript types)

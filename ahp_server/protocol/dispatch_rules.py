@@ -23,7 +23,7 @@ from typing import Any
 from msgspec import UNSET, UnsetType
 
 from ahp_server.protocol._base import UnknownVariant
-from ahp_server.protocol.v1_0.types import (
+from ahp_server.protocol.types import (
     ActionType,
     ActiveTurn,
     ChangesetFilesReviewChangedAction,

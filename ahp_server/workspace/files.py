@@ -54,8 +54,8 @@ from ahp_server.protocol.errors import (
     InvalidParams,
     ProtocolError,
 )
-from ahp_server.protocol.v1_0.reducers import iso_timestamp
-from ahp_server.protocol.v1_0.types import (
+from ahp_server.protocol.reducers import iso_timestamp
+from ahp_server.protocol.types import (
     DirectoryEntry,
     ResourceListResult,
     ResourceReadResult,

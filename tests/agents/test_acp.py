@@ -19,7 +19,7 @@ import pytest
 
 from ahp_server.client import AhpClient, TurnFailedError
 from ahp_server.config import AgentConfig, Settings
-from ahp_server.protocol.types import (
+from ahp_server.protocol.v0_7.types import (
     ActiveTurn,
     ChatState,
     ChatToolCallApprovedAction,

@@ -20,7 +20,7 @@ import pytest
 
 from ahp_server.client import AhpClient
 from ahp_server.config import AgentConfig
-from ahp_server.protocol.types import (
+from ahp_server.protocol.v0_7.types import (
     ToolCallCompletedState,
 )
 from tests.agents.test_acp import (

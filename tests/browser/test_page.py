@@ -26,7 +26,7 @@ from typing import Any
 import pytest
 
 from ahp_server.client import AhpClient
-from ahp_server.protocol.types import ChatState, MarkdownResponsePart
+from ahp_server.protocol.v0_7.types import ChatState, MarkdownResponsePart
 from tests.e2e.helpers import Daemon
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -26,8 +26,8 @@ from ahp_server.client import (
     UnknownChannelError,
 )
 from ahp_server.protocol.errors import InvalidParams
-from ahp_server.protocol.reducers import iso_timestamp
-from ahp_server.protocol.types import (
+from ahp_server.protocol.v0_7.reducers import iso_timestamp
+from ahp_server.protocol.v0_7.types import (
     ActionEnvelope,
     ChatState,
     ListSessionsResult,

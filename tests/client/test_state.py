@@ -20,8 +20,8 @@ from ahp_server.client import (
     UnknownChannelError,
     channel_kind,
 )
-from ahp_server.protocol.reducers import iso_timestamp, reduce
-from ahp_server.protocol.types import ChatState, RootState, SessionState
+from ahp_server.protocol.v0_7.reducers import iso_timestamp, reduce
+from ahp_server.protocol.v0_7.types import ChatState, RootState, SessionState
 from tests.client.wire import (
     CHAT,
     ME,

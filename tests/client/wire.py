@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ahp_server.protocol import codec
-from ahp_server.protocol.types import ActionEnvelope, Snapshot, StateAction
+from ahp_server.protocol.v0_7.types import ActionEnvelope, Snapshot, StateAction
 
 NOW = "2025-03-10T18:42:03.123Z"
 ROOT = "ahp-root://"

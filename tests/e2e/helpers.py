@@ -14,8 +14,8 @@ from typing import Any
 from ahp_server.client import AhpClient
 from ahp_server.host.host import Host
 from ahp_server.protocol import codec
-from ahp_server.protocol.types import ActiveTurn, ChatState, SessionState
-from ahp_server.protocol.v1_0 import types as types_1_0
+from ahp_server.protocol import types as types_1_0
+from ahp_server.protocol.v0_7.types import ActiveTurn, ChatState, SessionState
 from ahp_server.protocol.views import v0_7
 from tests.conftest import TEST_ROOTS
 
@@ -36,7 +36,7 @@ def host_state(host: Host, channel: str) -> Any:
 def comparable(state: Any) -> Any:
     """A state as 0.7 JSON, minus the one field each peer computes from its own clock.
 
-    The host's states are canonical 1.0 (``protocol/v1_0``): they are compared
+    The host's states are canonical 1.0 (``protocol/types.py``): they are compared
     in the 0.7 view the client speaks (``protocol/views/v0_7``). The 0.7
     reducers stamp a chat's ``modifiedAt`` with the local clock (the fixtures
     require it), so a client's copy differs from the host's; the session

@@ -20,7 +20,7 @@ from msgspec import UNSET
 
 from ahp_server.client import AhpClient, RemoteError
 from ahp_server.config import Settings
-from ahp_server.protocol.types import (
+from ahp_server.protocol.v0_7.types import (
     ActionEnvelope,
     ChangesetCapabilities,
     ChangesetClearedAction,

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from ahp_server.client import AhpClient, ConnectionClosedError
-from ahp_server.protocol.types import ActiveTurn, ChatState, MarkdownResponsePart, RootState
+from ahp_server.protocol.v0_7.types import ActiveTurn, ChatState, MarkdownResponsePart, RootState
 from tests.e2e.helpers import TIMEOUT, Daemon
 
 

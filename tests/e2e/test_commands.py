@@ -7,7 +7,7 @@ import uuid
 import pytest
 
 from ahp_server.client import AhpClient, RemoteError
-from ahp_server.protocol.types import (
+from ahp_server.protocol.v0_7.types import (
     ChatOriginFork,
     ChatOriginSideChat,
     ChatState,

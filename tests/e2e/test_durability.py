@@ -13,7 +13,7 @@ import pytest
 
 from ahp_server.client import AhpClient
 from ahp_server.protocol import codec
-from ahp_server.protocol.types import (
+from ahp_server.protocol.v0_7.types import (
     ActiveTurn,
     ChatState,
     MarkdownResponsePart,

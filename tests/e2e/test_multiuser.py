@@ -22,7 +22,7 @@ from websockets.exceptions import InvalidStatus
 
 from ahp_server.client import AhpClient, RemoteError
 from ahp_server.config import Settings, UserConfig
-from ahp_server.protocol.types import (
+from ahp_server.protocol.v0_7.types import (
     ChatDraftChangedAction,
     ChatState,
     CreateTerminalParams,

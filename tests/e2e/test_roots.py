@@ -21,7 +21,7 @@ import pytest
 from ahp_server.app import App
 from ahp_server.client import AhpClient, RemoteError
 from ahp_server.config import Settings, load_settings
-from ahp_server.protocol.types import (
+from ahp_server.protocol.v0_7.types import (
     ActionEnvelope,
     SessionState,
     SessionWorkingDirectorySetAction,

@@ -22,8 +22,10 @@ import pytest
 from ahp_server.client import AhpClient, RemoteError
 from ahp_server.config import AgentConfig, Settings
 from ahp_server.host.terminals import TerminalActor, trim_content
-from ahp_server.protocol.reducers import reduce_terminal
-from ahp_server.protocol.types import (
+from ahp_server.protocol import reducers as reducers_1_0
+from ahp_server.protocol import types as types_1_0
+from ahp_server.protocol.v0_7.reducers import reduce_terminal
+from ahp_server.protocol.v0_7.types import (
     ActionEnvelope,
     CreateTerminalParams,
     DisposeTerminalParams,
@@ -43,8 +45,6 @@ from ahp_server.protocol.types import (
     TerminalState,
     TerminalUnclassifiedPart,
 )
-from ahp_server.protocol.v1_0 import reducers as reducers_1_0
-from ahp_server.protocol.v1_0 import types as types_1_0
 from tests.agents.test_acp import children, poll, until_no_children
 from tests.conftest import RunningHost, captured_logs, start_host
 from tests.e2e.helpers import TIMEOUT, Daemon

@@ -61,7 +61,8 @@ from ahp_server.host.fanout import Connection, ConnState
 from ahp_server.host.gateway import Gateway
 from ahp_server.host.host import Host
 from ahp_server.host.terminals import TerminalService
-from ahp_server.protocol import codec, types
+from ahp_server.protocol import codec
+from ahp_server.protocol.v0_7 import types
 from ahp_server.protocol.versions import PROTOCOL_VERSION
 from tests.strategies import strategy_for
 

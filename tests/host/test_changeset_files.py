@@ -16,7 +16,7 @@ from ahp_server.host.changesets import (
     side_text,
     turn_changeset,
 )
-from ahp_server.protocol.v1_0.types import ChangesetFile, FileEditDiffStats, FileEditSide
+from ahp_server.protocol.types import ChangesetFile, FileEditDiffStats, FileEditSide
 
 URI = "file:///work/a.txt"
 ROOMY = Limits(content_bytes=1024, total_bytes=4096, max_files=10)

@@ -23,7 +23,7 @@ from ahp_server.agents.echo import EchoAgent
 from ahp_server.client import AhpClient, TurnFailedError
 from ahp_server.config import Settings
 from ahp_server.host.host import DB_FILE
-from ahp_server.protocol.types import (
+from ahp_server.protocol.v0_7.types import (
     AgentCapabilities,
     AgentInfo,
     ChatState,

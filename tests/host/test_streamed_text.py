@@ -20,9 +20,9 @@ from ahp_server.config import Settings
 from ahp_server.host.actors import ChatActor, SessionActor
 from ahp_server.host.host import Host
 from ahp_server.protocol import codec
-from ahp_server.protocol.v1_0.reducers import reduce_chat
-from ahp_server.protocol.v1_0.reducers.chat import part_id_of
-from ahp_server.protocol.v1_0.types import (
+from ahp_server.protocol.reducers import reduce_chat
+from ahp_server.protocol.reducers.chat import part_id_of
+from ahp_server.protocol.types import (
     ActiveTurn,
     ChatAction,
     ChatDeltaAction,

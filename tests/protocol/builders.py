@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from ahp_server.protocol import codec
-from ahp_server.protocol.v1_0.types import ChatState, RootState, SessionState, StateAction
+from ahp_server.protocol.types import ChatState, RootState, SessionState, StateAction
 from ahp_server.protocol.views import v0_7
 
 NOW = "2025-03-10T18:42:03.123Z"

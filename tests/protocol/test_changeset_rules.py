@@ -9,7 +9,7 @@ import pytest
 
 from ahp_server.protocol import codec
 from ahp_server.protocol.dispatch_rules import RejectionCode, check_dispatch
-from ahp_server.protocol.v1_0.types import ChangesetState, ResourceWatchState
+from ahp_server.protocol.types import ChangesetState, ResourceWatchState
 from tests.protocol.builders import ME, action
 
 CHANGESET = codec.convert(

@@ -9,7 +9,7 @@ import pytest
 
 from ahp_server.protocol import codec
 from ahp_server.protocol._base import UnknownVariant
-from ahp_server.protocol.types import (
+from ahp_server.protocol.v0_7.types import (
     ActionEnvelope,
     ChatDeltaAction,
     ChatState,

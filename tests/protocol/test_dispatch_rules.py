@@ -30,7 +30,7 @@ from ahp_server.protocol.dispatch_rules import (
     check_dispatch,
     is_client_dispatchable,
 )
-from ahp_server.protocol.v1_0.types import (
+from ahp_server.protocol.types import (
     ActionType,
     ChangesetState,
     ChatState,
@@ -266,7 +266,7 @@ def accept(
 
 def terminal(**fields: Any) -> Any:
     """A ``TerminalState`` (wire keys), claimed by ``ME`` unless ``claim`` says otherwise."""
-    from ahp_server.protocol.v1_0.types import TerminalState
+    from ahp_server.protocol.types import TerminalState
 
     wire = {"title": "sh", "content": [], "claim": {"kind": "client", "clientId": ME}, **fields}
     # A 0.7 session claim names no chat: the session's chat, as the host lifts it.

@@ -16,12 +16,12 @@ from typing import Any
 import pytest
 
 from ahp_server.protocol import codec
-from ahp_server.protocol.reducers import reduce_chat, reduce_root, reduce_session
-from ahp_server.protocol.reducers.annotations import reduce_annotations
-from ahp_server.protocol.reducers.changeset import reduce_changeset
-from ahp_server.protocol.reducers.resource_watch import reduce_resource_watch
-from ahp_server.protocol.reducers.terminal import reduce_terminal
-from ahp_server.protocol.types import (
+from ahp_server.protocol.v0_7.reducers import reduce_chat, reduce_root, reduce_session
+from ahp_server.protocol.v0_7.reducers.annotations import reduce_annotations
+from ahp_server.protocol.v0_7.reducers.changeset import reduce_changeset
+from ahp_server.protocol.v0_7.reducers.resource_watch import reduce_resource_watch
+from ahp_server.protocol.v0_7.reducers.terminal import reduce_terminal
+from ahp_server.protocol.v0_7.types import (
     AnnotationsState,
     ChangesetState,
     ChatState,

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from ahp_server.protocol.v1_0.reducers import (
+from ahp_server.protocol.reducers import (
     reduce_annotations,
     reduce_changeset,
     reduce_chat,
@@ -25,7 +25,7 @@ from ahp_server.protocol.v1_0.reducers import (
     reduce_session,
     reduce_terminal,
 )
-from ahp_server.protocol.v1_0.types import (
+from ahp_server.protocol.types import (
     AnnotationsState,
     ChangesetState,
     ChatState,

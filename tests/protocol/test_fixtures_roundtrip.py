@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from ahp_server.protocol import codec, jsonrpc
-from ahp_server.protocol.types import WIRE_TYPES
+from ahp_server.protocol.v0_7.types import WIRE_TYPES
 from tests.fixtures_path import fixture_files, load
 
 FILES = fixture_files("round-trips")

@@ -17,7 +17,7 @@ from ahp_server.protocol.errors import (
     ParseError,
     ProtocolError,
 )
-from ahp_server.protocol.types import DispatchActionParams, InitializeParams
+from ahp_server.protocol.v0_7.types import DispatchActionParams, InitializeParams
 
 
 def encoded(message: object) -> Any:

@@ -21,11 +21,11 @@ from hypothesis import strategies as st
 
 from ahp_server.protocol import codec
 from ahp_server.protocol._base import UnknownVariant
-from ahp_server.protocol.reducers.annotations import reduce_annotations
-from ahp_server.protocol.reducers.changeset import reduce_changeset
-from ahp_server.protocol.reducers.resource_watch import reduce_resource_watch
-from ahp_server.protocol.reducers.terminal import reduce_terminal
-from ahp_server.protocol.types import (
+from ahp_server.protocol.v0_7.reducers.annotations import reduce_annotations
+from ahp_server.protocol.v0_7.reducers.changeset import reduce_changeset
+from ahp_server.protocol.v0_7.reducers.resource_watch import reduce_resource_watch
+from ahp_server.protocol.v0_7.reducers.terminal import reduce_terminal
+from ahp_server.protocol.v0_7.types import (
     AnnotationsAction,
     AnnotationsState,
     ChangesetAction,
@@ -927,7 +927,7 @@ def test_random_sequences_never_raise_or_mutate(
     ],
 )
 def test_iso_timestamp_prints_what_javascript_prints(ms: float, expected: str) -> None:
-    from ahp_server.protocol.reducers import iso_timestamp
+    from ahp_server.protocol.v0_7.reducers import iso_timestamp
 
     assert iso_timestamp(ms) == expected
 
@@ -937,7 +937,7 @@ def test_iso_timestamp_is_the_same_whatever_came_before(stamps: list[float]) -> 
     """The one-second memo never leaks one input's text into another's."""
     from datetime import UTC, datetime, timedelta
 
-    from ahp_server.protocol.reducers import iso_timestamp
+    from ahp_server.protocol.v0_7.reducers import iso_timestamp
 
     epoch = datetime(1970, 1, 1, tzinfo=UTC)
     for ms in stamps + [s + 1 for s in stamps] + [s - 1000 for s in stamps]:

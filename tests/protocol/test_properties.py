@@ -18,9 +18,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ahp_server.protocol import codec
+from ahp_server.protocol import reducers as reducers_1_0
+from ahp_server.protocol import types as types_1_0
 from ahp_server.protocol._base import UnknownVariant
-from ahp_server.protocol.reducers import reduce_chat, reduce_root, reduce_session
-from ahp_server.protocol.types import (
+from ahp_server.protocol.v0_7.reducers import reduce_chat, reduce_root, reduce_session
+from ahp_server.protocol.v0_7.types import (
     ChatAction,
     ChatState,
     RootAction,
@@ -28,8 +30,6 @@ from ahp_server.protocol.types import (
     SessionAction,
     SessionState,
 )
-from ahp_server.protocol.v1_0 import reducers as reducers_1_0
-from ahp_server.protocol.v1_0 import types as types_1_0
 from tests.strategies import roundtrip, strategy_for
 
 PROFILE = settings(

@@ -12,7 +12,7 @@ import pytest
 
 from ahp_server.protocol import codec
 from ahp_server.protocol.dispatch_rules import RejectionCode, check_dispatch
-from ahp_server.protocol.v1_0.types import TerminalState
+from ahp_server.protocol.types import TerminalState
 from ahp_server.protocol.views import v0_7
 from tests.protocol.builders import ME, action
 

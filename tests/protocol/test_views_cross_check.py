@@ -57,11 +57,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ahp_server.protocol import codec
-from ahp_server.protocol import reducers as reducers_0_7
-from ahp_server.protocol import types as types_0_7
+from ahp_server.protocol import reducers as reducers_1_0
+from ahp_server.protocol import types as types_1_0
 from ahp_server.protocol._base import OpenUnion
-from ahp_server.protocol.v1_0 import reducers as reducers_1_0
-from ahp_server.protocol.v1_0 import types as types_1_0
+from ahp_server.protocol.v0_7 import reducers as reducers_0_7
+from ahp_server.protocol.v0_7 import types as types_0_7
 from ahp_server.protocol.views import v0_7 as view
 from tests import strategies
 from tests.fixtures_path import fixture_files, load

@@ -23,13 +23,14 @@ from typing import Any
 import jsonschema
 import pytest
 
-from ahp_server.protocol import codec, types
-from ahp_server.protocol.reducers import reduce_chat as reduce_chat_0_7
-from ahp_server.protocol.reducers import reduce_session as reduce_session_0_7
+from ahp_server.protocol import codec
+from ahp_server.protocol import types as types_1_0
+from ahp_server.protocol.reducers import reduce_chat as reduce_chat_1_0
+from ahp_server.protocol.reducers import reduce_session as reduce_session_1_0
 from ahp_server.protocol.uris import session_changeset
-from ahp_server.protocol.v1_0 import types as types_1_0
-from ahp_server.protocol.v1_0.reducers import reduce_chat as reduce_chat_1_0
-from ahp_server.protocol.v1_0.reducers import reduce_session as reduce_session_1_0
+from ahp_server.protocol.v0_7 import types
+from ahp_server.protocol.v0_7.reducers import reduce_chat as reduce_chat_0_7
+from ahp_server.protocol.v0_7.reducers import reduce_session as reduce_session_0_7
 from ahp_server.protocol.versions import ACTION_INTRODUCED_IN, parse_version
 from ahp_server.protocol.views import v0_7 as view
 

@@ -1,23 +1,15 @@
-"""Pure reducers for every channel type: root, session and chat (the host runs
-these), plus changeset, terminal, annotations and resource-watch.
+"""The pure 1.0 reducers of every channel kind the host serves.
 
-Layer: protocol (pure). Each reducer is ``(state, action, now) -> state``:
-
-* deterministic — time comes only from the injected clock ``now``;
-* pure — input states and actions are never mutated (structs are frozen,
-  sequences are tuples, and dict-valued fields are copied before merging);
-* total — an unknown or inapplicable action returns the input state object
-  itself, and no peer data makes a reducer raise.
-
-They are the definition the fixtures check (``../shared/fixtures/reducers``) and
-the same functions every host actor and the Python client run.
+Layer: protocol (pure). Same contract as :mod:`ahp_server.protocol.v0_7.reducers`
+(deterministic, never mutate their input, unknown or inapplicable actions
+return the input state itself, no peer data makes them raise), with the 1.0
+behaviour of ``shared/spec-1.0/REDUCER-CHANGES.md``. The fixtures under
+``tests/data/fixtures-1.0`` (and ``AHP_FIXTURES_1_0_DIR``) check them.
 """
 
 from __future__ import annotations
 
-from typing import Literal, TypeAlias, TypeVar, overload
-
-from ahp_server.protocol.reducers._common import Clock, iso_timestamp
+from ahp_server.protocol.reducers._common import Clock, add_milliseconds, iso_timestamp
 from ahp_server.protocol.reducers.annotations import reduce_annotations
 from ahp_server.protocol.reducers.changeset import reduce_changeset
 from ahp_server.protocol.reducers.chat import reduce_chat
@@ -28,8 +20,8 @@ from ahp_server.protocol.reducers.terminal import reduce_terminal
 from ahp_server.protocol.types import ChatState, RootState, SessionState
 
 __all__ = [
-    "ChannelKind",
     "Clock",
+    "add_milliseconds",
     "iso_timestamp",
     "reduce",
     "reduce_annotations",
@@ -41,16 +33,7 @@ __all__ = [
     "reduce_terminal",
 ]
 
-ChannelKind: TypeAlias = Literal["root", "session", "chat"]
-S = TypeVar("S", RootState, SessionState, ChatState)
 
-
-@overload
-def reduce(state: RootState, action: object, now: Clock) -> RootState: ...
-@overload
-def reduce(state: SessionState, action: object, now: Clock) -> SessionState: ...
-@overload
-def reduce(state: ChatState, action: object, now: Clock) -> ChatState: ...
 def reduce(
     state: RootState | SessionState | ChatState, action: object, now: Clock
 ) -> RootState | SessionState | ChatState:

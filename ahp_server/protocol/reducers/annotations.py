@@ -1,7 +1,8 @@
-"""The pure reducer of annotations channels (``ahp-session:/<uuid>/annotations``).
+"""The pure 1.0 reducer of annotations channels (``ahp-session:/<uuid>/annotations``).
 
 Layer: protocol (pure). Spec ``docs/reference/annotations.md`` and WIRE-SUMMARY
-§12; semantics of upstream ``types/channels-annotations/reducer.ts`` at 0.7.0.
+§12; semantics of upstream ``types/channels-annotations/reducer.ts`` at 0.7.0,
+with the 1.0 ``origin`` (CHANGELOG 0.9.0 Changed) in place of ``turnId``.
 Every ``annotations/*`` action is client-dispatchable, so this same function is
 the write-ahead reducer on clients and the authoritative one on the host.
 
@@ -51,8 +52,9 @@ class _HasId(Protocol):
 
 T = TypeVar("T", bound=_HasId)
 
-#: The fields ``annotations/updated`` may write (same names on action and annotation).
-_UPDATABLE = ("turn_id", "resource", "range", "resolved")
+#: The fields ``annotations/updated`` may write (same names on action and annotation);
+#: at 1.0 ``origin`` (replaced whole) takes the place of ``turnId``.
+_UPDATABLE = ("origin", "resource", "range", "resolved")
 
 
 def _index(items: tuple[T, ...], item_id: str) -> int | None:

@@ -1,8 +1,8 @@
-"""The pure reducer of resource-watch channels (``ahp-resource-watch:/<id>``).
+"""The pure 1.0 reducer of resource-watch channels (``ahp-resource-watch:/<id>``).
 
 Layer: protocol (pure). Spec ``docs/specification/resource-watch-channel.md`` and
 WIRE-SUMMARY §12; semantics of upstream
-``types/channels-resource-watch/reducer.ts`` at 0.7.0.
+``types/channels-resource-watch/reducer.ts`` at 0.7.0 (unchanged at 1.0).
 
 A watch is an event pass-through: ``resourceWatch/changed`` batches travel on
 the action stream and the reducer keeps no history of them. The state is the

@@ -1,6 +1,8 @@
-"""The pure reducer of the root channel (``ahp-root://``).
+"""The pure 1.0 reducer of the root channel (``ahp-root://``).
 
-Layer: protocol (pure). WIRE-SUMMARY §9; upstream ``types/reducers.ts`` (root).
+Layer: protocol (pure). REDUCER-CHANGES.md "Root reducer": no behaviour change
+from 0.7 (``TerminalInfo`` carries a ``lifecycle`` now; the reducer stores what
+it is given).
 """
 
 from __future__ import annotations

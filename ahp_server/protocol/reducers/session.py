@@ -1,7 +1,12 @@
-"""The pure reducer of session channels (``ahp-session:/<id>``).
+"""The pure 1.0 reducer of session channels (``ahp-session:/<id>``).
 
-Layer: protocol (pure). WIRE-SUMMARY §10.5; semantics of upstream
-``types/channels-session/reducer.ts`` at 0.7.0, checked by the fixtures.
+Layer: protocol (pure). The 0.7 reducer (``protocol/reducers/session.py``) with
+the 1.0 changes of ``shared/spec-1.0/REDUCER-CHANGES.md`` (numbers below are its
+items): ``failed`` lifecycle (1), input-needed counts only requests that wait on
+the user (2), ``customizationToggled`` replaces scoped ``enablement`` (3),
+``chatUpdated`` merges every key but ``resource`` (4), and
+``workingDirectoryReplaced`` (5), ``chatsReordered`` (6),
+``mcpServerBackgroundRequested`` (7).
 
 JavaScript-isms kept on purpose (they are what every client computes):
 
@@ -25,6 +30,7 @@ from ahp_server.protocol._base import UnknownVariant
 from ahp_server.protocol.reducers._common import ACTIVITY_MASK, Clock, with_activity
 from ahp_server.protocol.types import (
     ChatSummary,
+    CustomizationEnablement,
     DirectoryCustomization,
     McpServerCustomization,
     McpServerStartingState,
@@ -38,6 +44,7 @@ from ahp_server.protocol.types import (
     SessionChangesetsChangedAction,
     SessionChatAddedAction,
     SessionChatRemovedAction,
+    SessionChatsReorderedAction,
     SessionChatUpdatedAction,
     SessionConfigChangedAction,
     SessionCreationFailedAction,
@@ -50,6 +57,7 @@ from ahp_server.protocol.types import (
     SessionInputNeededSetAction,
     SessionIsArchivedChangedAction,
     SessionIsReadChangedAction,
+    SessionMcpServerBackgroundRequestedAction,
     SessionMcpServerStartRequestedAction,
     SessionMcpServerStateChangedAction,
     SessionMcpServerStopRequestedAction,
@@ -59,7 +67,9 @@ from ahp_server.protocol.types import (
     SessionState,
     SessionStatus,
     SessionTitleChangedAction,
+    SessionToolClientExecutionRequest,
     SessionWorkingDirectoryRemovedAction,
+    SessionWorkingDirectoryReplacedAction,
     SessionWorkingDirectorySetAction,
 )
 
@@ -74,15 +84,22 @@ def with_flag(status: int, flag: int, on: bool) -> int:
     return status | flag if on else status & ~flag
 
 
-def with_input_needed(status: int, has_requests: bool) -> int:
-    """The session-level input-needed roll-up (WIRE-SUMMARY §10.5).
+def with_input_needed(status: int, requests: tuple[object, ...]) -> int:
+    """The session-level input-needed roll-up (REDUCER-CHANGES 2).
 
-    A non-empty list forces the activity bits to InputNeeded whatever they were;
-    an empty list clears only the "blocked" bit (24 → 8, 1 stays 1).
+    A request that waits on the user (every kind but ``toolClientExecution``)
+    forces the activity bits to InputNeeded whatever they were; otherwise only
+    the "blocked" bit is cleared (24 → 8, 1 stays 1), flags kept.
     """
-    if has_requests:
+    if any(_waits_on_user(request) for request in requests):
         return with_activity(status, SessionStatus.InputNeeded)
     return status & ~_INPUT_NEEDED_BIT
+
+
+def _waits_on_user(request: object) -> bool:
+    if isinstance(request, UnknownVariant):
+        return request.data.get("kind") != "toolClientExecution"
+    return not isinstance(request, SessionToolClientExecutionRequest)
 
 
 def merge_chat_summary(summary: ChatSummary, changes: PartialChatSummary) -> ChatSummary:
@@ -207,35 +224,58 @@ def _update_mcp(
 
     A top-level match that is not an MCP server is a no-op (no fall-through).
     Otherwise the first matching child of **every** container is updated.
+    ``update`` returns its argument to say "not applicable".
     """
     entries, index = _top_level(state, mcp_id)
     if index is not None:
         entry = entries[index]
         if not isinstance(entry, McpServerCustomization):
             return state
-        return replace(state, customizations=_replace_at(entries, index, update(entry)))
-    edits = {
-        i: _replace_at(children, position, update(children[position]))  # type: ignore[arg-type]
-        for i, _, children, position in _child_hits(entries, mcp_id)
-        if isinstance(children[position], McpServerCustomization)
-    }
+        updated = update(entry)
+        if updated is entry:
+            return state
+        return replace(state, customizations=_replace_at(entries, index, updated))
+    edits = {}
+    for i, _, children, position in _child_hits(entries, mcp_id):
+        child = children[position]
+        if isinstance(child, McpServerCustomization):
+            updated = update(child)
+            if updated is not child:
+                edits[i] = _replace_at(children, position, updated)
     return _with_children(state, entries, edits)
 
 
-def _enabled(entry: object, enabled: bool) -> object:
+def _effective(enablement: tuple[CustomizationEnablement, ...]) -> bool:
+    """The boolean a directory or child customization shows: the first (most
+    specific) decision, or enabled when there is none (REDUCER-CHANGES 3)."""
+    if not enablement:
+        return True
+    first = enablement[0]
+    # A decision of a kind this version does not know counts as enabled (as
+    # upstream's Go reducer has it).
+    return True if isinstance(first, UnknownVariant) else first.enabled
+
+
+def _toggled(entry: object, enablement: tuple[CustomizationEnablement, ...]) -> object:
+    """Plugins and MCP servers store the decision list; the others their effect."""
+    if isinstance(entry, (PluginCustomization, McpServerCustomization)):
+        return replace(entry, enablement=enablement)
     if isinstance(entry, UnknownVariant):
-        return UnknownVariant({**entry.data, "enabled": enabled})
-    return replace(entry, enabled=enabled)  # type: ignore[type-var]
+        return UnknownVariant({**entry.data, "enabled": _effective(enablement)})
+    return replace(entry, enabled=_effective(enablement))  # type: ignore[type-var]
 
 
 def _toggle(state: SessionState, action: SessionCustomizationToggledAction) -> SessionState:
-    """First top-level match, else the first child match of the first container."""
+    """First top-level match, else the first child match of the first container.
+
+    The list replaces the previous decisions, never merged (REDUCER-CHANGES 3).
+    """
     entries, index = _top_level(state, action.id)
     if index is not None:
-        toggled = _enabled(entries[index], action.enabled)
+        toggled = _toggled(entries[index], action.enablement)
         return replace(state, customizations=_replace_at(entries, index, toggled))
     for i, _, children, position in _child_hits(entries, action.id):
-        child = _enabled(children[position], action.enabled)
+        child = _toggled(children[position], action.enablement)
         return _with_children(state, entries, {i: _replace_at(children, position, child)})
     return state
 
@@ -266,15 +306,50 @@ def _merge_config(state: SessionState, action: SessionConfigChangedAction) -> Se
     return replace(state, config=replace(state.config, values=values))
 
 
+def _replace_directory(
+    state: SessionState, action: SessionWorkingDirectoryReplacedAction
+) -> SessionState:
+    """Replace in place; never a duplicate, never a later entry into the primary
+    slot (index 0). REDUCER-CHANGES 5."""
+    present = _or_empty(state.working_directories)
+    if action.directory not in present:
+        return state
+    index = present.index(action.directory)
+    if action.replacement in present[:index]:
+        return replace(state, working_directories=_without(present, index))
+    later = tuple(d for d in present[index + 1 :] if d != action.replacement)
+    return replace(state, working_directories=(*present[:index], action.replacement, *later))
+
+
+def _reorder_chats(state: SessionState, action: SessionChatsReorderedAction) -> SessionState:
+    """Only a complete permutation that changes the order applies (REDUCER-CHANGES 6)."""
+    current = [chat.resource for chat in state.chats]
+    order = list(action.chats)
+    if len(order) != len(current) or len(set(order)) != len(order) or set(order) != set(current):
+        return state
+    if order == current:
+        return state
+    by_uri = {chat.resource: chat for chat in state.chats}
+    return replace(state, chats=tuple(by_uri[uri] for uri in order))
+
+
+def _background_mcp(entry: McpServerCustomization) -> McpServerCustomization:
+    """A blocking start stops blocking; any other state is left alone (REDUCER-CHANGES 7)."""
+    starting = entry.state
+    if isinstance(starting, McpServerStartingState) and starting.blocking is True:
+        return replace(entry, state=replace(starting, blocking=False))
+    return entry
+
+
 def reduce_session(state: SessionState, action: object, now: Clock) -> SessionState:
     """Apply one action to a session state; unknown actions return ``state`` itself."""
-    del now  # no session action is time-stamped at 0.7.0
+    del now  # no session action is time-stamped
     match action:
         case SessionReadyAction():
             # Only the lifecycle: a provisional InProgress status is kept (fixture 147).
             return replace(state, lifecycle="ready")
         case SessionCreationFailedAction(error=error):
-            return replace(state, lifecycle="creationFailed", creation_error=error)
+            return replace(state, lifecycle="failed", creation_error=error)
         case SessionChatAddedAction(summary=summary):
             # Upsert by resource: a match is replaced whole, in place; else appended.
             return replace(state, chats=_upsert(state.chats, _chat_uri, summary))
@@ -309,6 +384,12 @@ def reduce_session(state: SessionState, action: object, now: Clock) -> SessionSt
             if directory in directories:
                 return state
             return replace(state, working_directories=(*directories, directory))
+        case SessionWorkingDirectoryReplacedAction():
+            return _replace_directory(state, action)
+        case SessionChatsReorderedAction():
+            return _reorder_chats(state, action)
+        case SessionMcpServerBackgroundRequestedAction(id=mcp_id):
+            return _update_mcp(state, mcp_id, _background_mcp)
         case SessionWorkingDirectoryRemovedAction(directory=directory):
             present = _or_empty(state.working_directories)
             if directory not in present:
@@ -316,7 +397,7 @@ def reduce_session(state: SessionState, action: object, now: Clock) -> SessionSt
             return replace(state, working_directories=_without(present, present.index(directory)))
         case SessionInputNeededSetAction(request=request):
             requests = _upsert(_or_empty(state.input_needed), _entry_id, request)
-            status = with_input_needed(state.status, True)
+            status = with_input_needed(state.status, requests)
             return replace(state, input_needed=requests, status=status)
         case SessionInputNeededRemovedAction(id=request_id):
             open_requests = _or_empty(state.input_needed)
@@ -324,7 +405,7 @@ def reduce_session(state: SessionState, action: object, now: Clock) -> SessionSt
             if index is None:
                 return state
             remaining = _without(open_requests, index)
-            status = with_input_needed(state.status, bool(remaining))
+            status = with_input_needed(state.status, remaining)
             return replace(state, input_needed=remaining or UNSET, status=status)
         case SessionCustomizationsChangedAction(customizations=customizations):
             return replace(state, customizations=customizations)

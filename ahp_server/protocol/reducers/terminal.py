@@ -1,8 +1,10 @@
-"""The pure reducer of terminal channels (``ahp-terminal:/<id>``).
+"""The pure 1.0 reducer of terminal channels (``ahp-terminal:/<id>``).
 
-Layer: protocol (pure). Spec ``docs/reference/terminal.md``,
-``docs/specification/terminal-channel.md`` and WIRE-SUMMARY §12; semantics of
-upstream ``types/channels-terminal/reducer.ts`` at 0.7.0.
+Layer: protocol (pure). The 0.7 reducer (``protocol/reducers/terminal.py``)
+with one 1.0 change (CHANGELOG 0.9.0 Changed): the state has an explicit
+``lifecycle``, and ``terminal/exited`` makes it ``exited`` with the action's
+code, so an exit without a code is still an exit. A session claim names its
+chat (stored as given).
 
 Rules worth knowing before editing (each is what every client computes):
 
@@ -11,10 +13,10 @@ Rules worth knowing before editing (each is what every client computes):
   ``value``; any other tail (a finished command, an unknown part kind, or no
   part at all) gets a new ``unclassified`` part after it.
 * ``terminal/input`` is side-effect-only: the state object comes back as is.
-* ``terminal/exited`` writes the action's ``exitCode``, so an absent code clears
-  a previous one. ``terminal/commandFinished`` does the same for ``exitCode`` and
-  ``durationMs`` on **every** ``command`` part with that ``commandId``, finished
-  or not (a ``map``, not a find).
+* ``terminal/exited`` sets ``lifecycle`` to exited with the action's
+  ``exitCode`` (absent stays absent). ``terminal/commandFinished`` writes
+  ``exitCode`` and ``durationMs`` (absent clears) on **every** ``command`` part
+  with that ``commandId``, finished or not (a ``map``, not a find).
 * ``terminal/commandExecuted`` appends a fresh, running ``command`` part and,
   like ``terminal/commandDetectionAvailable``, sets
   ``supportsCommandDetection: true``.
@@ -37,6 +39,7 @@ from ahp_server.protocol.types import (
     TerminalCwdChangedAction,
     TerminalDataAction,
     TerminalExitedAction,
+    TerminalExitedLifecycleState,
     TerminalInputAction,
     TerminalResizedAction,
     TerminalState,
@@ -91,7 +94,7 @@ def reduce_terminal(state: TerminalState, action: object, now: Clock) -> Termina
         case TerminalCwdChangedAction(cwd=cwd):
             return replace(state, cwd=cwd)
         case TerminalExitedAction(exit_code=exit_code):
-            return replace(state, exit_code=exit_code)
+            return replace(state, lifecycle=TerminalExitedLifecycleState(exit_code=exit_code))
         case TerminalClearedAction():
             return replace(state, content=())
         case TerminalCommandDetectionAvailableAction():

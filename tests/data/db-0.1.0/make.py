@@ -33,7 +33,7 @@ sys.path.insert(0, str(HERE.parents[2]))
 from ahp_server import __version__  # noqa: E402
 from ahp_server.client import AhpClient  # noqa: E402
 from ahp_server.protocol import codec  # noqa: E402
-from ahp_server.protocol.types import (  # noqa: E402
+from ahp_server.protocol.v0_7.types import (  # noqa: E402
     ChatState,
     ChatToolCallApprovedAction,
     ChatToolCallDeniedAction,

@@ -1,10 +1,8 @@
-"""The pure 1.0 reducer of terminal channels (``ahp-terminal:/<id>``).
+"""The pure reducer of terminal channels (``ahp-terminal:/<id>``).
 
-Layer: protocol (pure). The 0.7 reducer (``protocol/reducers/terminal.py``)
-with one 1.0 change (CHANGELOG 0.9.0 Changed): the state has an explicit
-``lifecycle``, and ``terminal/exited`` makes it ``exited`` with the action's
-code, so an exit without a code is still an exit. A session claim names its
-chat (stored as given).
+Layer: protocol (pure). Spec ``docs/reference/terminal.md``,
+``docs/specification/terminal-channel.md`` and WIRE-SUMMARY §12; semantics of
+upstream ``types/channels-terminal/reducer.ts`` at 0.7.0.
 
 Rules worth knowing before editing (each is what every client computes):
 
@@ -13,10 +11,10 @@ Rules worth knowing before editing (each is what every client computes):
   ``value``; any other tail (a finished command, an unknown part kind, or no
   part at all) gets a new ``unclassified`` part after it.
 * ``terminal/input`` is side-effect-only: the state object comes back as is.
-* ``terminal/exited`` sets ``lifecycle`` to exited with the action's
-  ``exitCode`` (absent stays absent). ``terminal/commandFinished`` writes
-  ``exitCode`` and ``durationMs`` (absent clears) on **every** ``command`` part
-  with that ``commandId``, finished or not (a ``map``, not a find).
+* ``terminal/exited`` writes the action's ``exitCode``, so an absent code clears
+  a previous one. ``terminal/commandFinished`` does the same for ``exitCode`` and
+  ``durationMs`` on **every** ``command`` part with that ``commandId``, finished
+  or not (a ``map``, not a find).
 * ``terminal/commandExecuted`` appends a fresh, running ``command`` part and,
   like ``terminal/commandDetectionAvailable``, sets
   ``supportsCommandDetection: true``.
@@ -28,7 +26,7 @@ from __future__ import annotations
 from msgspec.structs import replace
 
 from ahp_server.protocol.reducers._common import Clock
-from ahp_server.protocol.v1_0.types import (
+from ahp_server.protocol.v0_7.types import (
     TerminalClaimedAction,
     TerminalClearedAction,
     TerminalCommandDetectionAvailableAction,
@@ -39,7 +37,6 @@ from ahp_server.protocol.v1_0.types import (
     TerminalCwdChangedAction,
     TerminalDataAction,
     TerminalExitedAction,
-    TerminalExitedLifecycleState,
     TerminalInputAction,
     TerminalResizedAction,
     TerminalState,
@@ -94,7 +91,7 @@ def reduce_terminal(state: TerminalState, action: object, now: Clock) -> Termina
         case TerminalCwdChangedAction(cwd=cwd):
             return replace(state, cwd=cwd)
         case TerminalExitedAction(exit_code=exit_code):
-            return replace(state, lifecycle=TerminalExitedLifecycleState(exit_code=exit_code))
+            return replace(state, exit_code=exit_code)
         case TerminalClearedAction():
             return replace(state, content=())
         case TerminalCommandDetectionAvailableAction():

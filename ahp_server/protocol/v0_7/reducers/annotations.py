@@ -1,8 +1,7 @@
-"""The pure 1.0 reducer of annotations channels (``ahp-session:/<uuid>/annotations``).
+"""The pure reducer of annotations channels (``ahp-session:/<uuid>/annotations``).
 
 Layer: protocol (pure). Spec ``docs/reference/annotations.md`` and WIRE-SUMMARY
-§12; semantics of upstream ``types/channels-annotations/reducer.ts`` at 0.7.0,
-with the 1.0 ``origin`` (CHANGELOG 0.9.0 Changed) in place of ``turnId``.
+§12; semantics of upstream ``types/channels-annotations/reducer.ts`` at 0.7.0.
 Every ``annotations/*`` action is client-dispatchable, so this same function is
 the write-ahead reducer on clients and the authoritative one on the host.
 
@@ -30,7 +29,7 @@ from msgspec import UNSET
 from msgspec.structs import replace
 
 from ahp_server.protocol.reducers._common import Clock
-from ahp_server.protocol.v1_0.types import (
+from ahp_server.protocol.v0_7.types import (
     Annotation,
     AnnotationsEntryRemovedAction,
     AnnotationsEntrySetAction,
@@ -52,9 +51,8 @@ class _HasId(Protocol):
 
 T = TypeVar("T", bound=_HasId)
 
-#: The fields ``annotations/updated`` may write (same names on action and annotation);
-#: at 1.0 ``origin`` (replaced whole) takes the place of ``turnId``.
-_UPDATABLE = ("origin", "resource", "range", "resolved")
+#: The fields ``annotations/updated`` may write (same names on action and annotation).
+_UPDATABLE = ("turn_id", "resource", "range", "resolved")
 
 
 def _index(items: tuple[T, ...], item_id: str) -> int | None:

@@ -1,4 +1,4 @@
-"""The pure 1.0 reducer of changeset channels (the expanded ``Changeset.uriTemplate`` URIs).
+"""The pure reducer of changeset channels (the expanded ``Changeset.uriTemplate`` URIs).
 
 Layer: protocol (pure). Spec ``docs/reference/changeset.md`` and WIRE-SUMMARY §12;
 semantics of upstream ``types/channels-changeset/reducer.ts`` at 0.7.0, checked by
@@ -17,9 +17,8 @@ Rules worth knowing before editing (each is what every client computes):
   status is ``error`` (taking the action's, possibly absent, error) and drop it
   on any other status.
 * ``contentChanged`` replaces ``files``; it replaces ``operations`` only when the
-  action carries them. At 1.0 it carries no ``error`` ("changeset failures are
-  represented by ``changeset/statusChanged``", CHANGELOG 0.9.0 Removed), so
-  ``error`` and ``status`` are left as they are (docs/protocol.md).
+  action carries them, and sets ``error`` from the action (absent clears it).
+  ``status`` is untouched.
 * ``operationsChanged`` with absent or ``null`` operations removes the list.
 * ``cleared`` empties ``files`` only (status, error and operations stay) and is
   a no-op on an already-empty changeset.
@@ -31,7 +30,7 @@ from msgspec import UNSET, UnsetType
 from msgspec.structs import replace
 
 from ahp_server.protocol.reducers._common import Clock
-from ahp_server.protocol.v1_0.types import (
+from ahp_server.protocol.v0_7.types import (
     ChangesetClearedAction,
     ChangesetContentChangedAction,
     ChangesetFile,
@@ -90,7 +89,7 @@ def _content_changed(
     state: ChangesetState, action: ChangesetContentChangedAction
 ) -> ChangesetState:
     operations = state.operations if isinstance(action.operations, UnsetType) else action.operations
-    return replace(state, files=action.files, operations=operations)
+    return replace(state, files=action.files, operations=operations, error=action.error)
 
 
 def _operation_status_changed(

@@ -1,22 +1,7 @@
-"""The pure 1.0 reducer of chat channels (``ahp-chat:/<id>``).
+"""The pure reducer of chat channels (``ahp-chat:/<id>``).
 
-Layer: protocol (pure). The semantics of upstream
-``types/channels-chat/reducer.ts`` at 1.0: the 0.7 reducer
-(``protocol/reducers/chat.py``) with the changes of
-``shared/spec-1.0/REDUCER-CHANGES.md`` (numbers below are its items):
-
-* a turn ending in ``chat/error`` keeps the error as its last response part and
-  has no ``error`` field; an error part never enters through
-  ``chat/responsePart`` (8, 9); ``chat/turnResume`` reopens a resumable
-  errored turn (10);
-* ``modifiedAt`` comes from the action data — ``startedAt``, or ``startedAt``
-  plus the clamped duration at turn end — and nothing else touches it, so this
-  reducer reads no clock (11, 12);
-* background work, ``movable``, the chat's changesets and canvases, and its own
-  IsRead / IsArchived flags (13–16);
-* ``toolCallReady`` may refine ``contributor`` and ``intention`` and keeps an
-  omitted input; an edited input replaces only an inline one; a tool-call delta
-  may carry no content (17–19).
+Layer: protocol (pure). WIRE-SUMMARY §11.4; the semantics of upstream
+``types/channels-chat/reducer.ts`` at 0.7.0, checked by the fixtures.
 
 Rules worth knowing before editing (each is what every client computes):
 
@@ -29,10 +14,11 @@ Rules worth knowing before editing (each is what every client computes):
   ``toolCallDelta`` and ``toolCallContentChanged`` keep every existing field.
 * The six confirmation-related tool actions recompute ``status`` even when they
   change nothing (``_refresh_status``), exactly like upstream.
+* ``modifiedAt`` is stamped from the injected clock only by ``turnStarted``,
+  turn end, ``truncated`` and the three ``input*`` actions.
 * The activity bits of ``status`` are derived from the active turn; flag bits
-  (IsRead, IsArchived, unknown bits) are kept. ``turnStarted``,
-  ``inputRequested`` and ``turnResume`` clear IsRead; only ``isReadChanged``
-  and ``isArchivedChanged`` set a flag.
+  (IsRead, IsArchived, unknown bits) are kept, and IsRead is only ever cleared
+  (by ``turnStarted`` and ``inputRequested``).
 * JavaScript truthiness is reproduced where upstream relies on it: ``""`` is
   falsy for ``confirmed``/``queuedMessageId``/``selectedOptionId``; ``[]`` is
   truthy for ``options``/``content``; ``??`` keeps ``false`` and ``""``.
@@ -49,6 +35,7 @@ from msgspec.structs import replace
 from ahp_server.protocol._base import UnknownVariant
 from ahp_server.protocol.reducers._common import (
     Clock,
+    iso_timestamp,
     with_activity,
 )
 from ahp_server.protocol.reducers._common import (
@@ -66,15 +53,9 @@ from ahp_server.protocol.reducers._common import (
 from ahp_server.protocol.reducers._common import (
     replace_at as _replace_at,
 )
-from ahp_server.protocol.v1_0.reducers._common import add_milliseconds
-from ahp_server.protocol.v1_0.types import (
+from ahp_server.protocol.v0_7.types import (
     ActiveTurn,
-    BackgroundWork,
     ChatActivityChangedAction,
-    ChatBackgroundWorkRemovedAction,
-    ChatBackgroundWorkSetAction,
-    ChatCanvasesChangedAction,
-    ChatChangesetsChangedAction,
     ChatDeltaAction,
     ChatDraftChangedAction,
     ChatErrorAction,
@@ -82,9 +63,6 @@ from ahp_server.protocol.v1_0.types import (
     ChatInputCompletedAction,
     ChatInputRequest,
     ChatInputRequestedAction,
-    ChatIsArchivedChangedAction,
-    ChatIsReadChangedAction,
-    ChatMovableChangedAction,
     ChatPendingMessageRemovedAction,
     ChatPendingMessageSetAction,
     ChatQueuedMessagesReorderedAction,
@@ -104,14 +82,13 @@ from ahp_server.protocol.v1_0.types import (
     ChatTruncatedAction,
     ChatTurnCancelledAction,
     ChatTurnCompleteAction,
-    ChatTurnResumeAction,
     ChatTurnsLoadedAction,
     ChatTurnStartedAction,
     ChatUsageAction,
     ChatWorkingDirectoryRemovedAction,
     ChatWorkingDirectorySetAction,
     ConfirmationOption,
-    ErrorResponsePart,
+    ErrorInfo,
     InputRequestResponsePart,
     MarkdownResponsePart,
     PendingMessage,
@@ -120,9 +97,7 @@ from ahp_server.protocol.v1_0.types import (
     SessionStatus,
     ToolCallAuthRequiredState,
     ToolCallCancelledState,
-    ToolCallClientContributor,
     ToolCallCompletedState,
-    ToolCallContributor,
     ToolCallMcpContributor,
     ToolCallPendingConfirmationState,
     ToolCallPendingResultConfirmationState,
@@ -138,7 +113,6 @@ __all__ = ["part_id_of", "reduce_chat", "summary_status"]
 T = TypeVar("T")
 
 _IS_READ = int(SessionStatus.IsRead)
-_IS_ARCHIVED = int(SessionStatus.IsArchived)
 _BLOCKING = (
     ToolCallPendingConfirmationState,
     ToolCallPendingResultConfirmationState,
@@ -270,45 +244,20 @@ def _resolve_option(
     return next((option for option in options if option.id == option_id), UNSET)
 
 
-def _refined_contributor(
-    current: ToolCallContributor | UnsetType, late: ToolCallContributor | UnsetType
-) -> ToolCallContributor | UnsetType:
-    """A late contributor (REDUCER-CHANGES 17): client ownership is fixed at
-    ``toolCallStart``; only the same client refines a client's call, and a late
-    client contributor never takes over another's."""
-    if isinstance(late, UnsetType):
-        return current
-    if isinstance(current, ToolCallClientContributor):
-        if isinstance(late, ToolCallClientContributor) and late.client_id == current.client_id:
-            return late
-        return current
-    if isinstance(late, ToolCallClientContributor):
-        return current
-    return late
-
-
 def _tool_call_ready(action: ChatToolCallReadyAction) -> Callable[[_KnownToolCall], _KnownToolCall]:
     def update(tc: _KnownToolCall) -> _KnownToolCall:
         if not isinstance(
             tc, (ToolCallStreamingState, ToolCallRunningState, ToolCallPendingConfirmationState)
         ):
             return tc
-        base = {
-            **_tool_call_base(tc, action.meta),
-            "contributor": _refined_contributor(tc.contributor, action.contributor),
-            "intention": _coalesce(action.intention, tc.intention),
-        }
-        # An omitted input keeps the call's own (a streaming call has none).
-        tool_input = action.tool_input
-        if isinstance(tool_input, UnsetType) and not isinstance(tc, ToolCallStreamingState):
-            tool_input = tc.tool_input
+        base = _tool_call_base(tc, action.meta)
         if _js_truthy(action.confirmed):
             assert isinstance(action.confirmed, str)
             # Auto-confirmed: straight to running; nothing merged from a pending state.
             return ToolCallRunningState(
                 **base,
                 invocation_message=action.invocation_message,
-                tool_input=tool_input,
+                tool_input=action.tool_input,
                 confirmed=action.confirmed,
             )
         pending = tc if isinstance(tc, ToolCallPendingConfirmationState) else None
@@ -319,7 +268,7 @@ def _tool_call_ready(action: ChatToolCallReadyAction) -> Callable[[_KnownToolCal
         return ToolCallPendingConfirmationState(
             **base,
             invocation_message=action.invocation_message,
-            tool_input=tool_input,
+            tool_input=keep(action.tool_input, "tool_input"),
             confirmation_title=keep(action.confirmation_title, "confirmation_title"),
             risk_assessment=keep(action.risk_assessment, "risk_assessment"),
             edits=keep(action.edits, "edits"),
@@ -342,14 +291,7 @@ def _tool_call_confirmed(
             return ToolCallRunningState(
                 **base,
                 invocation_message=tc.invocation_message,
-                # An edited input replaces only an inline one; a ContentRef
-                # stays (the host rewrites the resource; REDUCER-CHANGES 18).
-                tool_input=(
-                    action.edited_tool_input
-                    if isinstance(tc.tool_input, str)
-                    and not isinstance(action.edited_tool_input, UnsetType)
-                    else tc.tool_input
-                ),
+                tool_input=_coalesce(action.edited_tool_input, tc.tool_input),
                 confirmed=action.confirmed,
                 selected_option=selected,
             )
@@ -479,13 +421,11 @@ def _tool_call_delta(action: ChatToolCallDeltaAction) -> Callable[[_KnownToolCal
     def update(tc: _KnownToolCall) -> _KnownToolCall:
         if not isinstance(tc, ToolCallStreamingState):
             return tc
-        partial = tc.partial_input
-        if not isinstance(action.content, UnsetType):  # optional at 1.0 (REDUCER-CHANGES 19)
-            partial = ("" if isinstance(partial, UnsetType) else partial) + action.content
+        previous = "" if isinstance(tc.partial_input, UnsetType) else tc.partial_input
         return replace(
             tc,
             meta=_coalesce(action.meta, tc.meta),
-            partial_input=partial,
+            partial_input=previous + action.content,
             invocation_message=_coalesce(action.invocation_message, tc.invocation_message),
         )
 
@@ -561,40 +501,35 @@ def _end_turn(
     turn_id: str,
     turn_state: str,
     duration: float,
+    now: Clock,
     *,
-    error: ErrorResponsePart | None = None,
+    error: ErrorInfo | UnsetType = UNSET,
 ) -> ChatState:
-    """``turnComplete`` / ``turnCancelled`` / ``error``: move the active turn into ``turns``.
-
-    ``chat/error``'s part is appended as the turn's last part (REDUCER-CHANGES 8);
-    ``modifiedAt`` becomes ``startedAt`` plus the clamped duration (11, 12).
-    """
+    """``turnComplete`` / ``turnCancelled`` / ``error``: move the active turn into ``turns``."""
     turn = _active_turn_for(state, turn_id)
     if turn is None:
         return state
-    parts = tuple(_cancel_unfinished(p) for p in turn.response_parts)
-    clamped = max(0, duration)  # the producer's own duration, clamped at 0
     finished = Turn(
         id=turn.id,
         started_at=turn.started_at,
-        duration=clamped,
+        duration=max(0, duration),  # the producer's own duration, clamped at 0
         message=turn.message,
-        response_parts=parts if error is None else (*parts, error),
+        response_parts=tuple(_cancel_unfinished(p) for p in turn.response_parts),
         usage=turn.usage,
         state=turn_state,
+        error=error,
     )
-    modified = add_milliseconds(turn.started_at, clamped)
     ended = replace(
         state,
         turns=(*state.turns, finished),
         active_turn=UNSET,
-        modified_at=state.modified_at if modified is None else modified,
+        modified_at=iso_timestamp(now()),
     )
     terminal = SessionStatus.Error if turn_state == "error" else None
     return replace(ended, status=summary_status(ended, terminal))
 
 
-def _turn_started(state: ChatState, action: ChatTurnStartedAction) -> ChatState:
+def _turn_started(state: ChatState, action: ChatTurnStartedAction, now: Clock) -> ChatState:
     # No check for a running turn: upstream replaces it (the host rejects that
     # case before it gets here, see dispatch_rules).
     started = replace(
@@ -605,7 +540,7 @@ def _turn_started(state: ChatState, action: ChatTurnStartedAction) -> ChatState:
             message=action.message,
             response_parts=(),
         ),
-        modified_at=action.started_at,
+        modified_at=iso_timestamp(now()),
     )
     queued_id = action.queued_message_id
     if _js_truthy(queued_id):
@@ -618,7 +553,7 @@ def _turn_started(state: ChatState, action: ChatTurnStartedAction) -> ChatState:
     return replace(started, status=summary_status(started) & ~_IS_READ)
 
 
-def _truncated(state: ChatState, action: ChatTruncatedAction) -> ChatState:
+def _truncated(state: ChatState, action: ChatTruncatedAction, now: Clock) -> ChatState:
     if isinstance(action.turn_id, UnsetType):
         kept = replace(state, turns=(), turns_next_cursor=UNSET)
     else:
@@ -626,7 +561,7 @@ def _truncated(state: ChatState, action: ChatTruncatedAction) -> ChatState:
         if index is None:
             return state
         kept = replace(state, turns=state.turns[: index + 1])
-    truncated = replace(kept, active_turn=UNSET)
+    truncated = replace(kept, active_turn=UNSET, modified_at=iso_timestamp(now()))
     return replace(truncated, status=summary_status(truncated))
 
 
@@ -704,7 +639,7 @@ def _open_request_index(turn: ActiveTurn, request_id: str) -> int | None:
     return None
 
 
-def _input_requested(state: ChatState, action: ChatInputRequestedAction) -> ChatState:
+def _input_requested(state: ChatState, action: ChatInputRequestedAction, now: Clock) -> ChatState:
     turn = state.active_turn
     if not isinstance(turn, ActiveTurn):
         return state  # no turnId on this action: it belongs to whatever turn is active
@@ -717,14 +652,15 @@ def _input_requested(state: ChatState, action: ChatInputRequestedAction) -> Chat
         assert isinstance(existing, InputRequestResponsePart)
         merged = replace(request, answers=_coalesce(request.answers, existing.request.answers))
         parts = _replace_at(turn.response_parts, index, InputRequestResponsePart(request=merged))
-    updated = _with_parts(state, turn, parts)
+    updated = replace(_with_parts(state, turn, parts), modified_at=iso_timestamp(now()))
     return replace(updated, status=summary_status(updated) & ~_IS_READ)
 
 
 def _with_request(
-    state: ChatState, turn: ActiveTurn, index: int, part: InputRequestResponsePart
+    state: ChatState, turn: ActiveTurn, index: int, part: InputRequestResponsePart, now: Clock
 ) -> ChatState:
-    return _with_parts(state, turn, _replace_at(turn.response_parts, index, part))
+    parts = _replace_at(turn.response_parts, index, part)
+    return replace(_with_parts(state, turn, parts), modified_at=iso_timestamp(now()))
 
 
 def _request_at(
@@ -746,7 +682,9 @@ def _answers_or_unset(answers: dict[str, Any]) -> dict[str, Any] | UnsetType:
     return answers if answers else UNSET
 
 
-def _input_answer_changed(state: ChatState, action: ChatInputAnswerChangedAction) -> ChatState:
+def _input_answer_changed(
+    state: ChatState, action: ChatInputAnswerChangedAction, now: Clock
+) -> ChatState:
     found = _request_at(state, action.request_id)
     if found is None:
         return state
@@ -757,10 +695,10 @@ def _input_answer_changed(state: ChatState, action: ChatInputAnswerChangedAction
     else:
         answers[action.question_id] = action.answer
     request: ChatInputRequest = replace(part.request, answers=_answers_or_unset(answers))
-    return _with_request(state, turn, index, replace(part, request=request))
+    return _with_request(state, turn, index, replace(part, request=request), now)
 
 
-def _input_completed(state: ChatState, action: ChatInputCompletedAction) -> ChatState:
+def _input_completed(state: ChatState, action: ChatInputCompletedAction, now: Clock) -> ChatState:
     found = _request_at(state, action.request_id)
     if found is None:
         return state
@@ -768,7 +706,7 @@ def _input_completed(state: ChatState, action: ChatInputCompletedAction) -> Chat
     answers = {**_or_empty_map(part.request.answers), **_or_empty_map(action.answers)}
     request: ChatInputRequest = replace(part.request, answers=_answers_or_unset(answers))
     completed = replace(part, request=request, response=action.response)
-    updated = _with_request(state, turn, index, completed)
+    updated = _with_request(state, turn, index, completed, now)
     return replace(updated, status=summary_status(updated))
 
 
@@ -794,69 +732,8 @@ _TOOL_CALL_ACTIONS: dict[type, tuple[Callable[[Any], _Update], bool]] = {
 }
 
 
-def _turn_resume(state: ChatState, action: ChatTurnResumeAction) -> ChatState:
-    """Reopen the latest turn when it ended in a resumable error (REDUCER-CHANGES 10)."""
-    if not isinstance(state.active_turn, UnsetType):
-        return state
-    if not state.turns:
-        return state
-    turn = state.turns[-1]
-    last = turn.response_parts[-1] if turn.response_parts else None
-    if (
-        turn.id != action.turn_id
-        or turn.state != "error"
-        or not isinstance(last, ErrorResponsePart)
-        or last.resumable is not True
-    ):
-        return state
-    reopened = replace(
-        state,
-        turns=state.turns[:-1],
-        active_turn=ActiveTurn(
-            id=turn.id,
-            started_at=(
-                state.modified_at if isinstance(turn.started_at, UnsetType) else turn.started_at
-            ),
-            message=turn.message,
-            response_parts=turn.response_parts,  # the error part stays
-            usage=turn.usage,
-        ),
-    )
-    return replace(reopened, status=summary_status(reopened) & ~_IS_READ)
-
-
-def _work_id(work: BackgroundWork) -> object:
-    return work.data.get("id") if isinstance(work, UnknownVariant) else work.id
-
-
-def _background_work_set(state: ChatState, work: BackgroundWork) -> ChatState:
-    """Upsert by id: replaced in place, else appended (REDUCER-CHANGES 13)."""
-    present = _or_empty(state.background_work)
-    index = next((i for i, w in enumerate(present) if _work_id(w) == _work_id(work)), None)
-    if index is None:
-        return replace(state, background_work=(*present, work))
-    return replace(state, background_work=_replace_at(present, index, work))
-
-
-def _background_work_removed(state: ChatState, work_id: str) -> ChatState:
-    present = _or_empty(state.background_work)
-    index = next((i for i, w in enumerate(present) if _work_id(w) == work_id), None)
-    if index is None:
-        return state
-    return replace(state, background_work=(*present[:index], *present[index + 1 :]))
-
-
-def _with_flag(state: ChatState, flag: int, on: bool) -> ChatState:
-    """Set or clear one flag bit of the chat's own status (REDUCER-CHANGES 16)."""
-    return replace(state, status=state.status | flag if on else state.status & ~flag)
-
-
 def reduce_chat(state: ChatState, action: object, now: Clock) -> ChatState:
-    """Apply one action to a chat state; unknown actions return ``state`` itself.
-
-    ``now`` is unused at 1.0 (``modifiedAt`` comes from action data); it stays in
-    the signature every reducer shares.
-    """
+    """Apply one action to a chat state; unknown actions return ``state`` itself."""
     tool_call = _TOOL_CALL_ACTIONS.get(type(action))
     if tool_call is not None:
         transition, refresh = tool_call
@@ -869,15 +746,15 @@ def reduce_chat(state: ChatState, action: object, now: Clock) -> ChatState:
         return _refresh_status(updated) if refresh else updated
     match action:
         case ChatTurnStartedAction():
-            return _turn_started(state, action)
+            return _turn_started(state, action, now)
         case ChatDeltaAction(turn_id=turn_id, part_id=part_id, content=text):
             return _append_text(state, turn_id, part_id, text, MarkdownResponsePart)
         case ChatReasoningAction(turn_id=turn_id, part_id=part_id, content=text):
             return _append_text(state, turn_id, part_id, text, ReasoningResponsePart)
         case ChatResponsePartAction(turn_id=turn_id, part=part):
             turn = _active_turn_for(state, turn_id)
-            if turn is None or isinstance(part, ErrorResponsePart):
-                return state  # error parts enter only through chat/error (REDUCER-CHANGES 9)
+            if turn is None:
+                return state
             return _with_parts(state, turn, (*turn.response_parts, part))
         case ChatToolCallStartAction():
             turn = _active_turn_for(state, action.turn_id)
@@ -894,27 +771,11 @@ def reduce_chat(state: ChatState, action: object, now: Clock) -> ChatState:
             part = ToolCallResponsePart(tool_call=streaming)
             return _with_parts(state, turn, (*turn.response_parts, part))
         case ChatTurnCompleteAction(turn_id=turn_id, duration=duration):
-            return _end_turn(state, turn_id, "complete", duration)
+            return _end_turn(state, turn_id, "complete", duration, now)
         case ChatTurnCancelledAction(turn_id=turn_id, duration=duration):
-            return _end_turn(state, turn_id, "cancelled", duration)
-        case ChatErrorAction(turn_id=turn_id, duration=duration, part=part):
-            return _end_turn(state, turn_id, "error", duration, error=part)
-        case ChatTurnResumeAction():
-            return _turn_resume(state, action)
-        case ChatBackgroundWorkSetAction(work=work):
-            return _background_work_set(state, work)
-        case ChatBackgroundWorkRemovedAction(id=work_id):
-            return _background_work_removed(state, work_id)
-        case ChatMovableChangedAction(movable=movable):
-            return replace(state, movable=movable)
-        case ChatChangesetsChangedAction(changesets=changesets):
-            return replace(state, changesets=_absent_if_none(changesets))
-        case ChatCanvasesChangedAction(canvases=canvases):
-            return replace(state, canvases=_absent_if_none(canvases))
-        case ChatIsReadChangedAction(is_read=is_read):
-            return _with_flag(state, _IS_READ, is_read)
-        case ChatIsArchivedChangedAction(is_archived=is_archived):
-            return _with_flag(state, _IS_ARCHIVED, is_archived)
+            return _end_turn(state, turn_id, "cancelled", duration, now)
+        case ChatErrorAction(turn_id=turn_id, duration=duration, error=error):
+            return _end_turn(state, turn_id, "error", duration, now, error=error)
         case ChatActivityChangedAction(activity=activity):
             return replace(state, activity=_absent_if_none(activity))
         case ChatWorkingDirectorySetAction(directory=directory):
@@ -934,7 +795,7 @@ def reduce_chat(state: ChatState, action: object, now: Clock) -> ChatState:
                 return state
             return replace(state, active_turn=replace(turn, usage=usage))
         case ChatTruncatedAction():
-            return _truncated(state, action)
+            return _truncated(state, action, now)
         case ChatTurnsLoadedAction():
             return _turns_loaded(state, action)
         case ChatPendingMessageSetAction():
@@ -946,10 +807,10 @@ def reduce_chat(state: ChatState, action: object, now: Clock) -> ChatState:
         case ChatDraftChangedAction(draft=draft):
             return replace(state, draft=_absent_if_none(draft))
         case ChatInputRequestedAction():
-            return _input_requested(state, action)
+            return _input_requested(state, action, now)
         case ChatInputAnswerChangedAction():
-            return _input_answer_changed(state, action)
+            return _input_answer_changed(state, action, now)
         case ChatInputCompletedAction():
-            return _input_completed(state, action)
+            return _input_completed(state, action, now)
         case _:
             return state

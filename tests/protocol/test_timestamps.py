@@ -19,7 +19,7 @@ import subprocess
 
 import pytest
 
-from ahp_server.protocol.v1_0.reducers import add_milliseconds
+from ahp_server.protocol.reducers import add_milliseconds
 
 NODE_PROGRAM = """
 const cases = JSON.parse(require('fs').readFileSync(0, 'utf8'));

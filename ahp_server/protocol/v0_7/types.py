@@ -1,4 +1,4 @@
-"""AHP 1.0.0 wire types, generated from the protocol's JSON Schemas. Do not edit.
+"""AHP 0.7.0 wire types, generated from the protocol's JSON Schemas. Do not edit.
 
 Layer: protocol (pure). Regenerate with ``python .ci/gen_types.py``; the
 rules (optional vs nullable fields, open unions, naming) are in
@@ -25,17 +25,6 @@ class AuthRequiredReason(StrEnum):
     Expired = 'expired'
 
 
-class AutomationMisfirePolicy(StrEnum):
-    Skip = 'skip'
-    RunOnce = 'runOnce'
-
-
-class AutomationOperation(StrEnum):
-    Update = 'update'
-    Remove = 'remove'
-    Run = 'run'
-
-
 class ChangesetOperationScope(StrEnum):
     Changeset = 'changeset'
     Resource = 'resource'
@@ -51,7 +40,6 @@ class ChangesetOperationStatus(StrEnum):
 
 class ChangesetStatus(StrEnum):
     Computing = 'computing'
-    Recomputing = 'recomputing'
     Ready = 'ready'
     Error = 'error'
 
@@ -156,7 +144,6 @@ class MessageKind(StrEnum):
     User = 'user'
     Agent = 'agent'
     Tool = 'tool'
-    Automation = 'automation'
     SystemNotification = 'systemNotification'
 
 
@@ -196,7 +183,6 @@ class ResponsePartKind(StrEnum):
     Reasoning = 'reasoning'
     SystemNotification = 'systemNotification'
     InputRequest = 'inputRequest'
-    Error = 'error'
 
 
 class SessionInputRequestKind(StrEnum):
@@ -209,7 +195,7 @@ class SessionInputRequestKind(StrEnum):
 class SessionLifecycle(StrEnum):
     Creating = 'creating'
     Ready = 'ready'
-    Failed = 'failed'
+    CreationFailed = 'creationFailed'
 
 
 class SessionStatus(IntEnum):
@@ -289,7 +275,6 @@ class ActionType(StrEnum):
     SessionChatAdded = 'session/chatAdded'
     SessionChatRemoved = 'session/chatRemoved'
     SessionChatUpdated = 'session/chatUpdated'
-    SessionChatsReordered = 'session/chatsReordered'
     SessionDefaultChatChanged = 'session/defaultChatChanged'
     SessionTitleChanged = 'session/titleChanged'
     SessionServerToolsChanged = 'session/serverToolsChanged'
@@ -297,7 +282,6 @@ class ActionType(StrEnum):
     SessionActiveClientRemoved = 'session/activeClientRemoved'
     SessionWorkingDirectorySet = 'session/workingDirectorySet'
     SessionWorkingDirectoryRemoved = 'session/workingDirectoryRemoved'
-    SessionWorkingDirectoryReplaced = 'session/workingDirectoryReplaced'
     SessionInputNeededSet = 'session/inputNeededSet'
     SessionInputNeededRemoved = 'session/inputNeededRemoved'
     SessionCustomizationsChanged = 'session/customizationsChanged'
@@ -307,7 +291,6 @@ class ActionType(StrEnum):
     SessionMcpServerStateChanged = 'session/mcpServerStateChanged'
     SessionMcpServerStartRequested = 'session/mcpServerStartRequested'
     SessionMcpServerStopRequested = 'session/mcpServerStopRequested'
-    SessionMcpServerBackgroundRequested = 'session/mcpServerBackgroundRequested'
     SessionIsReadChanged = 'session/isReadChanged'
     SessionIsArchivedChanged = 'session/isArchivedChanged'
     SessionActivityChanged = 'session/activityChanged'
@@ -329,14 +312,7 @@ class ActionType(StrEnum):
     ChatTurnComplete = 'chat/turnComplete'
     ChatTurnCancelled = 'chat/turnCancelled'
     ChatError = 'chat/error'
-    ChatTurnResume = 'chat/turnResume'
     ChatActivityChanged = 'chat/activityChanged'
-    ChatBackgroundWorkSet = 'chat/backgroundWorkSet'
-    ChatBackgroundWorkRemoved = 'chat/backgroundWorkRemoved'
-    ChatMovableChanged = 'chat/movableChanged'
-    ChatChangesetsChanged = 'chat/changesetsChanged'
-    ChatCanvasesChanged = 'chat/canvasesChanged'
-    CanvasStateChanged = 'canvas/stateChanged'
     ChatWorkingDirectorySet = 'chat/workingDirectorySet'
     ChatWorkingDirectoryRemoved = 'chat/workingDirectoryRemoved'
     ChatUsage = 'chat/usage'
@@ -345,8 +321,6 @@ class ActionType(StrEnum):
     ChatPendingMessageRemoved = 'chat/pendingMessageRemoved'
     ChatQueuedMessagesReordered = 'chat/queuedMessagesReordered'
     ChatDraftChanged = 'chat/draftChanged'
-    ChatIsReadChanged = 'chat/isReadChanged'
-    ChatIsArchivedChanged = 'chat/isArchivedChanged'
     ChatInputRequested = 'chat/inputRequested'
     ChatInputAnswerChanged = 'chat/inputAnswerChanged'
     ChatInputCompleted = 'chat/inputCompleted'
@@ -377,15 +351,6 @@ class ActionType(StrEnum):
     TerminalCommandExecuted = 'terminal/commandExecuted'
     TerminalCommandFinished = 'terminal/commandFinished'
     ResourceWatchChanged = 'resourceWatch/changed'
-    AutomationCreateRequested = 'automation/createRequested'
-    AutomationUpdateRequested = 'automation/updateRequested'
-    AutomationSet = 'automation/set'
-    AutomationRemoved = 'automation/removed'
-    AutomationRunLifecycleChanged = 'automationRun/lifecycleChanged'
-    AutomationRunSessionSet = 'automationRun/sessionSet'
-    AutomationRunSessionRemoved = 'automationRun/sessionRemoved'
-    AutomationRunPrimarySessionChanged = 'automationRun/primarySessionChanged'
-    AutomationRunCancelRequested = 'automationRun/cancelRequested'
 
 
 class ActionEnvelope(ProtocolStruct, kw_only=True, frozen=True):
@@ -395,7 +360,7 @@ class ActionEnvelope(ProtocolStruct, kw_only=True, frozen=True):
     channel: URI
     action: StateAction
     server_seq: int = msgspec.field(name='serverSeq')
-    origin: ActionOrigin | UnsetType = UNSET
+    origin: ActionOrigin | UnsetType | None = UNSET
     rejection_reason: str | UnsetType = msgspec.field(name='rejectionReason', default=UNSET)
 
 
@@ -426,7 +391,7 @@ class AgentCapabilities(ProtocolStruct, kw_only=True, frozen=True):
 
     #: The agent can host more than one concurrent chat per session. When absent, clients MUST NOT call `createChat` to open chats beyond the default one the session starts with. An empty
     multiple_chats: MultipleChatsCapability | UnsetType = msgspec.field(name='multipleChats', default=UNSET)
-    #: The session's agent can be granted tool access to more than one working directory. The directories are treated as equal peers except where the agent advertises a protected primary-
+    #: The session's agent can be granted tool access to more than one working directory. The directories are treated as equal peers except where the agent advertises MultipleWorkingDirec
     multiple_working_directories: MultipleWorkingDirectoriesCapability | UnsetType = msgspec.field(name='multipleWorkingDirectories', default=UNSET)
 
 
@@ -504,12 +469,12 @@ class AhpMcpUiHostCapabilitiesSampling(ProtocolStruct, kw_only=True, frozen=True
 
 
 class Annotation(ProtocolStruct, kw_only=True, frozen=True):
-    """A conversation anchored to a specific file in a session, optionally scoped to a chat and turn and narrowed to a range within that file."""
+    """A conversation anchored to a specific file produced by a specific turn, optionally narrowed to a range within that file."""
 
     #: Stable identifier within the annotations channel. Assigned by the client that dispatches the creating AnnotationsSetAction.
     id: str
-    #: Provenance of the content this annotation is anchored to.
-    origin: AnnotationOrigin
+    #: Turn that produced the file versions this annotation is anchored to. Matches a Turn.id on the owning session.
+    turn_id: str = msgspec.field(name='turnId')
     #: The file the annotation is anchored to.
     resource: URI
     #: Range within resource the annotation is anchored to. When omitted the annotation is anchored to the entire file.
@@ -531,17 +496,6 @@ class AnnotationEntry(ProtocolStruct, kw_only=True, frozen=True):
     text: StringOrMarkdown
     #: Producer-defined opaque metadata, surfaced to tooling but not interpreted by the protocol.
     meta: dict[str, Any] | UnsetType = msgspec.field(name='_meta', default=UNSET)
-
-
-class AnnotationOrigin(ProtocolStruct, kw_only=True, frozen=True):
-    """Provenance of the content an annotation is anchored to."""
-
-    #: Owning session URI.
-    session: URI
-    #: Owning chat URI, when the annotation is scoped to a chat.
-    chat: URI | UnsetType = UNSET
-    #: Turn identifier within chat, when the annotation is scoped to a turn.
-    turn_id: str | UnsetType = msgspec.field(name='turnId', default=UNSET)
 
 
 class AnnotationsEntryRemovedAction(ProtocolStruct, kw_only=True, frozen=True):
@@ -604,8 +558,8 @@ class AnnotationsUpdatedAction(ProtocolStruct, kw_only=True, frozen=True):
     type: Literal['annotations/updated'] = 'annotations/updated'
     #: The Annotation.id of the annotation to update.
     annotation_id: str = msgspec.field(name='annotationId')
-    #: Replaces the annotation's provenance. Omit to leave it unchanged.
-    origin: AnnotationOrigin | UnsetType = UNSET
+    #: Re-anchors the annotation to the file versions this turn produced. Matches a Turn.id on the owning session. Omit to leave the current Annotation.turnId unchanged.
+    turn_id: str | UnsetType = msgspec.field(name='turnId', default=UNSET)
     #: Re-anchors the annotation to this file. Omit to leave the current Annotation.resource unchanged.
     resource: URI | UnsetType = UNSET
     #: Narrows the annotation to this range within resource. Omit to leave the current Annotation.range unchanged; this action cannot clear an existing range — dispatch AnnotationsSetActi
@@ -626,24 +580,20 @@ class AuthRequiredParams(ProtocolStruct, kw_only=True, frozen=True):
 
     #: Channel URI this notification belongs to
     channel: URI
-    #: Complete RFC 9728 metadata for the protected resource that requires authentication
-    resource: ProtectedResourceMetadata
+    #: The protected resource identifier that requires authentication
+    resource: str
     #: Why authentication is required
     reason: str | UnsetType = UNSET
 
 
 class AuthenticateParams(ProtocolStruct, kw_only=True, frozen=True):
-    """Pushes a Bearer token for a protected resource. The `resource` field MUST match a protected-resource identifier the client has discovered from the server — whether declared statically in `AgentInfo.protectedResources`, or discovered dynamically from a live `McpServerAuthRequiredState.resource` or `ToolCallAuthRequiredState.auth.resource` (both surfaced only once the corresponding MCP server or tool call actually challenges for auth). Servers MUST accept any `resource` value they have themselves advertised through one of these three mechanisms."""
+    """Pushes a ****** for a protected resource. The `resource` field MUST match a protected-resource identifier the client has discovered from the server — whether declared statically in `AgentInfo.protectedResources`, or discovered dynamically from a live `McpServerAuthRequiredState.resource` or `ToolCallAuthRequiredState.auth.resource` (both surfaced only once the corresponding MCP server or tool call actually challenges for auth). Servers MUST accept any `resource` value they have themselves advertised through one of these three mechanisms."""
 
     channel: str
-    #: Optional JSON-serializable metadata associated with this request. Receivers MUST ignore keys they do not understand.
-    meta: dict[str, Any] | UnsetType = msgspec.field(name='_meta', default=UNSET)
     #: The protected resource identifier. MUST match a `resource` value the server has advertised — via `ProtectedResourceMetadata` in `AgentInfo.protectedResources`, or via a live `McpSe
     resource: str
-    #: Bearer token obtained from the resource's authorization server
+    #: ***** obtained from the resource's authorization server
     token: str
-    #: The access token's remaining lifetime, in seconds, when this `authenticate` request is sent. This corresponds to `expires_in` in an OAuth 2.0 token response (RFC 6749 section 5.1).
-    expires_in: int | UnsetType = msgspec.field(name='expiresIn', default=UNSET)
     #: OAuth scopes the token grants, when known. Lets the server determine whether a specific challenge — e.g. the `requiredScopes` on a live `McpServerAuthRequiredState` or `ToolCallAut
     scopes: tuple[str, ...] | UnsetType = UNSET
 
@@ -654,510 +604,15 @@ class AuthenticateResult(ProtocolStruct, kw_only=True, frozen=True):
     pass
 
 
-class AutomationAfterDateCondition(ProtocolStruct, kw_only=True, frozen=True):
-    """Stops scheduling once a wall-clock date passes."""
-
-    kind: Literal['afterDate'] = 'afterDate'
-    #: ISO 8601 timestamp after which scheduling stops.
-    date: str
-
-
-class AutomationAfterRunsCondition(ProtocolStruct, kw_only=True, frozen=True):
-    """Stops scheduling after a fixed number of scheduled runs."""
-
-    kind: Literal['afterRuns'] = 'afterRuns'
-    #: Positive-integer cap on scheduled runs.
-    max: int
-
-
-class AutomationCancelledRunLifecycle(ProtocolStruct, kw_only=True, frozen=True):
-    """Terminal lifecycle for a cancelled run."""
-
-    status: Literal['cancelled'] = 'cancelled'
-    #: Run creation timestamp in ISO 8601 format.
-    created_at: str = msgspec.field(name='createdAt')
-    #: First execution start timestamp in ISO 8601 format, when execution began.
-    started_at: str | UnsetType = msgspec.field(name='startedAt', default=UNSET)
-    #: Cancellation completion timestamp in ISO 8601 format.
-    completed_at: str = msgspec.field(name='completedAt')
-
-
-class AutomationCapabilities(ProtocolStruct, kw_only=True, frozen=True):
-    """Automation features supported by this host authority."""
-
-    #: Present when clients may dispatch AutomationCreateRequestedAction.
-    create: AutomationCreateCapability | UnsetType = UNSET
-    #: Present when definitions may contain schedule triggers.
-    schedules: AutomationScheduleCapabilities | UnsetType = UNSET
-    #: Present when clients may request cancellation of `pending` or `running` automation runs.
-    run_cancellation: AutomationRunCancellationCapability | UnsetType = msgspec.field(name='runCancellation', default=UNSET)
-    #: Maximum terminal entries retained in AutomationEntry.runs. Active runs are not counted toward the limit. Absence means the retention limit is implementation-defined.
-    run_history_limit: int | float | UnsetType = msgspec.field(name='runHistoryLimit', default=UNSET)
-    #: Present when AutomationSessionTemplate.customizations may contain client plugins for the host to capture.
-    customizations: AutomationCustomizationsCapability | UnsetType = UNSET
-
-
-class AutomationCompletedRunLifecycle(ProtocolStruct, kw_only=True, frozen=True):
-    """Terminal lifecycle for a successfully completed run."""
-
-    status: Literal['completed'] = 'completed'
-    #: Run creation timestamp in ISO 8601 format.
-    created_at: str = msgspec.field(name='createdAt')
-    #: First execution start timestamp in ISO 8601 format.
-    started_at: str = msgspec.field(name='startedAt')
-    #: Completion timestamp in ISO 8601 format.
-    completed_at: str = msgspec.field(name='completedAt')
-    #: Optional aggregate model usage across all linked sessions.
-    usage: UsageInfo | UnsetType = UNSET
-
-
-class AutomationCreateCapability(ProtocolStruct, kw_only=True, frozen=True):
-    """Presence capability for `automation/createRequested`."""
-
-    pass
-
-
-class AutomationCreateRequestedAction(ProtocolStruct, kw_only=True, frozen=True):
-    """Ask the host to create a durable automation at a client-chosen resource."""
-
-    type: Literal['automation/createRequested'] = 'automation/createRequested'
-    #: Client-chosen `ahp-automation:` URI that becomes AutomationEntry.resource.
-    resource: URI
-    #: Complete initial AutomationEntry.definition.
-    definition: AutomationDefinition
-
-
-class AutomationCustomizationsCapability(ProtocolStruct, kw_only=True, frozen=True):
-    """Presence capability for automation customizations."""
-
-    pass
-
-
-class AutomationDefinition(ProtocolStruct, kw_only=True, frozen=True):
-    """Durable, client-editable definition of an automation."""
-
-    #: Human-readable automation name.
-    title: str
-    #: Initial message sent to every newly created run session. Its Message.origin kind MUST be MessageKind.Automation.
-    message: Message
-    #: Template used to create fresh sessions for each run.
-    session: AutomationSessionTemplate
-    #: Whether automatic triggers may create runs. Manual runs remain available whenever AutomationOperation.Run is advertised.
-    enabled: bool
-    #: Automatic triggers. An empty list means manual-only.
-    triggers: tuple[AutomationTrigger, ...]
-    #: Self-disable rules combined with logical OR: the host sets AutomationDefinition.enabled to `false` when any condition is met. Absent or empty means no automatic disable conditions.
-    disable_conditions: tuple[AutomationDisableCondition, ...] | UnsetType = msgspec.field(name='disableConditions', default=UNSET)
-    #: Opaque implementation-defined metadata. Clients MUST preserve unknown entries when updating the definition.
-    meta: dict[str, Any] | UnsetType = msgspec.field(name='_meta', default=UNSET)
-
-
-class AutomationDefinitionPatch(ProtocolStruct, kw_only=True, frozen=True):
-    """Partial replacement of editable AutomationDefinition fields."""
-
-    #: Replacement AutomationDefinition.title.
-    title: str | UnsetType = UNSET
-    #: Replacement AutomationDefinition.message.
-    message: Message | UnsetType = UNSET
-    #: Replacement AutomationDefinition.session. The host revalidates affected event triggers when their discovery context changes, and captures AutomationSessionTemplate.customizations e
-    session: AutomationSessionTemplate | UnsetType = UNSET
-    #: Replacement AutomationDefinition.enabled.
-    enabled: bool | UnsetType = UNSET
-    #: Complete replacement AutomationDefinition.triggers. The host validates event ids and normalizes event-trigger titles and descriptions.
-    triggers: tuple[AutomationTrigger, ...] | UnsetType = UNSET
-    #: Complete replacement AutomationDefinition.disableConditions. Omit to leave unchanged; supply an empty array to remove all conditions. Each kind may appear at most once; hosts MUST
-    disable_conditions: tuple[AutomationDisableCondition, ...] | UnsetType = msgspec.field(name='disableConditions', default=UNSET)
-    #: Complete replacement AutomationDefinition._meta.
-    meta: dict[str, Any] | UnsetType = msgspec.field(name='_meta', default=UNSET)
-
-
-class AutomationEntry(ProtocolStruct, kw_only=True, frozen=True):
-    """Authoritative state of one automation in AutomationState.entries."""
-
-    #: Stable `ahp-automation:/<id>` resource identifier.
-    resource: URI
-    #: Current durable definition.
-    definition: AutomationDefinition
-    #: Earliest schedule occurrence awaiting evaluation, as an ISO 8601 timestamp. It may be in the past while catch-up is pending.
-    next_run_at: str | UnsetType = msgspec.field(name='nextRunAt', default=UNSET)
-    #: Host-owned count of scheduled runs consumed against the current AutomationAfterRunsCondition allowance. Authoritative usage for the **current** allowance, not a lifetime total: the
-    run_count: int | float | UnsetType = msgspec.field(name='runCount', default=UNSET)
-    #: Newest-first retained run summaries. This is a bounded window; use fetchAutomationRuns when AutomationEntry.runsNextCursor is present.
-    runs: tuple[AutomationRunSummary, ...]
-    #: Opaque cursor passed as FetchAutomationRunsParams.cursor for the next older run-history page.
-    runs_next_cursor: str | UnsetType = msgspec.field(name='runsNextCursor', default=UNSET)
-    #: Operations currently permitted for this automation.
-    operations: tuple[str, ...]
-    #: Host-owned copies of the plugins in AutomationSessionTemplate.customizations, one per template entry with the same `id`. Absent when the template has no customizations.
-    customizations: tuple[PluginCustomization, ...] | UnsetType = UNSET
-    #: Creation timestamp in ISO 8601 format.
-    created_at: str = msgspec.field(name='createdAt')
-    #: Last definition modification timestamp in ISO 8601 format.
-    modified_at: str = msgspec.field(name='modifiedAt')
-    #: Opaque host-defined state metadata.
-    meta: dict[str, Any] | UnsetType = msgspec.field(name='_meta', default=UNSET)
-
-
-class AutomationEventTrigger(ProtocolStruct, kw_only=True, frozen=True):
-    """Starts runs from events understood by the owning host."""
-
-    #: Identifier unique and stable within this automation definition. Recorded in AutomationTriggeredRunOrigin.triggerId when this trigger creates a run.
-    id: str
-    kind: Literal['event'] = 'event'
-    #: Matches AutomationTriggerDefinition.type.
-    type: str
-    #: Host-normalized human-readable trigger type name.
-    title: str
-    #: Optional host-normalized explanation of the trigger source.
-    description: str | UnsetType = UNSET
-    #: Selected events for this trigger type.
-    events: tuple[AutomationTriggerEventDefinition, ...]
-    #: Values described by AutomationTriggerDefinition.configSchema. Clients MUST preserve unknown entries when editing other fields.
-    config: dict[str, Any] | UnsetType = UNSET
-
-
-class AutomationFailedRunLifecycle(ProtocolStruct, kw_only=True, frozen=True):
-    """Terminal lifecycle for a run that ended with an error."""
-
-    status: Literal['failed'] = 'failed'
-    #: Run creation timestamp in ISO 8601 format.
-    created_at: str = msgspec.field(name='createdAt')
-    #: First execution start timestamp in ISO 8601 format, when execution began.
-    started_at: str | UnsetType = msgspec.field(name='startedAt', default=UNSET)
-    #: Failure timestamp in ISO 8601 format.
-    completed_at: str = msgspec.field(name='completedAt')
-    #: Stable machine-readable and human-readable failure information.
-    error: ErrorInfo
-
-
-class AutomationManualRunOrigin(ProtocolStruct, kw_only=True, frozen=True):
-    """Origin recorded for a client-requested manual run."""
-
-    kind: Literal['manual'] = 'manual'
-
-
-class AutomationPendingRunLifecycle(ProtocolStruct, kw_only=True, frozen=True):
-    """A durable run exists but has not begun external execution."""
-
-    status: Literal['pending'] = 'pending'
-    #: Run creation timestamp in ISO 8601 format.
-    created_at: str = msgspec.field(name='createdAt')
-
-
-class AutomationRemovedAction(ProtocolStruct, kw_only=True, frozen=True):
-    """Remove one automation from AutomationState.entries."""
-
-    type: Literal['automation/removed'] = 'automation/removed'
-    #: AutomationEntry.resource to remove.
-    resource: URI
-
-
-class AutomationRunCancelRequestedAction(ProtocolStruct, kw_only=True, frozen=True):
-    """Ask the host to cancel this run."""
-
-    type: Literal['automationRun/cancelRequested'] = 'automationRun/cancelRequested'
-
-
-class AutomationRunCancellationCapability(ProtocolStruct, kw_only=True, frozen=True):
-    """Presence capability for `automationRun/cancelRequested`."""
-
-    pass
-
-
-class AutomationRunLifecycleChangedAction(ProtocolStruct, kw_only=True, frozen=True):
-    """Replace the run lifecycle."""
-
-    type: Literal['automationRun/lifecycleChanged'] = 'automationRun/lifecycleChanged'
-    #: Complete replacement AutomationRunState.lifecycle.
-    lifecycle: AutomationRunLifecycle
-
-
-class AutomationRunPrimarySessionChangedAction(ProtocolStruct, kw_only=True, frozen=True):
-    """Select or clear the session clients should open first for this run."""
-
-    type: Literal['automationRun/primarySessionChanged'] = 'automationRun/primarySessionChanged'
-    #: New AutomationRunState.primarySession, or omitted to clear the selection.
-    primary_session: URI | UnsetType = msgspec.field(name='primarySession', default=UNSET)
-
-
-class AutomationRunSessionRemovedAction(ProtocolStruct, kw_only=True, frozen=True):
-    """Remove a linked session from the run."""
-
-    type: Literal['automationRun/sessionRemoved'] = 'automationRun/sessionRemoved'
-    #: Entry in AutomationRunState.sessions to remove.
-    session: URI
-
-
-class AutomationRunSessionSetAction(ProtocolStruct, kw_only=True, frozen=True):
-    """Add a session to AutomationRunState.sessions."""
-
-    type: Literal['automationRun/sessionSet'] = 'automationRun/sessionSet'
-    #: Session URI to append to AutomationRunState.sessions when not already linked.
-    session: URI
-
-
-class AutomationRunState(ProtocolStruct, kw_only=True, frozen=True):
-    """Authoritative state of one subscribed `ahp-automation-run:` resource."""
-
-    #: URI of this automation-run channel.
-    resource: URI
-    #: Owning `ahp-automation:` URI matching AutomationEntry.resource.
-    automation: URI
-    #: Immutable provenance describing how this run was created.
-    origin: AutomationRunOrigin
-    #: Current or terminal lifecycle.
-    lifecycle: AutomationRunLifecycle
-    #: Ordered, unique session URIs belonging to this run, each matching SessionState.resource. Entries may represent retries, parallel workers, or delegated attempts.
-    sessions: tuple[URI, ...]
-    #: Member of AutomationRunState.sessions that the host recommends opening first.
-    primary_session: URI | UnsetType = msgspec.field(name='primarySession', default=UNSET)
-    #: Opaque host-defined run metadata.
-    meta: dict[str, Any] | UnsetType = msgspec.field(name='_meta', default=UNSET)
-
-
-class AutomationRunSummary(ProtocolStruct, kw_only=True, frozen=True):
-    """Lightweight projection of a run retained in its automation's history."""
-
-    #: Subscribable `ahp-automation-run:` URI matching AutomationRunState.resource.
-    resource: URI
-    #: Owning `ahp-automation:` URI matching AutomationRunState.automation.
-    automation: URI
-    #: Immutable provenance matching AutomationRunState.origin.
-    origin: AutomationRunOrigin
-    #: Current or terminal lifecycle snapshot matching AutomationRunState.lifecycle.
-    lifecycle: AutomationRunLifecycle
-    #: Session matching AutomationRunState.primarySession, when selected.
-    primary_session: URI | UnsetType = msgspec.field(name='primarySession', default=UNSET)
-    #: Number of entries in AutomationRunState.sessions.
-    session_count: int | float = msgspec.field(name='sessionCount')
-    #: Opaque host-defined summary metadata.
-    meta: dict[str, Any] | UnsetType = msgspec.field(name='_meta', default=UNSET)
-
-
-class AutomationRunningRunLifecycle(ProtocolStruct, kw_only=True, frozen=True):
-    """The run is executing linked sessions or awaiting interaction on them."""
-
-    status: Literal['running'] = 'running'
-    #: Run creation timestamp in ISO 8601 format.
-    created_at: str = msgspec.field(name='createdAt')
-    #: First execution start timestamp in ISO 8601 format.
-    started_at: str = msgspec.field(name='startedAt')
-
-
-class AutomationSchedule(ProtocolStruct, kw_only=True, frozen=True):
-    """A portable recurring schedule evaluated in a named time zone."""
-
-    #: Five-field AHP cron expression described by AutomationSchedule.
-    expression: str
-    #: IANA Time Zone Database identifier used to interpret the expression, for example `'UTC'` or `'Europe/Berlin'`.
-    time_zone: str = msgspec.field(name='timeZone')
-
-
-class AutomationScheduleCapabilities(ProtocolStruct, kw_only=True, frozen=True):
-    """Host restrictions on portable AutomationSchedule triggers."""
-
-    #: Smallest permitted interval between consecutive occurrences produced by AutomationSchedule.expression. Omission means no restriction beyond the cron format's one-minute resolution.
-    min_interval_minutes: int | float | UnsetType = msgspec.field(name='minIntervalMinutes', default=UNSET)
-
-
-class AutomationScheduleTrigger(ProtocolStruct, kw_only=True, frozen=True):
-    """Starts runs from a recurring cron schedule evaluated by the host."""
-
-    #: Identifier unique and stable within this automation definition. Recorded in AutomationTriggeredRunOrigin.triggerId when this trigger creates a run.
-    id: str
-    kind: Literal['schedule'] = 'schedule'
-    #: Recurrence and time zone evaluated by the host.
-    schedule: AutomationSchedule
-    #: Policy for missed occurrences. Omission is equivalent to AutomationMisfirePolicy.RunOnce.
-    misfire_policy: str | UnsetType = msgspec.field(name='misfirePolicy', default=UNSET)
-
-
-class AutomationSessionOrigin(ProtocolStruct, kw_only=True, frozen=True):
-    """Provenance recorded on a session created for an automation run."""
-
-    kind: Literal['automation'] = 'automation'
-    #: Owning AutomationEntry.resource.
-    automation: URI
-    #: Owning AutomationRunState.resource.
-    run: URI
-
-
-class AutomationSessionTemplate(ProtocolStruct, kw_only=True, frozen=True):
-    """Template from which the host creates a fresh session for each automation run."""
-
-    #: Provider id matching AgentInfo.provider. Omit to use the host's default provider.
-    provider: str | UnsetType = UNSET
-    #: Optional model selection resolved when a run starts. Its ModelSelection.id matches a SessionModelInfo.id advertised by the selected provider.
-    model: ModelSelection | UnsetType = UNSET
-    #: Optional custom agent selection identified by AgentSelection.uri.
-    agent: AgentSelection | UnsetType = UNSET
-    #: Ordered working-directory URIs for each created session, equivalent to CreateSessionParams.workingDirectories. Absence means a workspace-less session.
-    working_directories: tuple[URI, ...] | UnsetType = msgspec.field(name='workingDirectories', default=UNSET)
-    #: Session configuration values equivalent to CreateSessionParams.config, normally obtained from ResolveSessionConfigResult.values.
-    config: dict[str, Any] | UnsetType = UNSET
-    #: Client plugins to make available in every run session, in the same published shape as `activeClients[].customizations`. Entries are keyed by `id`.
-    customizations: tuple[ClientPluginCustomization, ...] | UnsetType = UNSET
-
-
-class AutomationSetAction(ProtocolStruct, kw_only=True, frozen=True):
-    """Add or replace one full automation state in AutomationState.entries."""
-
-    type: Literal['automation/set'] = 'automation/set'
-    #: Full new or replacement automation state.
-    automation: AutomationEntry
-
-
-class AutomationState(ProtocolStruct, kw_only=True, frozen=True):
-    """Authoritative automation catalogue exposed on the `ahp-automations://` channel."""
-
-    #: Full automation entries keyed by AutomationEntry.resource.
-    entries: tuple[AutomationEntry, ...]
-    #: Opaque host-defined catalogue metadata.
-    meta: dict[str, Any] | UnsetType = msgspec.field(name='_meta', default=UNSET)
-
-
-class AutomationTriggerDefinition(ProtocolStruct, kw_only=True, frozen=True):
-    """Describes one host-defined event trigger type available for a prospective automation session template."""
-
-    #: Stable type id stored in AutomationEventTrigger.type.
-    type: str
-    #: Human-readable trigger type name.
-    title: str
-    #: Optional longer explanation of the trigger source.
-    description: str | UnsetType = UNSET
-    #: Events available for selection. Saved triggers retain their selected event descriptors.
-    events: tuple[AutomationTriggerEventDefinition, ...]
-    #: Optional schema for AutomationEventTrigger.config.
-    config_schema: ConfigSchema | UnsetType = msgspec.field(name='configSchema', default=UNSET)
-
-
-class AutomationTriggerEventDefinition(ProtocolStruct, kw_only=True, frozen=True):
-    """Describes one host-defined trigger event."""
-
-    #: Stable event id.
-    id: str
-    #: Human-readable event name.
-    title: str
-    #: Optional longer explanation of when this event fires.
-    description: str | UnsetType = UNSET
-
-
-class AutomationTriggeredRunOrigin(ProtocolStruct, kw_only=True, frozen=True):
-    """Origin recorded for a run created by one of the automation's triggers."""
-
-    kind: Literal['trigger'] = 'trigger'
-    #: Matches the stable AutomationScheduleTrigger.id or AutomationEventTrigger.id in the definition.
-    trigger_id: str = msgspec.field(name='triggerId')
-    #: Intended schedule occurrence as an ISO 8601 timestamp. Present for schedule triggers and normally absent for event triggers.
-    scheduled_for: str | UnsetType = msgspec.field(name='scheduledFor', default=UNSET)
-    #: `true` when this is a catch-up run created by AutomationMisfirePolicy.RunOnce.
-    catch_up: bool | UnsetType = msgspec.field(name='catchUp', default=UNSET)
-    #: Host-defined, non-secret event provenance suitable for display or audit. This is descriptive context, not an input that clients replay.
-    event: dict[str, Any] | UnsetType = UNSET
-
-
-class AutomationUpdateRequestedAction(ProtocolStruct, kw_only=True, frozen=True):
-    """Ask the host to update editable fields of an existing automation."""
-
-    type: Literal['automation/updateRequested'] = 'automation/updateRequested'
-    #: Target AutomationEntry.resource.
-    resource: URI
-    #: Editable AutomationDefinition fields to replace.
-    changes: AutomationDefinitionPatch
-
-
-class BackgroundShellWork(ProtocolStruct, kw_only=True, frozen=True):
-    """A shell command continuing outside its initiating tool call. Covers shells tied to the agent's lifetime (attached) and shells that outlive it (detached). Whether a shell is attached is provider-specific and goes in its `_meta`."""
-
-    #: Identifier of this entry, unique within the owning chat across all kinds. The host derives it however it likes (for example from the kind plus the agent's own task id); consumers M
-    id: str
-    #: Human-readable label, such as the command's purpose or the subagent's name.
-    label: str
-    #: ISO 8601 timestamp when the work started.
-    started_at: str = msgspec.field(name='startedAt')
-    #: Provider-specific metadata.
-    meta: dict[str, Any] | UnsetType = msgspec.field(name='_meta', default=UNSET)
-    kind: Literal['shell'] = 'shell'
-    #: Command line, displayed as plain text.
-    command: str
-    #: Terminal carrying this shell's output. Hosts SHOULD set this whenever they can show that output. Clients open it like ToolResultTerminalContent.resource; `isPty` on its TerminalSta
-    terminal: URI | UnsetType = UNSET
-
-
-class BackgroundSubagentWork(ProtocolStruct, kw_only=True, frozen=True):
-    """A subagent running in the background. Its own state lives in its chat."""
-
-    #: Identifier of this entry, unique within the owning chat across all kinds. The host derives it however it likes (for example from the kind plus the agent's own task id); consumers M
-    id: str
-    #: Human-readable label, such as the command's purpose or the subagent's name.
-    label: str
-    #: ISO 8601 timestamp when the work started.
-    started_at: str = msgspec.field(name='startedAt')
-    #: Provider-specific metadata.
-    meta: dict[str, Any] | UnsetType = msgspec.field(name='_meta', default=UNSET)
-    kind: Literal['subagent'] = 'subagent'
-    #: The subagent's chat: the same chat the spawning tool call's ToolResultSubagentContent.resource points to.
-    chat: URI
-
-
-class BackgroundWorkBase(ProtocolStruct, kw_only=True, frozen=True):
-    """Fields common to every BackgroundWork variant."""
-
-    #: Identifier of this entry, unique within the owning chat across all kinds. The host derives it however it likes (for example from the kind plus the agent's own task id); consumers M
-    id: str
-    #: Human-readable label, such as the command's purpose or the subagent's name.
-    label: str
-    #: ISO 8601 timestamp when the work started.
-    started_at: str = msgspec.field(name='startedAt')
-    #: Provider-specific metadata.
-    meta: dict[str, Any] | UnsetType = msgspec.field(name='_meta', default=UNSET)
-
-
 class BaseParams(ProtocolStruct, kw_only=True, frozen=True):
     """Base shape every command's params extends."""
 
     #: Channel URI this command targets.
     channel: URI
-    #: Optional JSON-serializable metadata associated with this request. Receivers MUST ignore keys they do not understand.
-    meta: dict[str, Any] | UnsetType = msgspec.field(name='_meta', default=UNSET)
-
-
-class CanvasReference(ProtocolStruct, kw_only=True, frozen=True):
-    """Stable reference to a subscribable canvas channel."""
-
-    #: Canvas channel URI. Subscribe to this resource for the full state.
-    resource: URI
-
-
-class CanvasState(ProtocolStruct, kw_only=True, frozen=True):
-    """Full state for one live canvas, returned when a client subscribes to its `ahp-canvas:` URI."""
-
-    #: Stable caller-supplied instance identifier.
-    instance_id: str = msgspec.field(name='instanceId')
-    #: Owning extension/provider identifier.
-    extension_id: str = msgspec.field(name='extensionId')
-    #: Owning extension display name, when available.
-    extension_name: str | UnsetType = msgspec.field(name='extensionName', default=UNSET)
-    #: Provider-local canvas type identifier.
-    canvas_id: str = msgspec.field(name='canvasId')
-    #: Provider-supplied title, when available.
-    title: str | UnsetType = UNSET
-    #: Provider-supplied status text, when available.
-    status: str | UnsetType = UNSET
-    #: Current absolute HTTP(S) source URL; absent when the live source is unavailable. Hosts MUST clear this field when the provider becomes unavailable.
-    url: URI | UnsetType = UNSET
-
-
-class CanvasStateChangedAction(ProtocolStruct, kw_only=True, frozen=True):
-    """The presentation state for this canvas changed."""
-
-    type: Literal['canvas/stateChanged'] = 'canvas/stateChanged'
-    #: New authoritative canvas state.
-    canvas: CanvasState
 
 
 class ChangesSummary(ProtocolStruct, kw_only=True, frozen=True):
-    """Aggregate counts describing the file changes associated with a session or chat."""
+    """Aggregate counts describing the file changes associated with a session."""
 
     #: Total number of inserted lines across all changed files.
     additions: int | float | UnsetType = UNSET
@@ -1168,7 +623,7 @@ class ChangesSummary(ProtocolStruct, kw_only=True, frozen=True):
 
 
 class Changeset(ProtocolStruct, kw_only=True, frozen=True):
-    """Catalogue entry describing one changeset the server can produce for a session or chat."""
+    """Catalogue entry describing one changeset the server can produce for a session."""
 
     #: Human-readable label, e.g. `'Uncommitted Changes'`.
     label: str
@@ -1203,6 +658,8 @@ class ChangesetContentChangedAction(ProtocolStruct, kw_only=True, frozen=True):
     files: tuple[ChangesetFile, ...]
     #: Full replacement operation list. Omit when operations are unchanged.
     operations: tuple[ChangesetOperation, ...] | UnsetType = UNSET
+    #: Error information, if the changeset content change failed.
+    error: ErrorInfo | UnsetType = UNSET
 
 
 class ChangesetFile(ProtocolStruct, kw_only=True, frozen=True):
@@ -1326,7 +783,7 @@ class ChangesetState(ProtocolStruct, kw_only=True, frozen=True):
 
 
 class ChangesetStatusChangedAction(ProtocolStruct, kw_only=True, frozen=True):
-    """The ChangesetState.status for this changeset transitioned (e.g. `computing → ready` or `recomputing → ready`). The error payload is set together with `status` whenever it transitions to Error."""
+    """The ChangesetState.status for this changeset transitioned (e.g. `computing → ready`). The error payload is set together with `status` whenever it transitions to Error."""
 
     type: Literal['changeset/statusChanged'] = 'changeset/statusChanged'
     #: New computation lifecycle status.
@@ -1341,38 +798,6 @@ class ChatActivityChangedAction(ProtocolStruct, kw_only=True, frozen=True):
     type: Literal['chat/activityChanged'] = 'chat/activityChanged'
     #: Human-readable description of current activity; omit or set `undefined` to clear
     activity: str | UnsetType | None = UNSET
-
-
-class ChatBackgroundWorkRemovedAction(ProtocolStruct, kw_only=True, frozen=True):
-    """Removes finished or no-longer-tracked background work; unknown IDs are a no-op."""
-
-    type: Literal['chat/backgroundWorkRemoved'] = 'chat/backgroundWorkRemoved'
-    #: The id of the entry to remove.
-    id: str
-
-
-class ChatBackgroundWorkSetAction(ProtocolStruct, kw_only=True, frozen=True):
-    """Adds or replaces a BackgroundWork entry by `id`, independently of turn state."""
-
-    type: Literal['chat/backgroundWorkSet'] = 'chat/backgroundWorkSet'
-    #: The complete entry.
-    work: BackgroundWork
-
-
-class ChatCanvasesChangedAction(ProtocolStruct, kw_only=True, frozen=True):
-    """The live canvas channels exposed by this chat changed."""
-
-    type: Literal['chat/canvasesChanged'] = 'chat/canvasesChanged'
-    #: New canvas channel references, or `undefined` to clear the collection.
-    canvases: tuple[CanvasReference, ...] | UnsetType | None = UNSET
-
-
-class ChatChangesetsChangedAction(ProtocolStruct, kw_only=True, frozen=True):
-    """The catalogue of changesets the agent host advertises for this chat changed. Replaces `state.changesets` entirely (full-replacement semantics) — set to `undefined` to clear the catalogue."""
-
-    type: Literal['chat/changesetsChanged'] = 'chat/changesetsChanged'
-    #: New catalogue, or `undefined` to clear it.
-    changesets: tuple[Changeset, ...] | UnsetType | None = UNSET
 
 
 class ChatDeltaAction(ProtocolStruct, kw_only=True, frozen=True):
@@ -1405,8 +830,8 @@ class ChatErrorAction(ProtocolStruct, kw_only=True, frozen=True):
     turn_id: str = msgspec.field(name='turnId')
     #: Elapsed turn duration in milliseconds, measured by the producer's own clock. Clients MUST NOT derive this by subtracting timestamps — cross- client clocks may differ — and MUST tre
     duration: int | float
-    #: Error part to append to the response stream before finalizing the turn. Its optional `resumable` flag indicates whether the turn can be resumed.
-    part: ErrorResponsePart
+    #: Error details
+    error: ErrorInfo
     #: Additional provider-specific metadata for this action.
     meta: dict[str, Any] | UnsetType = msgspec.field(name='_meta', default=UNSET)
 
@@ -1625,48 +1050,6 @@ class ChatInputTextQuestion(ProtocolStruct, kw_only=True, frozen=True):
     default_value: str | UnsetType = msgspec.field(name='defaultValue', default=UNSET)
 
 
-class ChatIsArchivedChangedAction(ProtocolStruct, kw_only=True, frozen=True):
-    """The archived state of the chat changed."""
-
-    type: Literal['chat/isArchivedChanged'] = 'chat/isArchivedChanged'
-    #: Whether the chat is archived
-    is_archived: bool = msgspec.field(name='isArchived')
-
-
-class ChatIsReadChangedAction(ProtocolStruct, kw_only=True, frozen=True):
-    """The read state of the chat changed."""
-
-    type: Literal['chat/isReadChanged'] = 'chat/isReadChanged'
-    #: Whether the chat has been read
-    is_read: bool = msgspec.field(name='isRead')
-
-
-class ChatMovableChangedAction(ProtocolStruct, kw_only=True, frozen=True):
-    """Whether this chat is structurally eligible to be the source of `moveChat` changed."""
-
-    type: Literal['chat/movableChanged'] = 'chat/movableChanged'
-    #: Whether this chat is structurally eligible to be moved.
-    movable: bool
-
-
-class ChatMoveToNewSessionDestination(ProtocolStruct, kw_only=True, frozen=True):
-    """Moves a top-level chat subtree into a newly allocated session."""
-
-    #: Discriminant
-    kind: Literal['newSession'] = 'newSession'
-
-
-class ChatMoveToSessionDestination(ProtocolStruct, kw_only=True, frozen=True):
-    """Moves a chat within or into an existing session."""
-
-    #: Discriminant
-    kind: Literal['session'] = 'session'
-    #: Destination session URI.
-    session: URI
-    #: Chat after which to place the requested chat.
-    after: URI | UnsetType = UNSET
-
-
 class ChatOriginFork(ProtocolStruct, kw_only=True, frozen=True):
     """The `fork` form of ChatOrigin."""
 
@@ -1748,7 +1131,7 @@ class ChatResponsePartAction(ProtocolStruct, kw_only=True, frozen=True):
     type: Literal['chat/responsePart'] = 'chat/responsePart'
     #: Turn identifier
     turn_id: str = msgspec.field(name='turnId')
-    #: Response part to append; error parts are ignored.
+    #: Response part (markdown or content ref)
     part: ResponsePart
     #: Additional provider-specific metadata for this action.
     meta: dict[str, Any] | UnsetType = msgspec.field(name='_meta', default=UNSET)
@@ -1767,22 +1150,14 @@ class ChatState(ProtocolStruct, kw_only=True, frozen=True):
     activity: str | UnsetType = UNSET
     #: Last modification timestamp (ISO 8601, e.g. `'2025-03-10T18:42:03.123Z'`)
     modified_at: str = msgspec.field(name='modifiedAt')
-    #: Aggregate summary of file changes associated with this chat. Servers may populate this to give clients a quick at-a-glance view of the chat's footprint without requiring the client
-    changes: ChangesSummary | UnsetType = UNSET
     #: How this chat came into existence
     origin: ChatOrigin | UnsetType = UNSET
-    #: Whether this chat is eligible to be the source of `moveChat`, including same-session ordering.
-    movable: bool | UnsetType = UNSET
     #: How the user can interact with this chat. See ChatInteractivity.
     interactivity: str | UnsetType = UNSET
     #: The subset of the session's `workingDirectories` that this chat's agent has tool access to. Every entry MUST be present in the owning session's `workingDirectories`; servers MUST r
     working_directories: tuple[URI, ...] | UnsetType = msgspec.field(name='workingDirectories', default=UNSET)
-    #: Catalogue of changesets the server can produce for this chat. Each entry advertises a subscribable view of file changes scoped to the chat's effective working directories and the U
-    changesets: tuple[Changeset, ...] | UnsetType = UNSET
-    #: Work running in the background for this chat, such as shells and subagents. Only active work is listed: hosts remove an entry once the work ends. An entry may have been started by
-    background_work: tuple[BackgroundWork, ...] | UnsetType = msgspec.field(name='backgroundWork', default=UNSET)
-    #: Live canvases currently exposed by this chat.
-    canvases: tuple[CanvasReference, ...] | UnsetType = UNSET
+    #: The chat's primary working directory — the distinguished root this chat is centered on (e.g. the agent's process root for this chat, the default location for relative paths). MUST
+    primary_working_directory: URI | UnsetType = msgspec.field(name='primaryWorkingDirectory', default=UNSET)
     #: Completed turns
     turns: tuple[Turn, ...]
     #: Cursor for loading older completed turns into this chat state.
@@ -1812,16 +1187,14 @@ class ChatSummary(ProtocolStruct, kw_only=True, frozen=True):
     activity: str | UnsetType = UNSET
     #: Last modification timestamp (ISO 8601, e.g. `'2025-03-10T18:42:03.123Z'`)
     modified_at: str = msgspec.field(name='modifiedAt')
-    #: Aggregate summary of file changes associated with this chat. Servers may populate this to give clients a quick at-a-glance view of the chat's footprint without requiring the client
-    changes: ChangesSummary | UnsetType = UNSET
     #: How this chat came into existence
     origin: ChatOrigin | UnsetType = UNSET
-    #: Whether this chat is structurally eligible to be the source of `moveChat`. Absence means `false`.
-    movable: bool | UnsetType = UNSET
     #: How the user can interact with this chat. See ChatInteractivity.
     interactivity: str | UnsetType = UNSET
     #: The subset of the session's working directories this chat uses. See ChatState.workingDirectories for the full semantics.
     working_directories: tuple[URI, ...] | UnsetType = msgspec.field(name='workingDirectories', default=UNSET)
+    #: The chat's primary working directory. See ChatState.primaryWorkingDirectory for the full semantics.
+    primary_working_directory: URI | UnsetType = msgspec.field(name='primaryWorkingDirectory', default=UNSET)
 
 
 class ChatToolCallApprovedAction(ProtocolStruct, kw_only=True, frozen=True):
@@ -1837,7 +1210,7 @@ class ChatToolCallApprovedAction(ProtocolStruct, kw_only=True, frozen=True):
     approved: Literal[True] = True
     #: How the tool was confirmed
     confirmed: str
-    #: Edited tool input parameters, if the client modified them before confirming.
+    #: Edited tool input parameters, if the client modified them before confirming
     edited_tool_input: str | UnsetType = msgspec.field(name='editedToolInput', default=UNSET)
     #: ID of the selected confirmation option, if the server provided options
     selected_option_id: str | UnsetType = msgspec.field(name='selectedOptionId', default=UNSET)
@@ -1909,8 +1282,8 @@ class ChatToolCallDeltaAction(ProtocolStruct, kw_only=True, frozen=True):
     #: Additional provider-specific metadata for this tool call.
     meta: dict[str, Any] | UnsetType = msgspec.field(name='_meta', default=UNSET)
     type: Literal['chat/toolCallDelta'] = 'chat/toolCallDelta'
-    #: Partial parameter content to append, if provided by the host.
-    content: str | UnsetType = UNSET
+    #: Partial parameter content to append
+    content: str
     #: Updated progress message
     invocation_message: StringOrMarkdown | UnsetType = msgspec.field(name='invocationMessage', default=UNSET)
 
@@ -1946,20 +1319,16 @@ class ChatToolCallReadyAction(ProtocolStruct, kw_only=True, frozen=True):
     #: Additional provider-specific metadata for this tool call.
     meta: dict[str, Any] | UnsetType = msgspec.field(name='_meta', default=UNSET)
     type: Literal['chat/toolCallReady'] = 'chat/toolCallReady'
-    #: Final contributor metadata. MUST NOT change execution ownership established at `chat/toolCallStart`; a client contributor must keep the same `clientId`.
-    contributor: ToolCallContributor | UnsetType = UNSET
-    #: Final human-readable description of what the tool invocation intends to do. When present, replaces the provisional intention from `chat/toolCallStart`.
-    intention: str | UnsetType = UNSET
     #: Message describing what the tool will do or what confirmation is needed
     invocation_message: StringOrMarkdown = msgspec.field(name='invocationMessage')
-    #: Final tool input
-    tool_input: ToolInput | UnsetType = msgspec.field(name='toolInput', default=UNSET)
+    #: Raw tool input
+    tool_input: str | UnsetType = msgspec.field(name='toolInput', default=UNSET)
     #: Short title for the confirmation prompt (e.g. `'Run in terminal'`, `'Write file'`)
     confirmation_title: StringOrMarkdown | UnsetType = msgspec.field(name='confirmationTitle', default=UNSET)
     #: Risk assessment that informed the confirmation requirement.
     risk_assessment: ToolCallRiskAssessment | UnsetType = msgspec.field(name='riskAssessment', default=UNSET)
     #: File edits that this tool call will perform, for preview before confirmation
-    edits: FileEditCollection | UnsetType = UNSET
+    edits: ToolCallEdits | UnsetType = UNSET
     #: Whether the agent host allows the client to edit the tool's input parameters before confirming
     editable: bool | UnsetType = UNSET
     #: If set, the tool was auto-confirmed and transitions directly to `running`
@@ -2032,14 +1401,6 @@ class ChatTurnCompleteAction(ProtocolStruct, kw_only=True, frozen=True):
     duration: int | float
     #: Additional provider-specific metadata for this action.
     meta: dict[str, Any] | UnsetType = msgspec.field(name='_meta', default=UNSET)
-
-
-class ChatTurnResumeAction(ProtocolStruct, kw_only=True, frozen=True):
-    """Resumes the latest errored turn without adding another message."""
-
-    type: Literal['chat/turnResume'] = 'chat/turnResume'
-    #: Identifier of the errored turn.
-    turn_id: str = msgspec.field(name='turnId')
 
 
 class ChatTurnStartedAction(ProtocolStruct, kw_only=True, frozen=True):
@@ -2137,6 +1498,8 @@ class ClientPluginCustomization(ProtocolStruct, kw_only=True, frozen=True):
     range: TextRange | UnsetType = UNSET
     #: Additional provider-specific metadata for this customization.
     meta: dict[str, Any] | UnsetType = msgspec.field(name='_meta', default=UNSET)
+    #: Whether this container is currently enabled.
+    enabled: bool
     #: `clientId` of the client that contributed this container. Absent for server-originated entries.
     client_id: str | UnsetType = msgspec.field(name='clientId', default=UNSET)
     #: Host-reported load state. Absent means the host has not yet reported a load state for this container.
@@ -2144,14 +1507,10 @@ class ClientPluginCustomization(ProtocolStruct, kw_only=True, frozen=True):
     #: Children discovered inside this container.
     children: tuple[ChildCustomization, ...] | UnsetType = UNSET
     type: Literal['plugin'] = 'plugin'
-    #: Explicit enablement decisions. See McpServerCustomization.enablement.
-    enablement: tuple[CustomizationEnablement, ...] | UnsetType = UNSET
     #: Version of the plugin, sourced from the [Open Plugins](https://open-plugins.com/) manifest's optional `version` field (semver, e.g. `'1.2.0'`). Absent when the manifest declares no
     version: str | UnsetType = UNSET
     #: Opaque version token used by the host to detect changes.
     nonce: str | UnsetType = UNSET
-    #: Explicit enablement decisions for children this plugin contributes, keyed by child name (for MCP servers, the server name as it appears in the bundled `.mcp.json`).
-    child_enablement: dict[str, tuple[CustomizationEnablement, ...]] | UnsetType = msgspec.field(name='childEnablement', default=UNSET)
 
 
 class CompletionItem(ProtocolStruct, kw_only=True, frozen=True):
@@ -2172,8 +1531,6 @@ class CompletionsParams(ProtocolStruct, kw_only=True, frozen=True):
 
     #: The chat URI the completion is being requested for.
     channel: URI
-    #: Optional JSON-serializable metadata associated with this request. Receivers MUST ignore keys they do not understand.
-    meta: dict[str, Any] | UnsetType = msgspec.field(name='_meta', default=UNSET)
     #: What kind of completion is being requested.
     kind: str
     #: The complete text of the input being completed (e.g. the full user message text typed so far).
@@ -2210,10 +1567,6 @@ class ConfigPropertySchema(ProtocolStruct, kw_only=True, frozen=True):
     read_only: bool | UnsetType = msgspec.field(name='readOnly', default=UNSET)
     #: JSON Schema: schema for array items (used when `type` is `'array'`)
     items: ConfigPropertySchema | UnsetType = UNSET
-    #: JSON Schema: minimum number of array items (used when `type` is `'array'`)
-    min_items: int | UnsetType = msgspec.field(name='minItems', default=UNSET)
-    #: JSON Schema: maximum number of array items (used when `type` is `'array'`)
-    max_items: int | UnsetType = msgspec.field(name='maxItems', default=UNSET)
     #: JSON Schema: property descriptors for object properties (used when `type` is `'object'`)
     properties: dict[str, ConfigPropertySchema] | UnsetType = UNSET
     #: JSON Schema: list of required property ids (used when `type` is `'object'`)
@@ -2261,6 +1614,8 @@ class ContainerCustomizationBase(ProtocolStruct, kw_only=True, frozen=True):
     range: TextRange | UnsetType = UNSET
     #: Additional provider-specific metadata for this customization.
     meta: dict[str, Any] | UnsetType = msgspec.field(name='_meta', default=UNSET)
+    #: Whether this container is currently enabled.
+    enabled: bool
     #: `clientId` of the client that contributed this container. Absent for server-originated entries.
     client_id: str | UnsetType = msgspec.field(name='clientId', default=UNSET)
     #: Host-reported load state. Absent means the host has not yet reported a load state for this container.
@@ -2287,8 +1642,6 @@ class CreateChatParams(ProtocolStruct, kw_only=True, frozen=True):
 
     #: Session URI containing the new chat.
     channel: URI
-    #: Optional JSON-serializable metadata associated with this request. Receivers MUST ignore keys they do not understand.
-    meta: dict[str, Any] | UnsetType = msgspec.field(name='_meta', default=UNSET)
     #: Chat URI (client-chosen, e.g. `ahp-chat:/<uuid>`).
     chat: URI
     #: Optional initial message for the new chat.
@@ -2297,14 +1650,14 @@ class CreateChatParams(ProtocolStruct, kw_only=True, frozen=True):
     source: ChatSource | UnsetType = UNSET
     #: Initial working-directory subset for this chat. Every entry MUST be present in the owning session's `workingDirectories`; the server MUST reject any entry that is not. When absent,
     working_directories: tuple[URI, ...] | UnsetType = msgspec.field(name='workingDirectories', default=UNSET)
+    #: The chat's primary working directory — the distinguished root this chat is centered on. When set, it MUST be one of the chat's effective working directories (workingDirectories, or
+    primary_working_directory: URI | UnsetType = msgspec.field(name='primaryWorkingDirectory', default=UNSET)
 
 
 class CreateResourceWatchParams(ProtocolStruct, kw_only=True, frozen=True):
     """Creates a resource watcher on the receiver's filesystem."""
 
     channel: str
-    #: Optional JSON-serializable metadata associated with this request. Receivers MUST ignore keys they do not understand.
-    meta: dict[str, Any] | UnsetType = msgspec.field(name='_meta', default=UNSET)
     #: URI to watch.
     uri: URI
     #: If `true`, the receiver MUST report changes for descendants of `uri`. If `false` (default), only changes to `uri` itself — and, when `uri` is a directory, its direct children — are
@@ -2323,16 +1676,16 @@ class CreateResourceWatchResult(ProtocolStruct, kw_only=True, frozen=True):
 
 
 class CreateSessionParams(ProtocolStruct, kw_only=True, frozen=True):
-    """Creates a new session with the specified agent provider."""
-
     #: Session URI (client-chosen, e.g. `ahp-session:/<uuid>`)
     channel: URI
-    #: Optional JSON-serializable metadata associated with this request. Receivers MUST ignore keys they do not understand.
-    meta: dict[str, Any] | UnsetType = msgspec.field(name='_meta', default=UNSET)
     #: Agent provider ID
     provider: str | UnsetType = UNSET
-    #: The working directories the session's agent is granted tool access to. A session may span multiple directories; they are equal peers except when the agent advertises a protected-pr
+    #: The working directories the session's agent is granted tool access to. A session may span multiple directories; they are equal peers except when the agent advertises MultipleWorkin
     working_directories: tuple[URI, ...] | UnsetType = msgspec.field(name='workingDirectories', default=UNSET)
+    #: The primary working directory for the session's **default chat**.
+    primary_working_directory: URI | UnsetType = msgspec.field(name='primaryWorkingDirectory', default=UNSET)
+    #: Fork from an existing session. The new session is populated with content from the source session up to and including the specified turn's response.
+    fork: SessionForkSource | UnsetType = UNSET
     #: Agent-specific configuration values collected via `resolveSessionConfig`. Keys and values correspond to the schema returned by the server.
     config: dict[str, Any] | UnsetType = UNSET
     #: Eagerly claim an active client role for the new session.
@@ -2346,8 +1699,6 @@ class CreateTerminalParams(ProtocolStruct, kw_only=True, frozen=True):
 
     #: Terminal URI (client-chosen).
     channel: URI
-    #: Optional JSON-serializable metadata associated with this request. Receivers MUST ignore keys they do not understand.
-    meta: dict[str, Any] | UnsetType = msgspec.field(name='_meta', default=UNSET)
     #: Initial owner of the terminal
     claim: TerminalClaim
     #: Human-readable terminal name
@@ -2385,28 +1736,6 @@ class CustomizationDegradedState(ProtocolStruct, kw_only=True, frozen=True):
     message: str
 
 
-class CustomizationEnablementGlobal(ProtocolStruct, kw_only=True, frozen=True):
-    """The `global` form of CustomizationEnablement."""
-
-    kind: Literal['global'] = 'global'
-    enabled: bool
-
-
-class CustomizationEnablementSession(ProtocolStruct, kw_only=True, frozen=True):
-    """The `session` form of CustomizationEnablement."""
-
-    kind: Literal['session'] = 'session'
-    enabled: bool
-
-
-class CustomizationEnablementWorkspace(ProtocolStruct, kw_only=True, frozen=True):
-    """The `workspace` form of CustomizationEnablement."""
-
-    kind: Literal['workspace'] = 'workspace'
-    uri: URI
-    enabled: bool
-
-
 class CustomizationErrorState(ProtocolStruct, kw_only=True, frozen=True):
     """Container failed to load."""
 
@@ -2442,6 +1771,8 @@ class DirectoryCustomization(ProtocolStruct, kw_only=True, frozen=True):
     range: TextRange | UnsetType = UNSET
     #: Additional provider-specific metadata for this customization.
     meta: dict[str, Any] | UnsetType = msgspec.field(name='_meta', default=UNSET)
+    #: Whether this container is currently enabled.
+    enabled: bool
     #: `clientId` of the client that contributed this container. Absent for server-originated entries.
     client_id: str | UnsetType = msgspec.field(name='clientId', default=UNSET)
     #: Host-reported load state. Absent means the host has not yet reported a load state for this container.
@@ -2449,8 +1780,6 @@ class DirectoryCustomization(ProtocolStruct, kw_only=True, frozen=True):
     #: Children discovered inside this container.
     children: tuple[ChildCustomization, ...] | UnsetType = UNSET
     type: Literal['directory'] = 'directory'
-    #: Whether this container is currently enabled.
-    enabled: bool
     #: Which child customization type this directory holds.
     contents: str
     #: Whether clients may write into this directory.
@@ -2482,8 +1811,6 @@ class DisposeChatParams(ProtocolStruct, kw_only=True, frozen=True):
 
     #: Channel URI this command targets.
     channel: URI
-    #: Optional JSON-serializable metadata associated with this request. Receivers MUST ignore keys they do not understand.
-    meta: dict[str, Any] | UnsetType = msgspec.field(name='_meta', default=UNSET)
 
 
 class DisposeSessionParams(ProtocolStruct, kw_only=True, frozen=True):
@@ -2491,8 +1818,6 @@ class DisposeSessionParams(ProtocolStruct, kw_only=True, frozen=True):
 
     #: Channel URI this command targets.
     channel: URI
-    #: Optional JSON-serializable metadata associated with this request. Receivers MUST ignore keys they do not understand.
-    meta: dict[str, Any] | UnsetType = msgspec.field(name='_meta', default=UNSET)
 
 
 class DisposeTerminalParams(ProtocolStruct, kw_only=True, frozen=True):
@@ -2500,8 +1825,6 @@ class DisposeTerminalParams(ProtocolStruct, kw_only=True, frozen=True):
 
     #: Channel URI this command targets.
     channel: URI
-    #: Optional JSON-serializable metadata associated with this request. Receivers MUST ignore keys they do not understand.
-    meta: dict[str, Any] | UnsetType = msgspec.field(name='_meta', default=UNSET)
 
 
 class ErrorInfo(ProtocolStruct, kw_only=True, frozen=True):
@@ -2515,43 +1838,11 @@ class ErrorInfo(ProtocolStruct, kw_only=True, frozen=True):
     meta: dict[str, Any] | UnsetType = msgspec.field(name='_meta', default=UNSET)
 
 
-class ErrorResponsePart(ProtocolStruct, kw_only=True, frozen=True):
-    """An error encountered while processing a turn."""
-
-    #: Discriminant
-    kind: Literal['error'] = 'error'
-    #: Error details.
-    error: ErrorInfo
-    #: Whether the host can resume the turn from this error. Only `true` enables resume.
-    resumable: bool | UnsetType = UNSET
-
-
-class FetchAutomationRunsParams(ProtocolStruct, kw_only=True, frozen=True):
-    """Load one older page into a catalogued automation's run-history state."""
-
-    #: Run-history loading is scoped to the catalogue channel.
-    channel: str
-    #: Optional JSON-serializable metadata associated with this request. Receivers MUST ignore keys they do not understand.
-    meta: dict[str, Any] | UnsetType = msgspec.field(name='_meta', default=UNSET)
-    #: Target AutomationEntry.resource.
-    automation: URI
-    #: Cursor previously received as AutomationEntry.runsNextCursor. Omit to request the first page not already included by the snapshot.
-    cursor: str | UnsetType = UNSET
-
-
-class FetchAutomationRunsResult(ProtocolStruct, kw_only=True, frozen=True):
-    """Empty acknowledgement; the updated automation state is delivered by action."""
-
-    pass
-
-
 class FetchTurnsParams(ProtocolStruct, kw_only=True, frozen=True):
     """Requests that the host load older historical turns into a chat state."""
 
     #: Chat URI
     channel: URI
-    #: Optional JSON-serializable metadata associated with this request. Receivers MUST ignore keys they do not understand.
-    meta: dict[str, Any] | UnsetType = msgspec.field(name='_meta', default=UNSET)
     #: Opaque cursor from `ChatState.turnsNextCursor`.
     cursor: str | UnsetType = UNSET
 
@@ -2570,24 +1861,20 @@ class FileEdit(ProtocolStruct, kw_only=True, frozen=True):
     #: The file state after the edit. Absent for file deletions.
     after: FileEditSide | UnsetType = UNSET
     #: Optional diff display metadata
-    diff: FileEditDiffStats | UnsetType = UNSET
+    diff: FileEditDiff | UnsetType = UNSET
 
 
-class FileEditCollection(ProtocolStruct, kw_only=True, frozen=True):
-    items: tuple[FileEdit, ...]
+class FileEditDiff(ProtocolStruct, kw_only=True, frozen=True):
+    """Optional diff display metadata"""
 
-
-class FileEditDiffStats(ProtocolStruct, kw_only=True, frozen=True):
-    #: Number of items added (e.g., lines for text files, cells for notebooks)
     added: int | float | UnsetType = UNSET
-    #: Number of items removed (e.g., lines for text files, cells for notebooks)
     removed: int | float | UnsetType = UNSET
 
 
 class FileEditSide(ProtocolStruct, kw_only=True, frozen=True):
-    #: URI of the file on this side of the edit
+    """The file state before the edit. Absent for file creations or for in-place file edits."""
+
     uri: URI
-    #: Reference to the file content on this side of the edit
     content: ContentRef
 
 
@@ -2650,8 +1937,6 @@ class InitializeParams(ProtocolStruct, kw_only=True, frozen=True):
     """Establishes a new connection and negotiates the protocol version. This MUST be the first message sent by the client."""
 
     channel: str
-    #: Optional JSON-serializable metadata associated with this request. Receivers MUST ignore keys they do not understand.
-    meta: dict[str, Any] | UnsetType = msgspec.field(name='_meta', default=UNSET)
     #: Protocol versions the client is willing to speak, ordered from most preferred to least preferred. Each entry is a [SemVer](https://semver.org) `MAJOR.MINOR.PATCH` string (e.g. `'0.
     protocol_versions: tuple[str, ...] = msgspec.field(name='protocolVersions')
     #: Unique client identifier
@@ -2675,8 +1960,6 @@ class InitializeResult(ProtocolStruct, kw_only=True, frozen=True):
     server_seq: int = msgspec.field(name='serverSeq')
     #: Optional identity of the server implementation (name and version). Informational only — see Implementation for how it may and may not be used. Whereas `protocolVersion` identifies
     server_info: Implementation | UnsetType = msgspec.field(name='serverInfo', default=UNSET)
-    #: Optional implementation-specific extension metadata advertised by the host.
-    meta: dict[str, Any] | UnsetType = msgspec.field(name='_meta', default=UNSET)
     #: Snapshots for each `initialSubscriptions` URI
     snapshots: tuple[Snapshot, ...]
     #: Suggested default directory for remote filesystem browsing
@@ -2687,8 +1970,6 @@ class InitializeResult(ProtocolStruct, kw_only=True, frozen=True):
     terminal_command_prefix: str | UnsetType = msgspec.field(name='terminalCommandPrefix', default=UNSET)
     #: OTLP telemetry channels the host emits, if any. Each populated field is either a literal `ahp-otlp:` channel URI or an RFC 6570 URI template a client expands before subscribing (cu
     telemetry: TelemetryCapabilities | UnsetType = UNSET
-    #: Host-owned automation support. Presence means clients may subscribe to `ahp-automations://` for AutomationState; absence means the host does not expose an automation catalogue or a
-    automations: AutomationCapabilities | UnsetType = UNSET
 
 
 class InputRequestResponsePart(ProtocolStruct, kw_only=True, frozen=True):
@@ -2707,8 +1988,6 @@ class InvokeChangesetOperationParams(ProtocolStruct, kw_only=True, frozen=True):
 
     #: The expanded changeset URI.
     channel: URI
-    #: Optional JSON-serializable metadata associated with this request. Receivers MUST ignore keys they do not understand.
-    meta: dict[str, Any] | UnsetType = msgspec.field(name='_meta', default=UNSET)
     #: Matches ChangesetOperation.id from the changeset's `operations` list.
     operation_id: str = msgspec.field(name='operationId')
     #: Target of the operation. Required iff the chosen scope is `'resource'` or `'range'`. Omit for changeset-scoped operations.
@@ -2724,28 +2003,6 @@ class InvokeChangesetOperationResult(ProtocolStruct, kw_only=True, frozen=True):
     follow_up: ChangesetOperationFollowUp | UnsetType = msgspec.field(name='followUp', default=UNSET)
 
 
-class ListAutomationTriggerDefinitionsParams(ProtocolStruct, kw_only=True, frozen=True):
-    """Discover event-trigger types available for a prospective session template."""
-
-    #: Trigger definitions are discovered from the root channel.
-    channel: str
-    #: Optional JSON-serializable metadata associated with this request. Receivers MUST ignore keys they do not understand.
-    meta: dict[str, Any] | UnsetType = msgspec.field(name='_meta', default=UNSET)
-    #: Prospective provider id matching AgentInfo.provider, or omitted for the host default.
-    provider: str | UnsetType = UNSET
-    #: Prospective AutomationSessionTemplate.workingDirectories.
-    working_directories: tuple[URI, ...] | UnsetType = msgspec.field(name='workingDirectories', default=UNSET)
-    #: Prospective resolved AutomationSessionTemplate.config.
-    session_config: dict[str, Any] | UnsetType = msgspec.field(name='sessionConfig', default=UNSET)
-
-
-class ListAutomationTriggerDefinitionsResult(ProtocolStruct, kw_only=True, frozen=True):
-    """Host-defined event trigger types available for the supplied context."""
-
-    #: Available event trigger definitions.
-    items: tuple[AutomationTriggerDefinition, ...]
-
-
 class ListChangedCapability(ProtocolStruct, kw_only=True, frozen=True):
     """Producer proxies the MCP `tools/*` methods to the upstream server."""
 
@@ -2756,8 +2013,6 @@ class ListSessionsParams(ProtocolStruct, kw_only=True, frozen=True):
     """Returns a list of session summaries. Used to populate session lists and sidebars."""
 
     channel: str
-    #: Optional JSON-serializable metadata associated with this request. Receivers MUST ignore keys they do not understand.
-    meta: dict[str, Any] | UnsetType = msgspec.field(name='_meta', default=UNSET)
     #: Maximum number of entries to return in this page. The server SHOULD respect this bound but MAY return fewer entries and MAY impose its own upper cap. Omit to let the server choose
     limit: int | float | UnsetType = UNSET
     #: Opaque pagination cursor from a previous PaginatedResult.nextCursor. Omit to fetch the first page. Cursors are server-defined and MUST be treated as opaque — do not parse, modify,
@@ -2789,7 +2044,7 @@ class MarkdownString(ProtocolStruct, kw_only=True, frozen=True):
 
 
 class McpAuthRequirement(ProtocolStruct, kw_only=True, frozen=True):
-    """Reusable MCP authentication challenge — the RFC 9728 discovery info a client needs to obtain a token and push it via the `authenticate` command. Deliberately carries **no token**: this describes what is being asked for, never the bearer token itself."""
+    """Reusable MCP authentication challenge — the RFC 9728 discovery info a client needs to obtain a token and push it via the `authenticate` command. Deliberately carries **no token**: this describes what is being asked for, never the ****** itself."""
 
     #: Why authentication is required.
     reason: str
@@ -2797,7 +2052,7 @@ class McpAuthRequirement(ProtocolStruct, kw_only=True, frozen=True):
     oauth_client: McpOAuthClient | UnsetType = msgspec.field(name='oauthClient', default=UNSET)
     #: RFC 9728 Protected Resource Metadata. The `resource` field is the canonical MCP server URI per RFC 8707, used as the OAuth `resource` indicator. `authorization_servers` is REQUIRED
     resource: ProtectedResourceMetadata
-    #: Scopes required for the current challenge, parsed from the `WWW-Authenticate: Bearer scope='…'` header (or `scopes_supported` fallback). Authoritative for the next authorization re
+    #: Scopes required for the current challenge, parsed from the `WWW-Authenticate: ******'…'` header (or `scopes_supported` fallback). Authoritative for the next authorization request —
     required_scopes: tuple[str, ...] | UnsetType = msgspec.field(name='requiredScopes', default=UNSET)
     #: Human-readable hint, typically from the OAuth `error_description`.
     description: str | UnsetType = UNSET
@@ -2821,7 +2076,7 @@ class McpServerAuthRequiredState(ProtocolStruct, kw_only=True, frozen=True):
     oauth_client: McpOAuthClient | UnsetType = msgspec.field(name='oauthClient', default=UNSET)
     #: RFC 9728 Protected Resource Metadata. The `resource` field is the canonical MCP server URI per RFC 8707, used as the OAuth `resource` indicator. `authorization_servers` is REQUIRED
     resource: ProtectedResourceMetadata
-    #: Scopes required for the current challenge, parsed from the `WWW-Authenticate: Bearer scope='…'` header (or `scopes_supported` fallback). Authoritative for the next authorization re
+    #: Scopes required for the current challenge, parsed from the `WWW-Authenticate: ******'…'` header (or `scopes_supported` fallback). Authoritative for the next authorization request —
     required_scopes: tuple[str, ...] | UnsetType = msgspec.field(name='requiredScopes', default=UNSET)
     #: Human-readable hint, typically from the OAuth `error_description`.
     description: str | UnsetType = UNSET
@@ -2844,8 +2099,8 @@ class McpServerCustomization(ProtocolStruct, kw_only=True, frozen=True):
     #: Additional provider-specific metadata for this customization.
     meta: dict[str, Any] | UnsetType = msgspec.field(name='_meta', default=UNSET)
     type: Literal['mcpServer'] = 'mcpServer'
-    #: Explicit enablement decisions for this customization, one entry per scope that has one. This is a wire contract: producers MUST publish entries sorted by descending specificity (Se
-    enablement: tuple[CustomizationEnablement, ...] | UnsetType = UNSET
+    #: Whether this MCP server is currently enabled.
+    enabled: bool
     #: Current lifecycle state of the MCP server.
     state: McpServerState
     #: An `mcp://`-protocol channel the client uses to side-channel traffic into the upstream MCP server itself. The channel is NOT a fresh raw MCP connection: it piggybacks on the AHP tr
@@ -2879,8 +2134,6 @@ class McpServerStartingState(ProtocolStruct, kw_only=True, frozen=True):
     """Server is registered with the host but has not yet started."""
 
     kind: Literal['starting'] = 'starting'
-    #: Hosts SHOULD set this to `true` when this server's startup will hold back the processing of new messages (for example, the next turn) while the server's contributions — such as its
-    blocking: bool | UnsetType = UNSET
 
 
 class McpServerStoppedState(ProtocolStruct, kw_only=True, frozen=True):
@@ -2890,7 +2143,7 @@ class McpServerStoppedState(ProtocolStruct, kw_only=True, frozen=True):
 
 
 class Message(ProtocolStruct, kw_only=True, frozen=True):
-    """A message that initiates or steers a turn. Messages can originate from the user, the agent, a tool, an automation, or be system-generated (see MessageOrigin)."""
+    """A message that initiates or steers a turn. Messages can originate from the user, the agent, a tool, or be system-generated (see MessageOrigin)."""
 
     #: Message text
     text: str
@@ -2953,8 +2206,8 @@ class MessageChatAttachment(ProtocolStruct, kw_only=True, frozen=True):
     type: Literal['chat'] = 'chat'
     #: URI of the referenced chat.
     resource: URI
-    #: Last completed turn included in the referenced transcript. When omitted, the host pins the latest completed turn when accepting the message.
-    end_turn: str | UnsetType = msgspec.field(name='endTurn', default=UNSET)
+    #: Last completed turn included in the referenced transcript.
+    end_turn: str = msgspec.field(name='endTurn')
 
 
 class MessageEmbeddedResourceAttachment(ProtocolStruct, kw_only=True, frozen=True):
@@ -3019,24 +2272,6 @@ class ModelSelection(ProtocolStruct, kw_only=True, frozen=True):
     config: dict[str, JsonPrimitive] | UnsetType = UNSET
 
 
-class MoveChatParams(ProtocolStruct, kw_only=True, frozen=True):
-    """Atomically moves a host-authorized chat within or between sessions."""
-
-    #: Source chat URI.
-    channel: URI
-    #: Optional JSON-serializable metadata associated with this request. Receivers MUST ignore keys they do not understand.
-    meta: dict[str, Any] | UnsetType = msgspec.field(name='_meta', default=UNSET)
-    #: Atomic move destination.
-    destination: ChatMoveDestination
-
-
-class MoveChatResult(ProtocolStruct, kw_only=True, frozen=True):
-    """Result of an atomic chat move."""
-
-    #: Authoritative owning session URI after the move.
-    session: URI
-
-
 class MultipleChatsCapability(ProtocolStruct, kw_only=True, frozen=True):
     """Options for the AgentCapabilities.multipleChats capability."""
 
@@ -3049,10 +2284,8 @@ class MultipleChatsCapability(ProtocolStruct, kw_only=True, frozen=True):
 class MultipleWorkingDirectoriesCapability(ProtocolStruct, kw_only=True, frozen=True):
     """Options for the AgentCapabilities.multipleWorkingDirectories capability."""
 
-    #: The agent's **first** working directory (index `0` of CreateSessionParams.workingDirectories) is an immutable primary: its URI is fixed for the lifetime of the session — clients MU
-    immutable_primary: bool | UnsetType = msgspec.field(name='immutablePrimary', default=UNSET)
-    #: The agent's first working-directory slot (index `0`) is a protected primary whose URI can be atomically replaced with `session/workingDirectoryReplaced`. Clients MUST NOT remove th
-    primary_replacement: bool | UnsetType = msgspec.field(name='primaryReplacement', default=UNSET)
+    #: The agent requires each chat to designate one of its working directories as the **primary** — a distinguished root the chat is centered on (e.g. the agent's process root for that c
+    requires_primary: bool | UnsetType = msgspec.field(name='requiresPrimary', default=UNSET)
 
 
 class OtlpExportLogsParams(ProtocolStruct, kw_only=True, frozen=True):
@@ -3111,16 +2344,14 @@ class PartialChatSummary(ProtocolStruct, kw_only=True, frozen=True):
     activity: str | UnsetType | None = UNSET
     #: Last modification timestamp (ISO 8601, e.g. `'2025-03-10T18:42:03.123Z'`)
     modified_at: str | UnsetType | None = msgspec.field(name='modifiedAt', default=UNSET)
-    #: Aggregate summary of file changes associated with this chat. Servers may populate this to give clients a quick at-a-glance view of the chat's footprint without requiring the client
-    changes: ChangesSummary | UnsetType | None = UNSET
     #: How this chat came into existence
     origin: ChatOrigin | UnsetType | None = UNSET
-    #: Whether this chat is structurally eligible to be the source of `moveChat`. Absence means `false`.
-    movable: bool | UnsetType | None = UNSET
     #: How the user can interact with this chat. See ChatInteractivity.
     interactivity: str | UnsetType | None = UNSET
     #: The subset of the session's working directories this chat uses. See ChatState.workingDirectories for the full semantics.
     working_directories: tuple[URI, ...] | UnsetType | None = msgspec.field(name='workingDirectories', default=UNSET)
+    #: The chat's primary working directory. See ChatState.primaryWorkingDirectory for the full semantics.
+    primary_working_directory: URI | UnsetType | None = msgspec.field(name='primaryWorkingDirectory', default=UNSET)
 
 
 class PartialSessionSummary(ProtocolStruct, kw_only=True, frozen=True):
@@ -3134,11 +2365,9 @@ class PartialSessionSummary(ProtocolStruct, kw_only=True, frozen=True):
     status: int | UnsetType | None = UNSET
     #: Human-readable description of what the session is currently doing
     activity: str | UnsetType | None = UNSET
-    #: Durable AutomationSessionOrigin, when an automation run created this session.
-    origin: SessionOrigin | UnsetType | None = UNSET
     #: Server-owned project for this session
     project: ProjectInfo | UnsetType | None = UNSET
-    #: The working directories the session's agent has tool access to, as maintained by working-directory actions. Directories are equal peers except when the agent advertises MultipleWor
+    #: The working directories the session's agent has tool access to, as maintained by the `session/workingDirectorySet` / `session/workingDirectoryRemoved` actions. Directories are **eq
     working_directories: tuple[URI, ...] | UnsetType | None = msgspec.field(name='workingDirectories', default=UNSET)
     #: Lightweight summary of this session's inline annotations channel (`ahp-session:/<uuid>/annotations`). Surfaced so badge UI can render annotation / entry counts without subscribing.
     annotations: AnnotationsSummary | UnsetType | None = UNSET
@@ -3152,10 +2381,6 @@ class PartialSessionSummary(ProtocolStruct, kw_only=True, frozen=True):
     changes: ChangesSummary | UnsetType | None = UNSET
     #: Lightweight server-defined metadata clients may use for the session presentation. The protocol does not interpret these values; producers SHOULD keep the payload small because summ
     meta: dict[str, Any] | UnsetType | None = msgspec.field(name='_meta', default=UNSET)
-    #: Lightweight host-authoritative ordered chat catalog.
-    chats: tuple[SessionChatSummary, ...] | UnsetType | None = UNSET
-    #: Chat that receives input when none is selected, independent of catalog position.
-    default_chat: URI | UnsetType | None = msgspec.field(name='defaultChat', default=UNSET)
 
 
 class PatternList(ProtocolStruct, kw_only=True, frozen=True):
@@ -3184,8 +2409,6 @@ class PingParams(ProtocolStruct, kw_only=True, frozen=True):
     """Verifies that the AHP connection is still alive and keeps it from being closed by idle-timeout intermediaries (proxies, load balancers, etc.)."""
 
     channel: str
-    #: Optional JSON-serializable metadata associated with this request. Receivers MUST ignore keys they do not understand.
-    meta: dict[str, Any] | UnsetType = msgspec.field(name='_meta', default=UNSET)
 
 
 class PluginCustomization(ProtocolStruct, kw_only=True, frozen=True):
@@ -3203,6 +2426,8 @@ class PluginCustomization(ProtocolStruct, kw_only=True, frozen=True):
     range: TextRange | UnsetType = UNSET
     #: Additional provider-specific metadata for this customization.
     meta: dict[str, Any] | UnsetType = msgspec.field(name='_meta', default=UNSET)
+    #: Whether this container is currently enabled.
+    enabled: bool
     #: `clientId` of the client that contributed this container. Absent for server-originated entries.
     client_id: str | UnsetType = msgspec.field(name='clientId', default=UNSET)
     #: Host-reported load state. Absent means the host has not yet reported a load state for this container.
@@ -3210,8 +2435,6 @@ class PluginCustomization(ProtocolStruct, kw_only=True, frozen=True):
     #: Children discovered inside this container.
     children: tuple[ChildCustomization, ...] | UnsetType = UNSET
     type: Literal['plugin'] = 'plugin'
-    #: Explicit enablement decisions. See McpServerCustomization.enablement.
-    enablement: tuple[CustomizationEnablement, ...] | UnsetType = UNSET
     #: Version of the plugin, sourced from the [Open Plugins](https://open-plugins.com/) manifest's optional `version` field (semver, e.g. `'1.2.0'`). Absent when the manifest declares no
     version: str | UnsetType = UNSET
 
@@ -3279,6 +2502,10 @@ class ProtectedResourceMetadata(ProtocolStruct, kw_only=True, frozen=True):
     bearer_methods_supported: tuple[str, ...] | UnsetType = UNSET
     #: OPTIONAL. JSON array of JWS signing algorithms supported.
     resource_signing_alg_values_supported: tuple[str, ...] | UnsetType = UNSET
+    #: OPTIONAL. JSON array of JWE encryption algorithms (alg) supported.
+    resource_encryption_alg_values_supported: tuple[str, ...] | UnsetType = UNSET
+    #: OPTIONAL. JSON array of JWE encryption algorithms (enc) supported.
+    resource_encryption_enc_values_supported: tuple[str, ...] | UnsetType = UNSET
     #: OPTIONAL. URL of human-readable documentation for the resource.
     resource_documentation: str | UnsetType = UNSET
     #: OPTIONAL. URL of the resource's data-usage policy.
@@ -3304,8 +2531,6 @@ class ReconnectParams(ProtocolStruct, kw_only=True, frozen=True):
     """Re-establishes a dropped connection. The server replays missed actions or provides fresh snapshots."""
 
     channel: str
-    #: Optional JSON-serializable metadata associated with this request. Receivers MUST ignore keys they do not understand.
-    meta: dict[str, Any] | UnsetType = msgspec.field(name='_meta', default=UNSET)
     #: Client identifier from the original connection
     client_id: str = msgspec.field(name='clientId')
     #: Last `serverSeq` the client received
@@ -3338,8 +2563,6 @@ class ResolveSessionConfigParams(ProtocolStruct, kw_only=True, frozen=True):
     """Iteratively resolves the session configuration schema. The client sends the current partial session config and any user-filled metadata values. The server returns a property schema describing what additional metadata is needed, contextual to the current selections."""
 
     channel: str
-    #: Optional JSON-serializable metadata associated with this request. Receivers MUST ignore keys they do not understand.
-    meta: dict[str, Any] | UnsetType = msgspec.field(name='_meta', default=UNSET)
     #: Agent provider ID
     provider: str | UnsetType = UNSET
     #: Working directory for the session
@@ -3370,8 +2593,6 @@ class ResourceCopyParams(ProtocolStruct, kw_only=True, frozen=True):
     """Copies a resource from one URI to another on the server's filesystem."""
 
     channel: str
-    #: Optional JSON-serializable metadata associated with this request. Receivers MUST ignore keys they do not understand.
-    meta: dict[str, Any] | UnsetType = msgspec.field(name='_meta', default=UNSET)
     #: Source URI to copy from
     source: URI
     #: Destination URI to copy to
@@ -3390,8 +2611,6 @@ class ResourceDeleteParams(ProtocolStruct, kw_only=True, frozen=True):
     """Deletes a resource at a URI on the server's filesystem."""
 
     channel: str
-    #: Optional JSON-serializable metadata associated with this request. Receivers MUST ignore keys they do not understand.
-    meta: dict[str, Any] | UnsetType = msgspec.field(name='_meta', default=UNSET)
     #: URI of the resource to delete
     uri: URI
     #: If `true` and the target is a directory, delete it and all its contents recursively. If `false` (default), deleting a non-empty directory MUST fail.
@@ -3408,8 +2627,6 @@ class ResourceListParams(ProtocolStruct, kw_only=True, frozen=True):
     """Lists directory entries at a file URI on the server's filesystem."""
 
     channel: str
-    #: Optional JSON-serializable metadata associated with this request. Receivers MUST ignore keys they do not understand.
-    meta: dict[str, Any] | UnsetType = msgspec.field(name='_meta', default=UNSET)
     #: Directory URI on the server filesystem
     uri: URI
 
@@ -3425,8 +2642,6 @@ class ResourceMkdirParams(ProtocolStruct, kw_only=True, frozen=True):
     """Creates a directory on the server's filesystem with `mkdir -p` semantics."""
 
     channel: str
-    #: Optional JSON-serializable metadata associated with this request. Receivers MUST ignore keys they do not understand.
-    meta: dict[str, Any] | UnsetType = msgspec.field(name='_meta', default=UNSET)
     #: Directory URI to create (parents created as needed).
     uri: URI
 
@@ -3441,8 +2656,6 @@ class ResourceMoveParams(ProtocolStruct, kw_only=True, frozen=True):
     """Moves (renames) a resource from one URI to another on the server's filesystem."""
 
     channel: str
-    #: Optional JSON-serializable metadata associated with this request. Receivers MUST ignore keys they do not understand.
-    meta: dict[str, Any] | UnsetType = msgspec.field(name='_meta', default=UNSET)
     #: Source URI to move from
     source: URI
     #: Destination URI to move to
@@ -3461,8 +2674,6 @@ class ResourceReadParams(ProtocolStruct, kw_only=True, frozen=True):
     """Reads the content of a resource by URI."""
 
     channel: str
-    #: Optional JSON-serializable metadata associated with this request. Receivers MUST ignore keys they do not understand.
-    meta: dict[str, Any] | UnsetType = msgspec.field(name='_meta', default=UNSET)
     #: Content URI from a `ContentRef`
     uri: str
     #: Preferred encoding for the returned data (default: server-chosen)
@@ -3480,12 +2691,25 @@ class ResourceReadResult(ProtocolStruct, kw_only=True, frozen=True):
     content_type: str | UnsetType = msgspec.field(name='contentType', default=UNSET)
 
 
+class ResourceReponsePart(ProtocolStruct, kw_only=True, frozen=True):
+    """A content part that's a reference to large content stored outside the state tree."""
+
+    #: Content URI
+    uri: URI
+    #: Approximate size in bytes
+    size_hint: int | float | UnsetType = msgspec.field(name='sizeHint', default=UNSET)
+    #: Content MIME type
+    content_type: str | UnsetType = msgspec.field(name='contentType', default=UNSET)
+    #: Content nonce
+    nonce: str | UnsetType = UNSET
+    #: Discriminant
+    kind: Literal['contentRef'] = 'contentRef'
+
+
 class ResourceRequestParams(ProtocolStruct, kw_only=True, frozen=True):
     """Requests permission to access a resource on the receiver's filesystem."""
 
     channel: str
-    #: Optional JSON-serializable metadata associated with this request. Receivers MUST ignore keys they do not understand.
-    meta: dict[str, Any] | UnsetType = msgspec.field(name='_meta', default=UNSET)
     #: Resource URI being requested. Typically a `file:` URI on the receiver's filesystem, but any URI scheme that the receiver mediates access to is allowed.
     uri: URI
     #: Whether the caller needs read access to the resource.
@@ -3504,8 +2728,6 @@ class ResourceResolveParams(ProtocolStruct, kw_only=True, frozen=True):
     """Resolves a resource — the combination of POSIX `stat` and `realpath`."""
 
     channel: str
-    #: Optional JSON-serializable metadata associated with this request. Receivers MUST ignore keys they do not understand.
-    meta: dict[str, Any] | UnsetType = msgspec.field(name='_meta', default=UNSET)
     #: URI to resolve
     uri: URI
     #: When `true` (default), follow symlinks and report the metadata of the link target — and set `uri` in the result to the canonical (realpath) URI. When `false`, stat the link itself
@@ -3529,21 +2751,6 @@ class ResourceResolveResult(ProtocolStruct, kw_only=True, frozen=True):
     content_type: str | UnsetType = msgspec.field(name='contentType', default=UNSET)
     #: Opaque per-provider version token. When present, pass it as ResourceWriteParams.ifMatch on a subsequent `resourceWrite` to detect concurrent modifications.
     etag: str | UnsetType = UNSET
-
-
-class ResourceResponsePart(ProtocolStruct, kw_only=True, frozen=True):
-    """A content part that's a reference to large content stored outside the state tree."""
-
-    #: Content URI
-    uri: URI
-    #: Approximate size in bytes
-    size_hint: int | float | UnsetType = msgspec.field(name='sizeHint', default=UNSET)
-    #: Content MIME type
-    content_type: str | UnsetType = msgspec.field(name='contentType', default=UNSET)
-    #: Content nonce
-    nonce: str | UnsetType = UNSET
-    #: Discriminant
-    kind: Literal['contentRef'] = 'contentRef'
 
 
 class ResourceWatchChangedAction(ProtocolStruct, kw_only=True, frozen=True):
@@ -3577,8 +2784,6 @@ class ResourceWriteParams(ProtocolStruct, kw_only=True, frozen=True):
     """Writes content to a file on the server's filesystem."""
 
     channel: str
-    #: Optional JSON-serializable metadata associated with this request. Receivers MUST ignore keys they do not understand.
-    meta: dict[str, Any] | UnsetType = msgspec.field(name='_meta', default=UNSET)
     #: Target file URI on the server filesystem
     uri: URI
     #: Content encoded as a string
@@ -3687,26 +2892,6 @@ class RuleCustomization(ProtocolStruct, kw_only=True, frozen=True):
     globs: tuple[str, ...] | UnsetType = UNSET
 
 
-class RunAutomationParams(ProtocolStruct, kw_only=True, frozen=True):
-    """Start a manual run of an automation."""
-
-    #: Manual runs are scoped to the catalogue channel.
-    channel: str
-    #: Optional JSON-serializable metadata associated with this request. Receivers MUST ignore keys they do not understand.
-    meta: dict[str, Any] | UnsetType = msgspec.field(name='_meta', default=UNSET)
-    #: Target AutomationEntry.resource.
-    automation: URI
-    #: Durable client-generated idempotency key. Retrying with the same key and automation MUST return the original run URI rather than create another run.
-    request_id: str = msgspec.field(name='requestId')
-
-
-class RunAutomationResult(ProtocolStruct, kw_only=True, frozen=True):
-    """Result identifying the existing or newly created run."""
-
-    #: Subscribable `ahp-automation-run:` URI matching AutomationRunState.resource.
-    resource: URI
-
-
 class SessionActiveClient(ProtocolStruct, kw_only=True, frozen=True):
     """A client currently providing tools and interactive capabilities to a session."""
 
@@ -3789,23 +2974,6 @@ class SessionChatRemovedAction(ProtocolStruct, kw_only=True, frozen=True):
     chat: URI
 
 
-class SessionChatSummary(ProtocolStruct, kw_only=True, frozen=True):
-    """Lightweight chat information in a session catalog."""
-
-    #: Canonical chat URI
-    resource: URI
-    #: Human-readable chat title
-    title: str
-    #: How this chat was created, when known
-    origin: ChatOrigin | UnsetType = UNSET
-    #: How the user can interact with this chat.
-    interactivity: str | UnsetType = UNSET
-    #: Current chat status, matching ChatSummary.status.
-    status: int | UnsetType = UNSET
-    #: Aggregate summary of file changes associated with this chat.
-    changes: ChangesSummary | UnsetType = UNSET
-
-
 class SessionChatUpdatedAction(ProtocolStruct, kw_only=True, frozen=True):
     """One existing chat's summary fields changed."""
 
@@ -3814,14 +2982,6 @@ class SessionChatUpdatedAction(ProtocolStruct, kw_only=True, frozen=True):
     chat: URI
     #: Mutable summary fields that changed; omitted fields are unchanged.
     changes: PartialChatSummary
-
-
-class SessionChatsReorderedAction(ProtocolStruct, kw_only=True, frozen=True):
-    """The owning session's authoritative chat catalog order changed."""
-
-    type: Literal['session/chatsReordered'] = 'session/chatsReordered'
-    #: Every chat URI in authoritative catalog order.
-    chats: tuple[URI, ...]
 
 
 class SessionConfigChangedAction(ProtocolStruct, kw_only=True, frozen=True):
@@ -3838,8 +2998,6 @@ class SessionConfigCompletionsParams(ProtocolStruct, kw_only=True, frozen=True):
     """Queries the server for allowed values of a dynamic session config property."""
 
     channel: str
-    #: Optional JSON-serializable metadata associated with this request. Receivers MUST ignore keys they do not understand.
-    meta: dict[str, Any] | UnsetType = msgspec.field(name='_meta', default=UNSET)
     #: Agent provider ID
     provider: str | UnsetType = UNSET
     #: Working directory for the session
@@ -3880,10 +3038,6 @@ class SessionConfigPropertySchema(ProtocolStruct, kw_only=True, frozen=True):
     read_only: bool | UnsetType = msgspec.field(name='readOnly', default=UNSET)
     #: JSON Schema: schema for array items (used when `type` is `'array'`)
     items: ConfigPropertySchema | UnsetType = UNSET
-    #: JSON Schema: minimum number of array items (used when `type` is `'array'`)
-    min_items: int | UnsetType = msgspec.field(name='minItems', default=UNSET)
-    #: JSON Schema: maximum number of array items (used when `type` is `'array'`)
-    max_items: int | UnsetType = msgspec.field(name='maxItems', default=UNSET)
     #: JSON Schema: property descriptors for object properties (used when `type` is `'object'`)
     properties: dict[str, ConfigPropertySchema] | UnsetType = UNSET
     #: JSON Schema: list of required property ids (used when `type` is `'object'`)
@@ -3944,13 +3098,13 @@ class SessionCustomizationRemovedAction(ProtocolStruct, kw_only=True, frozen=Tru
 
 
 class SessionCustomizationToggledAction(ProtocolStruct, kw_only=True, frozen=True):
-    """A client updated a customization's enablement decisions."""
+    """A client toggled a customization on or off."""
 
     type: Literal['session/customizationToggled'] = 'session/customizationToggled'
-    #: The id of the container or child to update.
+    #: The id of the container or child to toggle.
     id: str
-    #: Explicit enablement decisions, replacing the previous list entirely.
-    enablement: tuple[CustomizationEnablement, ...]
+    #: Whether to enable or disable the targeted customization.
+    enabled: bool
 
 
 class SessionCustomizationUpdatedAction(ProtocolStruct, kw_only=True, frozen=True):
@@ -3975,6 +3129,15 @@ class SessionDefaultChatChangedAction(ProtocolStruct, kw_only=True, frozen=True)
     type: Literal['session/defaultChatChanged'] = 'session/defaultChatChanged'
     #: New default chat URI, or `undefined` to clear the hint.
     default_chat: URI | UnsetType | None = msgspec.field(name='defaultChat', default=UNSET)
+
+
+class SessionForkSource(ProtocolStruct, kw_only=True, frozen=True):
+    """Creates a new session with the specified agent provider."""
+
+    #: URI of the existing session to fork from
+    session: URI
+    #: Turn ID in the source session; content up to and including this turn's response is copied
+    turn_id: str = msgspec.field(name='turnId')
 
 
 class SessionInputNeededRemovedAction(ProtocolStruct, kw_only=True, frozen=True):
@@ -4018,14 +3181,6 @@ class SessionIsReadChangedAction(ProtocolStruct, kw_only=True, frozen=True):
     is_read: bool = msgspec.field(name='isRead')
 
 
-class SessionMcpServerBackgroundRequestedAction(ProtocolStruct, kw_only=True, frozen=True):
-    """Requests that the host background the startup of an existing McpServerCustomization that is currently blocking message processing (see McpServerStartingState.blocking), so that new messages can be processed without waiting for the server to finish starting."""
-
-    type: Literal['session/mcpServerBackgroundRequested'] = 'session/mcpServerBackgroundRequested'
-    #: The id of the McpServerCustomization to background.
-    id: str
-
-
 class SessionMcpServerStartRequestedAction(ProtocolStruct, kw_only=True, frozen=True):
     """Requests that the host start or restart an existing McpServerCustomization."""
 
@@ -4059,7 +3214,7 @@ class SessionMetaChangedAction(ProtocolStruct, kw_only=True, frozen=True):
 
     type: Literal['session/metaChanged'] = 'session/metaChanged'
     #: New `_meta` payload, or `undefined` to clear it
-    meta: dict[str, Any] | UnsetType = msgspec.field(name='_meta', default=UNSET)
+    meta: dict[str, Any] | UnsetType | None = msgspec.field(name='_meta', default=UNSET)
 
 
 class SessionMetadata(ProtocolStruct, kw_only=True, frozen=True):
@@ -4073,11 +3228,9 @@ class SessionMetadata(ProtocolStruct, kw_only=True, frozen=True):
     status: int
     #: Human-readable description of what the session is currently doing
     activity: str | UnsetType = UNSET
-    #: Durable AutomationSessionOrigin, when an automation run created this session.
-    origin: SessionOrigin | UnsetType = UNSET
     #: Server-owned project for this session
     project: ProjectInfo | UnsetType = UNSET
-    #: The working directories the session's agent has tool access to, as maintained by working-directory actions. Directories are equal peers except when the agent advertises MultipleWor
+    #: The working directories the session's agent has tool access to, as maintained by the `session/workingDirectorySet` / `session/workingDirectoryRemoved` actions. Directories are **eq
     working_directories: tuple[URI, ...] | UnsetType = msgspec.field(name='workingDirectories', default=UNSET)
     #: Lightweight summary of this session's inline annotations channel (`ahp-session:/<uuid>/annotations`). Surfaced so badge UI can render annotation / entry counts without subscribing.
     annotations: AnnotationsSummary | UnsetType = UNSET
@@ -4140,11 +3293,9 @@ class SessionState(ProtocolStruct, kw_only=True, frozen=True):
     status: int
     #: Human-readable description of what the session is currently doing
     activity: str | UnsetType = UNSET
-    #: Durable AutomationSessionOrigin, when an automation run created this session.
-    origin: SessionOrigin | UnsetType = UNSET
     #: Server-owned project for this session
     project: ProjectInfo | UnsetType = UNSET
-    #: The working directories the session's agent has tool access to, as maintained by working-directory actions. Directories are equal peers except when the agent advertises MultipleWor
+    #: The working directories the session's agent has tool access to, as maintained by the `session/workingDirectorySet` / `session/workingDirectoryRemoved` actions. Directories are **eq
     working_directories: tuple[URI, ...] | UnsetType = msgspec.field(name='workingDirectories', default=UNSET)
     #: Lightweight summary of this session's inline annotations channel (`ahp-session:/<uuid>/annotations`). Surfaced so badge UI can render annotation / entry counts without subscribing.
     annotations: AnnotationsSummary | UnsetType = UNSET
@@ -4158,7 +3309,7 @@ class SessionState(ProtocolStruct, kw_only=True, frozen=True):
     active_clients: tuple[SessionActiveClient, ...] = msgspec.field(name='activeClients')
     #: Catalog of chats in this session.
     chats: tuple[ChatSummary, ...]
-    #: The chat that receives input when the user addresses the session without selecting a specific chat. This routing designation does not determine the chat's catalog position. Hosts M
+    #: The chat that receives input when the user addresses the session without selecting a specific chat. This is a UI routing hint, not a hierarchy marker — chats remain equal peers at
     default_chat: URI | UnsetType = msgspec.field(name='defaultChat', default=UNSET)
     #: Session configuration schema and current values
     config: SessionConfigState | UnsetType = UNSET
@@ -4183,11 +3334,9 @@ class SessionSummary(ProtocolStruct, kw_only=True, frozen=True):
     status: int
     #: Human-readable description of what the session is currently doing
     activity: str | UnsetType = UNSET
-    #: Durable AutomationSessionOrigin, when an automation run created this session.
-    origin: SessionOrigin | UnsetType = UNSET
     #: Server-owned project for this session
     project: ProjectInfo | UnsetType = UNSET
-    #: The working directories the session's agent has tool access to, as maintained by working-directory actions. Directories are equal peers except when the agent advertises MultipleWor
+    #: The working directories the session's agent has tool access to, as maintained by the `session/workingDirectorySet` / `session/workingDirectoryRemoved` actions. Directories are **eq
     working_directories: tuple[URI, ...] | UnsetType = msgspec.field(name='workingDirectories', default=UNSET)
     #: Lightweight summary of this session's inline annotations channel (`ahp-session:/<uuid>/annotations`). Surfaced so badge UI can render annotation / entry counts without subscribing.
     annotations: AnnotationsSummary | UnsetType = UNSET
@@ -4201,10 +3350,6 @@ class SessionSummary(ProtocolStruct, kw_only=True, frozen=True):
     changes: ChangesSummary | UnsetType = UNSET
     #: Lightweight server-defined metadata clients may use for the session presentation. The protocol does not interpret these values; producers SHOULD keep the payload small because summ
     meta: dict[str, Any] | UnsetType = msgspec.field(name='_meta', default=UNSET)
-    #: Lightweight host-authoritative ordered chat catalog.
-    chats: tuple[SessionChatSummary, ...] | UnsetType = UNSET
-    #: Chat that receives input when none is selected, independent of catalog position.
-    default_chat: URI | UnsetType = msgspec.field(name='defaultChat', default=UNSET)
 
 
 class SessionSummaryChangedParams(ProtocolStruct, kw_only=True, frozen=True):
@@ -4252,8 +3397,8 @@ class SessionToolClientExecutionRequest(ProtocolStruct, kw_only=True, frozen=Tru
     turn_id: str = msgspec.field(name='turnId')
     #: The `clientId` expected to execute the tool. Matches the `clientId` of the tool call's client ToolCallContributor.
     client_id: str = msgspec.field(name='clientId')
-    #: The running tool call the session wants the owning client to execute. The host only ever populates this with a ToolCallRunningState.
-    tool_call: ToolCallRunningState = msgspec.field(name='toolCall')
+    #: The running tool call the session wants the owning client to execute. The host only ever populates this with a ToolCallRunningState (i.e. a ToolCallState in `running` status).
+    tool_call: ToolCallState = msgspec.field(name='toolCall')
 
 
 class SessionToolConfirmationRequest(ProtocolStruct, kw_only=True, frozen=True):
@@ -4276,16 +3421,6 @@ class SessionWorkingDirectoryRemovedAction(ProtocolStruct, kw_only=True, frozen=
     type: Literal['session/workingDirectoryRemoved'] = 'session/workingDirectoryRemoved'
     #: The working directory to revoke the session's agent tool access to.
     directory: URI
-
-
-class SessionWorkingDirectoryReplacedAction(ProtocolStruct, kw_only=True, frozen=True):
-    """Atomically replaces one of the session's working directories."""
-
-    type: Literal['session/workingDirectoryReplaced'] = 'session/workingDirectoryReplaced'
-    #: URI of the existing entry to replace.
-    directory: URI
-    #: URI to place in the replaced entry's position.
-    replacement: URI
 
 
 class SessionWorkingDirectorySetAction(ProtocolStruct, kw_only=True, frozen=True):
@@ -4364,7 +3499,7 @@ class SkillCustomization(ProtocolStruct, kw_only=True, frozen=True):
 class Snapshot(ProtocolStruct, kw_only=True, frozen=True):
     """A point-in-time snapshot of a subscribed resource's state, returned by `initialize`, `reconnect`, and `subscribe`."""
 
-    #: The subscribed channel URI (e.g. `ahp-root://`, `ahp-session:/<uuid>`, `ahp-chat:/<uuid>`, or `ahp-canvas:/<uuid>`)
+    #: The subscribed channel URI (e.g. `ahp-root://`, `ahp-session:/<uuid>`, or `ahp-chat:/<uuid>`)
     resource: URI
     #: The current state of the resource
     state: SnapshotState
@@ -4377,8 +3512,6 @@ class SubscribeParams(ProtocolStruct, kw_only=True, frozen=True):
 
     #: Channel URI this command targets.
     channel: URI
-    #: Optional JSON-serializable metadata associated with this request. Receivers MUST ignore keys they do not understand.
-    meta: dict[str, Any] | UnsetType = msgspec.field(name='_meta', default=UNSET)
     #: Optional delivery preferences for this subscription.
     delivery: SubscriptionDeliveryOptions | UnsetType = UNSET
     #: Optional client-requested shape for the returned snapshot.
@@ -4536,14 +3669,6 @@ class TerminalExitedAction(ProtocolStruct, kw_only=True, frozen=True):
     exit_code: int | float | UnsetType = msgspec.field(name='exitCode', default=UNSET)
 
 
-class TerminalExitedLifecycleState(ProtocolStruct, kw_only=True, frozen=True):
-    """A terminal process that has exited."""
-
-    status: Literal['exited'] = 'exited'
-    #: Process exit code, if the runtime reported one.
-    exit_code: int | float | UnsetType = msgspec.field(name='exitCode', default=UNSET)
-
-
 class TerminalInfo(ProtocolStruct, kw_only=True, frozen=True):
     """Lightweight terminal metadata exposed on the root state."""
 
@@ -4553,8 +3678,8 @@ class TerminalInfo(ProtocolStruct, kw_only=True, frozen=True):
     title: str
     #: Who currently holds this terminal
     claim: TerminalClaim
-    #: Current terminal process lifecycle.
-    lifecycle: TerminalLifecycleState
+    #: Process exit code, if the terminal process has exited
+    exit_code: int | float | UnsetType = msgspec.field(name='exitCode', default=UNSET)
 
 
 class TerminalInputAction(ProtocolStruct, kw_only=True, frozen=True):
@@ -4575,12 +3700,6 @@ class TerminalResizedAction(ProtocolStruct, kw_only=True, frozen=True):
     rows: int | float
 
 
-class TerminalRunningLifecycleState(ProtocolStruct, kw_only=True, frozen=True):
-    """A terminal process that is still running."""
-
-    status: Literal['running'] = 'running'
-
-
 class TerminalSessionClaim(ProtocolStruct, kw_only=True, frozen=True):
     """A terminal claimed by a session, optionally scoped to a specific turn or tool call."""
 
@@ -4588,9 +3707,7 @@ class TerminalSessionClaim(ProtocolStruct, kw_only=True, frozen=True):
     kind: Literal['session'] = 'session'
     #: Session URI that claimed the terminal
     session: URI
-    #: Chat URI that claimed the terminal.
-    chat: URI
-    #: Optional turn identifier within the chat.
+    #: Optional turn identifier within the session
     turn_id: str | UnsetType = msgspec.field(name='turnId', default=UNSET)
     #: Optional tool call identifier within the turn
     tool_call_id: str | UnsetType = msgspec.field(name='toolCallId', default=UNSET)
@@ -4609,8 +3726,8 @@ class TerminalState(ProtocolStruct, kw_only=True, frozen=True):
     rows: int | float | UnsetType = UNSET
     #: Typed content parts, replacing the flat `content: string`.
     content: tuple[TerminalContentPart, ...]
-    #: Current terminal process lifecycle.
-    lifecycle: TerminalLifecycleState
+    #: Process exit code, set when the terminal process exits
+    exit_code: int | float | UnsetType = msgspec.field(name='exitCode', default=UNSET)
     #: Who currently holds this terminal
     claim: TerminalClaim
     #: Whether this terminal emits `terminal/commandExecuted` and `terminal/commandFinished` actions and populates `command`-typed parts.
@@ -4703,8 +3820,8 @@ class ToolCallAuthRequiredState(ProtocolStruct, kw_only=True, frozen=True):
     meta: dict[str, Any] | UnsetType = msgspec.field(name='_meta', default=UNSET)
     #: Message describing what the tool will do
     invocation_message: StringOrMarkdown = msgspec.field(name='invocationMessage')
-    #: Final tool input.
-    tool_input: ToolInput | UnsetType = msgspec.field(name='toolInput', default=UNSET)
+    #: Raw tool input
+    tool_input: str | UnsetType = msgspec.field(name='toolInput', default=UNSET)
     #: How the tool was confirmed for execution
     confirmed: str
     #: The confirmation option the user selected, if confirmation options were provided
@@ -4750,8 +3867,8 @@ class ToolCallCancelledState(ProtocolStruct, kw_only=True, frozen=True):
     meta: dict[str, Any] | UnsetType = msgspec.field(name='_meta', default=UNSET)
     #: Message describing what the tool will do
     invocation_message: StringOrMarkdown = msgspec.field(name='invocationMessage')
-    #: Final tool input.
-    tool_input: ToolInput | UnsetType = msgspec.field(name='toolInput', default=UNSET)
+    #: Raw tool input
+    tool_input: str | UnsetType = msgspec.field(name='toolInput', default=UNSET)
     status: Literal['cancelled'] = 'cancelled'
     #: Why the tool was cancelled
     reason: str
@@ -4786,8 +3903,8 @@ class ToolCallCompletedState(ProtocolStruct, kw_only=True, frozen=True):
     meta: dict[str, Any] | UnsetType = msgspec.field(name='_meta', default=UNSET)
     #: Message describing what the tool will do
     invocation_message: StringOrMarkdown = msgspec.field(name='invocationMessage')
-    #: Final tool input.
-    tool_input: ToolInput | UnsetType = msgspec.field(name='toolInput', default=UNSET)
+    #: Raw tool input
+    tool_input: str | UnsetType = msgspec.field(name='toolInput', default=UNSET)
     #: Whether the tool succeeded
     success: bool
     #: Past-tense description of what the tool did
@@ -4803,6 +3920,12 @@ class ToolCallCompletedState(ProtocolStruct, kw_only=True, frozen=True):
     #: The confirmation option the user selected, if confirmation options were provided
     selected_option: ConfirmationOption | UnsetType = msgspec.field(name='selectedOption', default=UNSET)
     status: Literal['completed'] = 'completed'
+
+
+class ToolCallEdits(ProtocolStruct, kw_only=True, frozen=True):
+    """File edits that this tool call will perform, for preview before confirmation"""
+
+    items: tuple[FileEdit, ...]
 
 
 class ToolCallError(ProtocolStruct, kw_only=True, frozen=True):
@@ -4823,8 +3946,8 @@ class ToolCallParameterFields(ProtocolStruct, kw_only=True, frozen=True):
 
     #: Message describing what the tool will do
     invocation_message: StringOrMarkdown = msgspec.field(name='invocationMessage')
-    #: Final tool input.
-    tool_input: ToolInput | UnsetType = msgspec.field(name='toolInput', default=UNSET)
+    #: Raw tool input
+    tool_input: str | UnsetType = msgspec.field(name='toolInput', default=UNSET)
 
 
 class ToolCallPendingConfirmationState(ProtocolStruct, kw_only=True, frozen=True):
@@ -4844,15 +3967,15 @@ class ToolCallPendingConfirmationState(ProtocolStruct, kw_only=True, frozen=True
     meta: dict[str, Any] | UnsetType = msgspec.field(name='_meta', default=UNSET)
     #: Message describing what the tool will do
     invocation_message: StringOrMarkdown = msgspec.field(name='invocationMessage')
-    #: Final tool input.
-    tool_input: ToolInput | UnsetType = msgspec.field(name='toolInput', default=UNSET)
+    #: Raw tool input
+    tool_input: str | UnsetType = msgspec.field(name='toolInput', default=UNSET)
     status: Literal['pending-confirmation'] = 'pending-confirmation'
     #: Short title for the confirmation prompt (e.g. `'Run in terminal'`, `'Write file'`)
     confirmation_title: StringOrMarkdown | UnsetType = msgspec.field(name='confirmationTitle', default=UNSET)
     #: Risk assessment that informed the confirmation requirement.
     risk_assessment: ToolCallRiskAssessment | UnsetType = msgspec.field(name='riskAssessment', default=UNSET)
     #: File edits that this tool call will perform, for preview before confirmation
-    edits: FileEditCollection | UnsetType = UNSET
+    edits: ToolCallEdits | UnsetType = UNSET
     #: Whether the agent host allows the client to edit the tool's input parameters before confirming
     editable: bool | UnsetType = UNSET
     #: Options the server offers for this confirmation. When present, the client SHOULD render these instead of a plain approve/deny UI. Each option belongs to a ConfirmationOptionGroup s
@@ -4876,8 +3999,8 @@ class ToolCallPendingResultConfirmationState(ProtocolStruct, kw_only=True, froze
     meta: dict[str, Any] | UnsetType = msgspec.field(name='_meta', default=UNSET)
     #: Message describing what the tool will do
     invocation_message: StringOrMarkdown = msgspec.field(name='invocationMessage')
-    #: Final tool input.
-    tool_input: ToolInput | UnsetType = msgspec.field(name='toolInput', default=UNSET)
+    #: Raw tool input
+    tool_input: str | UnsetType = msgspec.field(name='toolInput', default=UNSET)
     #: Whether the tool succeeded
     success: bool
     #: Past-tense description of what the tool did
@@ -4966,8 +4089,8 @@ class ToolCallRunningState(ProtocolStruct, kw_only=True, frozen=True):
     meta: dict[str, Any] | UnsetType = msgspec.field(name='_meta', default=UNSET)
     #: Message describing what the tool will do
     invocation_message: StringOrMarkdown = msgspec.field(name='invocationMessage')
-    #: Final tool input.
-    tool_input: ToolInput | UnsetType = msgspec.field(name='toolInput', default=UNSET)
+    #: Raw tool input
+    tool_input: str | UnsetType = msgspec.field(name='toolInput', default=UNSET)
     #: How the tool was confirmed for execution
     confirmed: str
     #: The confirmation option the user selected, if confirmation options were provided
@@ -4993,7 +4116,7 @@ class ToolCallStreamingState(ProtocolStruct, kw_only=True, frozen=True):
     #: Additional provider-specific metadata for this tool call.
     meta: dict[str, Any] | UnsetType = msgspec.field(name='_meta', default=UNSET)
     status: Literal['streaming'] = 'streaming'
-    #: Partial parameters accumulated from tool-call deltas.
+    #: Partial parameters accumulated so far
     partial_input: str | UnsetType = msgspec.field(name='partialInput', default=UNSET)
     #: Progress message shown while parameters are streaming
     invocation_message: StringOrMarkdown | UnsetType = msgspec.field(name='invocationMessage', default=UNSET)
@@ -5036,7 +4159,7 @@ class ToolResultFileEditContent(ProtocolStruct, kw_only=True, frozen=True):
     #: The file state after the edit. Absent for file deletions.
     after: FileEditSide | UnsetType = UNSET
     #: Optional diff display metadata
-    diff: FileEditDiffStats | UnsetType = UNSET
+    diff: FileEditDiff | UnsetType = UNSET
     type: Literal['fileEdit'] = 'fileEdit'
 
 
@@ -5072,7 +4195,7 @@ class ToolResultTerminalContent(ProtocolStruct, kw_only=True, frozen=True):
     """A reference to a terminal whose output is relevant to this tool result."""
 
     type: Literal['terminal'] = 'terminal'
-    #: Terminal URI (subscribable for live or retained terminal state)
+    #: Terminal URI (subscribable for full terminal state)
     resource: URI
     #: Display title for the terminal content
     title: str
@@ -5115,6 +4238,8 @@ class Turn(ProtocolStruct, kw_only=True, frozen=True):
     usage: UsageInfo | UnsetType | None = UNSET
     #: How the turn ended
     state: str
+    #: Error details if state is `'error'`
+    error: ErrorInfo | UnsetType = UNSET
 
 
 class UnsubscribeParams(ProtocolStruct, kw_only=True, frozen=True):
@@ -5145,7 +4270,6 @@ class UsageInfo(ProtocolStruct, kw_only=True, frozen=True):
 
 
 StringOrMarkdown: TypeAlias = str | MarkdownString
-ToolInput: TypeAlias = str | ContentRef
 
 if TYPE_CHECKING:
     AnnotationsAction: TypeAlias = (
@@ -5154,53 +4278,6 @@ if TYPE_CHECKING:
         | AnnotationsRemovedAction
         | AnnotationsEntrySetAction
         | AnnotationsEntryRemovedAction
-        | UnknownVariant
-    )
-    AutomationAction: TypeAlias = (
-        AutomationCreateRequestedAction
-        | AutomationUpdateRequestedAction
-        | AutomationSetAction
-        | AutomationRemovedAction
-        | UnknownVariant
-    )
-    AutomationDisableCondition: TypeAlias = (
-        AutomationAfterRunsCondition
-        | AutomationAfterDateCondition
-        | UnknownVariant
-    )
-    AutomationRunAction: TypeAlias = (
-        AutomationRunLifecycleChangedAction
-        | AutomationRunSessionSetAction
-        | AutomationRunSessionRemovedAction
-        | AutomationRunPrimarySessionChangedAction
-        | AutomationRunCancelRequestedAction
-        | UnknownVariant
-    )
-    AutomationRunLifecycle: TypeAlias = (
-        AutomationPendingRunLifecycle
-        | AutomationRunningRunLifecycle
-        | AutomationCompletedRunLifecycle
-        | AutomationFailedRunLifecycle
-        | AutomationCancelledRunLifecycle
-        | UnknownVariant
-    )
-    AutomationRunOrigin: TypeAlias = (
-        AutomationManualRunOrigin
-        | AutomationTriggeredRunOrigin
-        | UnknownVariant
-    )
-    AutomationTrigger: TypeAlias = (
-        AutomationScheduleTrigger
-        | AutomationEventTrigger
-        | UnknownVariant
-    )
-    BackgroundWork: TypeAlias = (
-        BackgroundShellWork
-        | BackgroundSubagentWork
-        | UnknownVariant
-    )
-    CanvasAction: TypeAlias = (
-        CanvasStateChangedAction
         | UnknownVariant
     )
     ChangesetAction: TypeAlias = (
@@ -5240,13 +4317,7 @@ if TYPE_CHECKING:
         | ChatTurnCompleteAction
         | ChatTurnCancelledAction
         | ChatErrorAction
-        | ChatTurnResumeAction
         | ChatActivityChangedAction
-        | ChatBackgroundWorkSetAction
-        | ChatBackgroundWorkRemovedAction
-        | ChatMovableChangedAction
-        | ChatChangesetsChangedAction
-        | ChatCanvasesChangedAction
         | ChatWorkingDirectorySetAction
         | ChatWorkingDirectoryRemovedAction
         | ChatUsageAction
@@ -5255,8 +4326,6 @@ if TYPE_CHECKING:
         | ChatPendingMessageRemovedAction
         | ChatQueuedMessagesReorderedAction
         | ChatDraftChangedAction
-        | ChatIsReadChangedAction
-        | ChatIsArchivedChangedAction
         | ChatInputRequestedAction
         | ChatInputAnswerChangedAction
         | ChatInputCompletedAction
@@ -5283,11 +4352,6 @@ if TYPE_CHECKING:
         | ChatInputBooleanQuestion
         | ChatInputSingleSelectQuestion
         | ChatInputMultiSelectQuestion
-        | UnknownVariant
-    )
-    ChatMoveDestination: TypeAlias = (
-        ChatMoveToSessionDestination
-        | ChatMoveToNewSessionDestination
         | UnknownVariant
     )
     ChatOrigin: TypeAlias = (
@@ -5317,12 +4381,6 @@ if TYPE_CHECKING:
         | McpServerCustomization
         | UnknownVariant
     )
-    CustomizationEnablement: TypeAlias = (
-        CustomizationEnablementGlobal
-        | CustomizationEnablementWorkspace
-        | CustomizationEnablementSession
-        | UnknownVariant
-    )
     CustomizationLoadState: TypeAlias = (
         CustomizationLoadingState
         | CustomizationLoadedState
@@ -5346,23 +4404,17 @@ if TYPE_CHECKING:
         | MessageChatAttachment
         | UnknownVariant
     )
-    ReconnectResult: TypeAlias = (
-        ReconnectReplayResult
-        | ReconnectSnapshotResult
-        | UnknownVariant
-    )
     ResourceWatchAction: TypeAlias = (
         ResourceWatchChangedAction
         | UnknownVariant
     )
     ResponsePart: TypeAlias = (
         MarkdownResponsePart
-        | ResourceResponsePart
+        | ResourceReponsePart
         | ToolCallResponsePart
         | ReasoningResponsePart
         | SystemNotificationResponsePart
         | InputRequestResponsePart
-        | ErrorResponsePart
         | UnknownVariant
     )
     RootAction: TypeAlias = (
@@ -5378,7 +4430,6 @@ if TYPE_CHECKING:
         | SessionChatAddedAction
         | SessionChatRemovedAction
         | SessionChatUpdatedAction
-        | SessionChatsReorderedAction
         | SessionDefaultChatChangedAction
         | SessionTitleChangedAction
         | SessionServerToolsChangedAction
@@ -5386,7 +4437,6 @@ if TYPE_CHECKING:
         | SessionActiveClientRemovedAction
         | SessionWorkingDirectorySetAction
         | SessionWorkingDirectoryRemovedAction
-        | SessionWorkingDirectoryReplacedAction
         | SessionInputNeededSetAction
         | SessionInputNeededRemovedAction
         | SessionCustomizationsChangedAction
@@ -5396,7 +4446,6 @@ if TYPE_CHECKING:
         | SessionMcpServerStateChangedAction
         | SessionMcpServerStartRequestedAction
         | SessionMcpServerStopRequestedAction
-        | SessionMcpServerBackgroundRequestedAction
         | SessionIsReadChangedAction
         | SessionIsArchivedChangedAction
         | SessionActivityChangedAction
@@ -5420,9 +4469,6 @@ if TYPE_CHECKING:
         | ResourceWatchState
         | AnnotationsState
         | ChatState
-        | CanvasState
-        | AutomationState
-        | AutomationRunState
         | UnknownVariant
     )
     StateAction: TypeAlias = (
@@ -5435,7 +4481,6 @@ if TYPE_CHECKING:
         | SessionChatAddedAction
         | SessionChatRemovedAction
         | SessionChatUpdatedAction
-        | SessionChatsReorderedAction
         | SessionDefaultChatChangedAction
         | SessionTitleChangedAction
         | SessionServerToolsChangedAction
@@ -5443,7 +4488,6 @@ if TYPE_CHECKING:
         | SessionActiveClientRemovedAction
         | SessionWorkingDirectorySetAction
         | SessionWorkingDirectoryRemovedAction
-        | SessionWorkingDirectoryReplacedAction
         | SessionInputNeededSetAction
         | SessionInputNeededRemovedAction
         | SessionCustomizationsChangedAction
@@ -5453,7 +4497,6 @@ if TYPE_CHECKING:
         | SessionMcpServerStateChangedAction
         | SessionMcpServerStartRequestedAction
         | SessionMcpServerStopRequestedAction
-        | SessionMcpServerBackgroundRequestedAction
         | SessionIsReadChangedAction
         | SessionIsArchivedChangedAction
         | SessionActivityChangedAction
@@ -5475,14 +4518,7 @@ if TYPE_CHECKING:
         | ChatTurnCompleteAction
         | ChatTurnCancelledAction
         | ChatErrorAction
-        | ChatTurnResumeAction
         | ChatActivityChangedAction
-        | ChatBackgroundWorkSetAction
-        | ChatBackgroundWorkRemovedAction
-        | ChatMovableChangedAction
-        | ChatChangesetsChangedAction
-        | ChatCanvasesChangedAction
-        | CanvasStateChangedAction
         | ChatWorkingDirectorySetAction
         | ChatWorkingDirectoryRemovedAction
         | ChatUsageAction
@@ -5491,8 +4527,6 @@ if TYPE_CHECKING:
         | ChatPendingMessageRemovedAction
         | ChatQueuedMessagesReorderedAction
         | ChatDraftChangedAction
-        | ChatIsReadChangedAction
-        | ChatIsArchivedChangedAction
         | ChatInputRequestedAction
         | ChatInputAnswerChangedAction
         | ChatInputCompletedAction
@@ -5523,15 +4557,6 @@ if TYPE_CHECKING:
         | TerminalCommandExecutedAction
         | TerminalCommandFinishedAction
         | ResourceWatchChangedAction
-        | AutomationCreateRequestedAction
-        | AutomationUpdateRequestedAction
-        | AutomationSetAction
-        | AutomationRemovedAction
-        | AutomationRunLifecycleChangedAction
-        | AutomationRunSessionSetAction
-        | AutomationRunSessionRemovedAction
-        | AutomationRunPrimarySessionChangedAction
-        | AutomationRunCancelRequestedAction
         | UnknownVariant
     )
     TerminalAction: TypeAlias = (
@@ -5556,11 +4581,6 @@ if TYPE_CHECKING:
     TerminalContentPart: TypeAlias = (
         TerminalUnclassifiedPart
         | TerminalCommandPart
-        | UnknownVariant
-    )
-    TerminalLifecycleState: TypeAlias = (
-        TerminalRunningLifecycleState
-        | TerminalExitedLifecycleState
         | UnknownVariant
     )
     ToolCallConfirmationState: TypeAlias = (
@@ -5607,77 +4627,6 @@ else:
             'annotations/removed': AnnotationsRemovedAction,
             'annotations/entrySet': AnnotationsEntrySetAction,
             'annotations/entryRemoved': AnnotationsEntryRemovedAction,
-        },
-    )
-    AutomationAction = open_union(
-        'AutomationAction',
-        'type',
-        {
-            'automation/createRequested': AutomationCreateRequestedAction,
-            'automation/updateRequested': AutomationUpdateRequestedAction,
-            'automation/set': AutomationSetAction,
-            'automation/removed': AutomationRemovedAction,
-        },
-    )
-    AutomationDisableCondition = open_union(
-        'AutomationDisableCondition',
-        'kind',
-        {
-            'afterRuns': AutomationAfterRunsCondition,
-            'afterDate': AutomationAfterDateCondition,
-        },
-    )
-    AutomationRunAction = open_union(
-        'AutomationRunAction',
-        'type',
-        {
-            'automationRun/lifecycleChanged': AutomationRunLifecycleChangedAction,
-            'automationRun/sessionSet': AutomationRunSessionSetAction,
-            'automationRun/sessionRemoved': AutomationRunSessionRemovedAction,
-            'automationRun/primarySessionChanged': AutomationRunPrimarySessionChangedAction,
-            'automationRun/cancelRequested': AutomationRunCancelRequestedAction,
-        },
-    )
-    AutomationRunLifecycle = open_union(
-        'AutomationRunLifecycle',
-        'status',
-        {
-            'pending': AutomationPendingRunLifecycle,
-            'running': AutomationRunningRunLifecycle,
-            'completed': AutomationCompletedRunLifecycle,
-            'failed': AutomationFailedRunLifecycle,
-            'cancelled': AutomationCancelledRunLifecycle,
-        },
-    )
-    AutomationRunOrigin = open_union(
-        'AutomationRunOrigin',
-        'kind',
-        {
-            'manual': AutomationManualRunOrigin,
-            'trigger': AutomationTriggeredRunOrigin,
-        },
-    )
-    AutomationTrigger = open_union(
-        'AutomationTrigger',
-        'kind',
-        {
-            'schedule': AutomationScheduleTrigger,
-            'event': AutomationEventTrigger,
-        },
-    )
-    BackgroundWork = open_union(
-        'BackgroundWork',
-        'kind',
-        {
-            'shell': BackgroundShellWork,
-            'subagent': BackgroundSubagentWork,
-        },
-    )
-    CanvasAction = open_union(
-        'CanvasAction',
-        'type',
-        {
-            'canvas/stateChanged': CanvasStateChangedAction,
         },
     )
     ChangesetAction = open_union(
@@ -5729,13 +4678,7 @@ else:
             'chat/turnComplete': ChatTurnCompleteAction,
             'chat/turnCancelled': ChatTurnCancelledAction,
             'chat/error': ChatErrorAction,
-            'chat/turnResume': ChatTurnResumeAction,
             'chat/activityChanged': ChatActivityChangedAction,
-            'chat/backgroundWorkSet': ChatBackgroundWorkSetAction,
-            'chat/backgroundWorkRemoved': ChatBackgroundWorkRemovedAction,
-            'chat/movableChanged': ChatMovableChangedAction,
-            'chat/changesetsChanged': ChatChangesetsChangedAction,
-            'chat/canvasesChanged': ChatCanvasesChangedAction,
             'chat/workingDirectorySet': ChatWorkingDirectorySetAction,
             'chat/workingDirectoryRemoved': ChatWorkingDirectoryRemovedAction,
             'chat/usage': ChatUsageAction,
@@ -5744,8 +4687,6 @@ else:
             'chat/pendingMessageRemoved': ChatPendingMessageRemovedAction,
             'chat/queuedMessagesReordered': ChatQueuedMessagesReorderedAction,
             'chat/draftChanged': ChatDraftChangedAction,
-            'chat/isReadChanged': ChatIsReadChangedAction,
-            'chat/isArchivedChanged': ChatIsArchivedChangedAction,
             'chat/inputRequested': ChatInputRequestedAction,
             'chat/inputAnswerChanged': ChatInputAnswerChangedAction,
             'chat/inputCompleted': ChatInputCompletedAction,
@@ -5783,14 +4724,6 @@ else:
             'boolean': ChatInputBooleanQuestion,
             'single-select': ChatInputSingleSelectQuestion,
             'multi-select': ChatInputMultiSelectQuestion,
-        },
-    )
-    ChatMoveDestination = open_union(
-        'ChatMoveDestination',
-        'kind',
-        {
-            'session': ChatMoveToSessionDestination,
-            'newSession': ChatMoveToNewSessionDestination,
         },
     )
     ChatOrigin = open_union(
@@ -5832,15 +4765,6 @@ else:
             'mcpServer': McpServerCustomization,
         },
     )
-    CustomizationEnablement = open_union(
-        'CustomizationEnablement',
-        'kind',
-        {
-            'global': CustomizationEnablementGlobal,
-            'workspace': CustomizationEnablementWorkspace,
-            'session': CustomizationEnablementSession,
-        },
-    )
     CustomizationLoadState = open_union(
         'CustomizationLoadState',
         'kind',
@@ -5873,14 +4797,6 @@ else:
             'chat': MessageChatAttachment,
         },
     )
-    ReconnectResult = open_union(
-        'ReconnectResult',
-        'type',
-        {
-            'replay': ReconnectReplayResult,
-            'snapshot': ReconnectSnapshotResult,
-        },
-    )
     ResourceWatchAction = open_union(
         'ResourceWatchAction',
         'type',
@@ -5893,12 +4809,11 @@ else:
         'kind',
         {
             'markdown': MarkdownResponsePart,
-            'contentRef': ResourceResponsePart,
+            'contentRef': ResourceReponsePart,
             'toolCall': ToolCallResponsePart,
             'reasoning': ReasoningResponsePart,
             'systemNotification': SystemNotificationResponsePart,
             'inputRequest': InputRequestResponsePart,
-            'error': ErrorResponsePart,
         },
     )
     RootAction = open_union(
@@ -5920,7 +4835,6 @@ else:
             'session/chatAdded': SessionChatAddedAction,
             'session/chatRemoved': SessionChatRemovedAction,
             'session/chatUpdated': SessionChatUpdatedAction,
-            'session/chatsReordered': SessionChatsReorderedAction,
             'session/defaultChatChanged': SessionDefaultChatChangedAction,
             'session/titleChanged': SessionTitleChangedAction,
             'session/serverToolsChanged': SessionServerToolsChangedAction,
@@ -5928,7 +4842,6 @@ else:
             'session/activeClientRemoved': SessionActiveClientRemovedAction,
             'session/workingDirectorySet': SessionWorkingDirectorySetAction,
             'session/workingDirectoryRemoved': SessionWorkingDirectoryRemovedAction,
-            'session/workingDirectoryReplaced': SessionWorkingDirectoryReplacedAction,
             'session/inputNeededSet': SessionInputNeededSetAction,
             'session/inputNeededRemoved': SessionInputNeededRemovedAction,
             'session/customizationsChanged': SessionCustomizationsChangedAction,
@@ -5938,7 +4851,6 @@ else:
             'session/mcpServerStateChanged': SessionMcpServerStateChangedAction,
             'session/mcpServerStartRequested': SessionMcpServerStartRequestedAction,
             'session/mcpServerStopRequested': SessionMcpServerStopRequestedAction,
-            'session/mcpServerBackgroundRequested': SessionMcpServerBackgroundRequestedAction,
             'session/isReadChanged': SessionIsReadChangedAction,
             'session/isArchivedChanged': SessionIsArchivedChangedAction,
             'session/activityChanged': SessionActivityChangedAction,
@@ -5958,7 +4870,7 @@ else:
         },
     )
     SnapshotState = shape_union(
-        'SnapshotState', (('agents', RootState), ('provider', SessionState), ('content', TerminalState), ('files', ChangesetState), ('root', ResourceWatchState), ('modifiedAt', ChatState), ('instanceId', CanvasState), ('entries', AutomationState), ('automation', AutomationRunState), ('annotations', AnnotationsState),)
+        'SnapshotState', (('agents', RootState), ('provider', SessionState), ('content', TerminalState), ('files', ChangesetState), ('root', ResourceWatchState), ('resource', ChatState), ('annotations', AnnotationsState),)
     )
     StateAction = open_union(
         'StateAction',
@@ -5973,7 +4885,6 @@ else:
             'session/chatAdded': SessionChatAddedAction,
             'session/chatRemoved': SessionChatRemovedAction,
             'session/chatUpdated': SessionChatUpdatedAction,
-            'session/chatsReordered': SessionChatsReorderedAction,
             'session/defaultChatChanged': SessionDefaultChatChangedAction,
             'session/titleChanged': SessionTitleChangedAction,
             'session/serverToolsChanged': SessionServerToolsChangedAction,
@@ -5981,7 +4892,6 @@ else:
             'session/activeClientRemoved': SessionActiveClientRemovedAction,
             'session/workingDirectorySet': SessionWorkingDirectorySetAction,
             'session/workingDirectoryRemoved': SessionWorkingDirectoryRemovedAction,
-            'session/workingDirectoryReplaced': SessionWorkingDirectoryReplacedAction,
             'session/inputNeededSet': SessionInputNeededSetAction,
             'session/inputNeededRemoved': SessionInputNeededRemovedAction,
             'session/customizationsChanged': SessionCustomizationsChangedAction,
@@ -5991,7 +4901,6 @@ else:
             'session/mcpServerStateChanged': SessionMcpServerStateChangedAction,
             'session/mcpServerStartRequested': SessionMcpServerStartRequestedAction,
             'session/mcpServerStopRequested': SessionMcpServerStopRequestedAction,
-            'session/mcpServerBackgroundRequested': SessionMcpServerBackgroundRequestedAction,
             'session/isReadChanged': SessionIsReadChangedAction,
             'session/isArchivedChanged': SessionIsArchivedChangedAction,
             'session/activityChanged': SessionActivityChangedAction,
@@ -6013,14 +4922,7 @@ else:
             'chat/turnComplete': ChatTurnCompleteAction,
             'chat/turnCancelled': ChatTurnCancelledAction,
             'chat/error': ChatErrorAction,
-            'chat/turnResume': ChatTurnResumeAction,
             'chat/activityChanged': ChatActivityChangedAction,
-            'chat/backgroundWorkSet': ChatBackgroundWorkSetAction,
-            'chat/backgroundWorkRemoved': ChatBackgroundWorkRemovedAction,
-            'chat/movableChanged': ChatMovableChangedAction,
-            'chat/changesetsChanged': ChatChangesetsChangedAction,
-            'chat/canvasesChanged': ChatCanvasesChangedAction,
-            'canvas/stateChanged': CanvasStateChangedAction,
             'chat/workingDirectorySet': ChatWorkingDirectorySetAction,
             'chat/workingDirectoryRemoved': ChatWorkingDirectoryRemovedAction,
             'chat/usage': ChatUsageAction,
@@ -6029,8 +4931,6 @@ else:
             'chat/pendingMessageRemoved': ChatPendingMessageRemovedAction,
             'chat/queuedMessagesReordered': ChatQueuedMessagesReorderedAction,
             'chat/draftChanged': ChatDraftChangedAction,
-            'chat/isReadChanged': ChatIsReadChangedAction,
-            'chat/isArchivedChanged': ChatIsArchivedChangedAction,
             'chat/inputRequested': ChatInputRequestedAction,
             'chat/inputAnswerChanged': ChatInputAnswerChangedAction,
             'chat/inputCompleted': ChatInputCompletedAction,
@@ -6061,15 +4961,6 @@ else:
             'terminal/commandExecuted': TerminalCommandExecutedAction,
             'terminal/commandFinished': TerminalCommandFinishedAction,
             'resourceWatch/changed': ResourceWatchChangedAction,
-            'automation/createRequested': AutomationCreateRequestedAction,
-            'automation/updateRequested': AutomationUpdateRequestedAction,
-            'automation/set': AutomationSetAction,
-            'automation/removed': AutomationRemovedAction,
-            'automationRun/lifecycleChanged': AutomationRunLifecycleChangedAction,
-            'automationRun/sessionSet': AutomationRunSessionSetAction,
-            'automationRun/sessionRemoved': AutomationRunSessionRemovedAction,
-            'automationRun/primarySessionChanged': AutomationRunPrimarySessionChangedAction,
-            'automationRun/cancelRequested': AutomationRunCancelRequestedAction,
         },
     )
     TerminalAction = open_union(
@@ -6103,14 +4994,6 @@ else:
         {
             'unclassified': TerminalUnclassifiedPart,
             'command': TerminalCommandPart,
-        },
-    )
-    TerminalLifecycleState = open_union(
-        'TerminalLifecycleState',
-        'status',
-        {
-            'running': TerminalRunningLifecycleState,
-            'exited': TerminalExitedLifecycleState,
         },
     )
     ToolCallConfirmationState = open_union(
@@ -6163,7 +5046,6 @@ else:
         },
     )
 
-SessionOrigin: TypeAlias = AutomationSessionOrigin
 
 #: Every named wire type, by its spec name (enums map to their wire type).
 WIRE_TYPES: dict[str, Any] = {
@@ -6178,7 +5060,6 @@ WIRE_TYPES: dict[str, Any] = {
     'AhpMcpUiHostCapabilitiesSampling': AhpMcpUiHostCapabilitiesSampling,
     'Annotation': Annotation,
     'AnnotationEntry': AnnotationEntry,
-    'AnnotationOrigin': AnnotationOrigin,
     'AnnotationsAction': AnnotationsAction,
     'AnnotationsEntryRemovedAction': AnnotationsEntryRemovedAction,
     'AnnotationsEntrySetAction': AnnotationsEntrySetAction,
@@ -6191,57 +5072,7 @@ WIRE_TYPES: dict[str, Any] = {
     'AuthRequiredParams': AuthRequiredParams,
     'AuthenticateParams': AuthenticateParams,
     'AuthenticateResult': AuthenticateResult,
-    'AutomationAction': AutomationAction,
-    'AutomationAfterDateCondition': AutomationAfterDateCondition,
-    'AutomationAfterRunsCondition': AutomationAfterRunsCondition,
-    'AutomationCancelledRunLifecycle': AutomationCancelledRunLifecycle,
-    'AutomationCapabilities': AutomationCapabilities,
-    'AutomationCompletedRunLifecycle': AutomationCompletedRunLifecycle,
-    'AutomationCreateCapability': AutomationCreateCapability,
-    'AutomationCreateRequestedAction': AutomationCreateRequestedAction,
-    'AutomationCustomizationsCapability': AutomationCustomizationsCapability,
-    'AutomationDefinition': AutomationDefinition,
-    'AutomationDefinitionPatch': AutomationDefinitionPatch,
-    'AutomationDisableCondition': AutomationDisableCondition,
-    'AutomationEntry': AutomationEntry,
-    'AutomationEventTrigger': AutomationEventTrigger,
-    'AutomationFailedRunLifecycle': AutomationFailedRunLifecycle,
-    'AutomationManualRunOrigin': AutomationManualRunOrigin,
-    'AutomationPendingRunLifecycle': AutomationPendingRunLifecycle,
-    'AutomationRemovedAction': AutomationRemovedAction,
-    'AutomationRunAction': AutomationRunAction,
-    'AutomationRunCancelRequestedAction': AutomationRunCancelRequestedAction,
-    'AutomationRunCancellationCapability': AutomationRunCancellationCapability,
-    'AutomationRunLifecycle': AutomationRunLifecycle,
-    'AutomationRunLifecycleChangedAction': AutomationRunLifecycleChangedAction,
-    'AutomationRunOrigin': AutomationRunOrigin,
-    'AutomationRunPrimarySessionChangedAction': AutomationRunPrimarySessionChangedAction,
-    'AutomationRunSessionRemovedAction': AutomationRunSessionRemovedAction,
-    'AutomationRunSessionSetAction': AutomationRunSessionSetAction,
-    'AutomationRunState': AutomationRunState,
-    'AutomationRunSummary': AutomationRunSummary,
-    'AutomationRunningRunLifecycle': AutomationRunningRunLifecycle,
-    'AutomationSchedule': AutomationSchedule,
-    'AutomationScheduleCapabilities': AutomationScheduleCapabilities,
-    'AutomationScheduleTrigger': AutomationScheduleTrigger,
-    'AutomationSessionOrigin': AutomationSessionOrigin,
-    'AutomationSessionTemplate': AutomationSessionTemplate,
-    'AutomationSetAction': AutomationSetAction,
-    'AutomationState': AutomationState,
-    'AutomationTrigger': AutomationTrigger,
-    'AutomationTriggerDefinition': AutomationTriggerDefinition,
-    'AutomationTriggerEventDefinition': AutomationTriggerEventDefinition,
-    'AutomationTriggeredRunOrigin': AutomationTriggeredRunOrigin,
-    'AutomationUpdateRequestedAction': AutomationUpdateRequestedAction,
-    'BackgroundShellWork': BackgroundShellWork,
-    'BackgroundSubagentWork': BackgroundSubagentWork,
-    'BackgroundWork': BackgroundWork,
-    'BackgroundWorkBase': BackgroundWorkBase,
     'BaseParams': BaseParams,
-    'CanvasAction': CanvasAction,
-    'CanvasReference': CanvasReference,
-    'CanvasState': CanvasState,
-    'CanvasStateChangedAction': CanvasStateChangedAction,
     'ChangesSummary': ChangesSummary,
     'Changeset': Changeset,
     'ChangesetAction': ChangesetAction,
@@ -6263,10 +5094,6 @@ WIRE_TYPES: dict[str, Any] = {
     'ChangesetStatusChangedAction': ChangesetStatusChangedAction,
     'ChatAction': ChatAction,
     'ChatActivityChangedAction': ChatActivityChangedAction,
-    'ChatBackgroundWorkRemovedAction': ChatBackgroundWorkRemovedAction,
-    'ChatBackgroundWorkSetAction': ChatBackgroundWorkSetAction,
-    'ChatCanvasesChangedAction': ChatCanvasesChangedAction,
-    'ChatChangesetsChangedAction': ChatChangesetsChangedAction,
     'ChatDeltaAction': ChatDeltaAction,
     'ChatDraftChangedAction': ChatDraftChangedAction,
     'ChatErrorAction': ChatErrorAction,
@@ -6291,12 +5118,6 @@ WIRE_TYPES: dict[str, Any] = {
     'ChatInputSkipped': ChatInputSkipped,
     'ChatInputTextAnswerValue': ChatInputTextAnswerValue,
     'ChatInputTextQuestion': ChatInputTextQuestion,
-    'ChatIsArchivedChangedAction': ChatIsArchivedChangedAction,
-    'ChatIsReadChangedAction': ChatIsReadChangedAction,
-    'ChatMovableChangedAction': ChatMovableChangedAction,
-    'ChatMoveDestination': ChatMoveDestination,
-    'ChatMoveToNewSessionDestination': ChatMoveToNewSessionDestination,
-    'ChatMoveToSessionDestination': ChatMoveToSessionDestination,
     'ChatOrigin': ChatOrigin,
     'ChatOriginFork': ChatOriginFork,
     'ChatOriginSideChat': ChatOriginSideChat,
@@ -6324,7 +5145,6 @@ WIRE_TYPES: dict[str, Any] = {
     'ChatTruncatedAction': ChatTruncatedAction,
     'ChatTurnCancelledAction': ChatTurnCancelledAction,
     'ChatTurnCompleteAction': ChatTurnCompleteAction,
-    'ChatTurnResumeAction': ChatTurnResumeAction,
     'ChatTurnStartedAction': ChatTurnStartedAction,
     'ChatTurnsLoadedAction': ChatTurnsLoadedAction,
     'ChatUsageAction': ChatUsageAction,
@@ -6350,10 +5170,6 @@ WIRE_TYPES: dict[str, Any] = {
     'Customization': Customization,
     'CustomizationBase': CustomizationBase,
     'CustomizationDegradedState': CustomizationDegradedState,
-    'CustomizationEnablement': CustomizationEnablement,
-    'CustomizationEnablementGlobal': CustomizationEnablementGlobal,
-    'CustomizationEnablementSession': CustomizationEnablementSession,
-    'CustomizationEnablementWorkspace': CustomizationEnablementWorkspace,
     'CustomizationErrorState': CustomizationErrorState,
     'CustomizationLoadState': CustomizationLoadState,
     'CustomizationLoadedState': CustomizationLoadedState,
@@ -6365,14 +5181,10 @@ WIRE_TYPES: dict[str, Any] = {
     'DisposeSessionParams': DisposeSessionParams,
     'DisposeTerminalParams': DisposeTerminalParams,
     'ErrorInfo': ErrorInfo,
-    'ErrorResponsePart': ErrorResponsePart,
-    'FetchAutomationRunsParams': FetchAutomationRunsParams,
-    'FetchAutomationRunsResult': FetchAutomationRunsResult,
     'FetchTurnsParams': FetchTurnsParams,
     'FetchTurnsResult': FetchTurnsResult,
     'FileEdit': FileEdit,
-    'FileEditCollection': FileEditCollection,
-    'FileEditDiffStats': FileEditDiffStats,
+    'FileEditDiff': FileEditDiff,
     'FileEditSide': FileEditSide,
     'ForkChatSource': ForkChatSource,
     'HookCustomization': HookCustomization,
@@ -6384,8 +5196,6 @@ WIRE_TYPES: dict[str, Any] = {
     'InvokeChangesetOperationParams': InvokeChangesetOperationParams,
     'InvokeChangesetOperationResult': InvokeChangesetOperationResult,
     'JsonPrimitive': JsonPrimitive,
-    'ListAutomationTriggerDefinitionsParams': ListAutomationTriggerDefinitionsParams,
-    'ListAutomationTriggerDefinitionsResult': ListAutomationTriggerDefinitionsResult,
     'ListChangedCapability': ListChangedCapability,
     'ListSessionsParams': ListSessionsParams,
     'ListSessionsResult': ListSessionsResult,
@@ -6410,8 +5220,6 @@ WIRE_TYPES: dict[str, Any] = {
     'MessageOrigin': MessageOrigin,
     'MessageResourceAttachment': MessageResourceAttachment,
     'ModelSelection': ModelSelection,
-    'MoveChatParams': MoveChatParams,
-    'MoveChatResult': MoveChatResult,
     'MultipleChatsCapability': MultipleChatsCapability,
     'MultipleWorkingDirectoriesCapability': MultipleWorkingDirectoriesCapability,
     'OtlpExportLogsParams': OtlpExportLogsParams,
@@ -6433,7 +5241,6 @@ WIRE_TYPES: dict[str, Any] = {
     'ReasoningResponsePart': ReasoningResponsePart,
     'ReconnectParams': ReconnectParams,
     'ReconnectReplayResult': ReconnectReplayResult,
-    'ReconnectResult': ReconnectResult,
     'ReconnectSnapshotResult': ReconnectSnapshotResult,
     'ResolveSessionConfigParams': ResolveSessionConfigParams,
     'ResolveSessionConfigResult': ResolveSessionConfigResult,
@@ -6450,11 +5257,11 @@ WIRE_TYPES: dict[str, Any] = {
     'ResourceMoveResult': ResourceMoveResult,
     'ResourceReadParams': ResourceReadParams,
     'ResourceReadResult': ResourceReadResult,
+    'ResourceReponsePart': ResourceReponsePart,
     'ResourceRequestParams': ResourceRequestParams,
     'ResourceRequestResult': ResourceRequestResult,
     'ResourceResolveParams': ResourceResolveParams,
     'ResourceResolveResult': ResourceResolveResult,
-    'ResourceResponsePart': ResourceResponsePart,
     'ResourceWatchAction': ResourceWatchAction,
     'ResourceWatchChangedAction': ResourceWatchChangedAction,
     'ResourceWatchChangedActionChanges': ResourceWatchChangedActionChanges,
@@ -6470,8 +5277,6 @@ WIRE_TYPES: dict[str, Any] = {
     'RootState': RootState,
     'RootTerminalsChangedAction': RootTerminalsChangedAction,
     'RuleCustomization': RuleCustomization,
-    'RunAutomationParams': RunAutomationParams,
-    'RunAutomationResult': RunAutomationResult,
     'SessionAction': SessionAction,
     'SessionActiveClient': SessionActiveClient,
     'SessionActiveClientRemovedAction': SessionActiveClientRemovedAction,
@@ -6482,9 +5287,7 @@ WIRE_TYPES: dict[str, Any] = {
     'SessionChatAddedAction': SessionChatAddedAction,
     'SessionChatInputRequest': SessionChatInputRequest,
     'SessionChatRemovedAction': SessionChatRemovedAction,
-    'SessionChatSummary': SessionChatSummary,
     'SessionChatUpdatedAction': SessionChatUpdatedAction,
-    'SessionChatsReorderedAction': SessionChatsReorderedAction,
     'SessionConfigChangedAction': SessionConfigChangedAction,
     'SessionConfigCompletionsParams': SessionConfigCompletionsParams,
     'SessionConfigCompletionsResult': SessionConfigCompletionsResult,
@@ -6498,20 +5301,19 @@ WIRE_TYPES: dict[str, Any] = {
     'SessionCustomizationUpdatedAction': SessionCustomizationUpdatedAction,
     'SessionCustomizationsChangedAction': SessionCustomizationsChangedAction,
     'SessionDefaultChatChangedAction': SessionDefaultChatChangedAction,
+    'SessionForkSource': SessionForkSource,
     'SessionInputNeededRemovedAction': SessionInputNeededRemovedAction,
     'SessionInputNeededSetAction': SessionInputNeededSetAction,
     'SessionInputRequest': SessionInputRequest,
     'SessionInputRequestBase': SessionInputRequestBase,
     'SessionIsArchivedChangedAction': SessionIsArchivedChangedAction,
     'SessionIsReadChangedAction': SessionIsReadChangedAction,
-    'SessionMcpServerBackgroundRequestedAction': SessionMcpServerBackgroundRequestedAction,
     'SessionMcpServerStartRequestedAction': SessionMcpServerStartRequestedAction,
     'SessionMcpServerStateChangedAction': SessionMcpServerStateChangedAction,
     'SessionMcpServerStopRequestedAction': SessionMcpServerStopRequestedAction,
     'SessionMetaChangedAction': SessionMetaChangedAction,
     'SessionMetadata': SessionMetadata,
     'SessionModelInfo': SessionModelInfo,
-    'SessionOrigin': SessionOrigin,
     'SessionReadyAction': SessionReadyAction,
     'SessionRemovedParams': SessionRemovedParams,
     'SessionServerToolsChangedAction': SessionServerToolsChangedAction,
@@ -6523,7 +5325,6 @@ WIRE_TYPES: dict[str, Any] = {
     'SessionToolClientExecutionRequest': SessionToolClientExecutionRequest,
     'SessionToolConfirmationRequest': SessionToolConfirmationRequest,
     'SessionWorkingDirectoryRemovedAction': SessionWorkingDirectoryRemovedAction,
-    'SessionWorkingDirectoryReplacedAction': SessionWorkingDirectoryReplacedAction,
     'SessionWorkingDirectorySetAction': SessionWorkingDirectorySetAction,
     'SideChatSelection': SideChatSelection,
     'SideChatSource': SideChatSource,
@@ -6553,12 +5354,9 @@ WIRE_TYPES: dict[str, Any] = {
     'TerminalCwdChangedAction': TerminalCwdChangedAction,
     'TerminalDataAction': TerminalDataAction,
     'TerminalExitedAction': TerminalExitedAction,
-    'TerminalExitedLifecycleState': TerminalExitedLifecycleState,
     'TerminalInfo': TerminalInfo,
     'TerminalInputAction': TerminalInputAction,
-    'TerminalLifecycleState': TerminalLifecycleState,
     'TerminalResizedAction': TerminalResizedAction,
-    'TerminalRunningLifecycleState': TerminalRunningLifecycleState,
     'TerminalSessionClaim': TerminalSessionClaim,
     'TerminalState': TerminalState,
     'TerminalTitleChangedAction': TerminalTitleChangedAction,
@@ -6575,6 +5373,7 @@ WIRE_TYPES: dict[str, Any] = {
     'ToolCallCompletedState': ToolCallCompletedState,
     'ToolCallConfirmationState': ToolCallConfirmationState,
     'ToolCallContributor': ToolCallContributor,
+    'ToolCallEdits': ToolCallEdits,
     'ToolCallError': ToolCallError,
     'ToolCallMcpContributor': ToolCallMcpContributor,
     'ToolCallParameterFields': ToolCallParameterFields,
@@ -6591,7 +5390,6 @@ WIRE_TYPES: dict[str, Any] = {
     'ToolCallState': ToolCallState,
     'ToolCallStreamingState': ToolCallStreamingState,
     'ToolDefinition': ToolDefinition,
-    'ToolInput': ToolInput,
     'ToolResultContent': ToolResultContent,
     'ToolResultEmbeddedResourceContent': ToolResultEmbeddedResourceContent,
     'ToolResultFileEditContent': ToolResultFileEditContent,
@@ -6606,8 +5404,6 @@ WIRE_TYPES: dict[str, Any] = {
     'UnsupportedProtocolVersionErrorData': UnsupportedProtocolVersionErrorData,
     'UsageInfo': UsageInfo,
     'AuthRequiredReason': str,
-    'AutomationMisfirePolicy': str,
-    'AutomationOperation': str,
     'ChangesetOperationScope': str,
     'ChangesetOperationStatus': str,
     'ChangesetStatus': str,

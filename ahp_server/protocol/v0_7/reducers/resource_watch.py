@@ -1,8 +1,8 @@
-"""The pure 1.0 reducer of resource-watch channels (``ahp-resource-watch:/<id>``).
+"""The pure reducer of resource-watch channels (``ahp-resource-watch:/<id>``).
 
 Layer: protocol (pure). Spec ``docs/specification/resource-watch-channel.md`` and
 WIRE-SUMMARY §12; semantics of upstream
-``types/channels-resource-watch/reducer.ts`` at 0.7.0 (unchanged at 1.0).
+``types/channels-resource-watch/reducer.ts`` at 0.7.0.
 
 A watch is an event pass-through: ``resourceWatch/changed`` batches travel on
 the action stream and the reducer keeps no history of them. The state is the
@@ -13,7 +13,7 @@ so every action, known or not, returns the input state object itself.
 from __future__ import annotations
 
 from ahp_server.protocol.reducers._common import Clock
-from ahp_server.protocol.v1_0.types import ResourceWatchChangedAction, ResourceWatchState
+from ahp_server.protocol.v0_7.types import ResourceWatchChangedAction, ResourceWatchState
 
 __all__ = ["reduce_resource_watch"]
 

@@ -1,8 +1,6 @@
-"""The pure 1.0 reducer of the root channel (``ahp-root://``).
+"""The pure reducer of the root channel (``ahp-root://``).
 
-Layer: protocol (pure). REDUCER-CHANGES.md "Root reducer": no behaviour change
-from 0.7 (``TerminalInfo`` carries a ``lifecycle`` now; the reducer stores what
-it is given).
+Layer: protocol (pure). WIRE-SUMMARY §9; upstream ``types/reducers.ts`` (root).
 """
 
 from __future__ import annotations
@@ -11,7 +9,7 @@ from msgspec import UNSET
 from msgspec.structs import replace
 
 from ahp_server.protocol.reducers._common import Clock
-from ahp_server.protocol.v1_0.types import (
+from ahp_server.protocol.v0_7.types import (
     RootActiveSessionsChangedAction,
     RootAgentsChangedAction,
     RootConfigChangedAction,
