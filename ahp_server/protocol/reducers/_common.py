@@ -10,9 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from typing import TypeVar
+from typing import Any, TypeVar
 
+import msgspec
 from msgspec import UNSET, UnsetType
+from msgspec.structs import replace
 
 from ahp_server.protocol.types import SessionStatus
 
@@ -22,11 +24,16 @@ __all__ = [
     "absent_if_none",
     "add_milliseconds",
     "coalesce",
+    "find_index",
     "iso_timestamp",
     "js_truthy",
+    "merge_partial",
     "or_empty",
     "replace_at",
+    "upsert",
     "with_activity",
+    "with_flag",
+    "without",
 ]
 
 T = TypeVar("T")
@@ -65,6 +72,55 @@ _last_second: tuple[int | None, str] = (None, "")
 def with_activity(status: int, activity: SessionStatus | int) -> int:
     """Replace the activity bits of ``status``, keeping every flag bit (and unknown bits)."""
     return (status & ~ACTIVITY_MASK) | int(activity)
+
+
+def with_flag(status: int, flag: int, on: bool) -> int:
+    """Set or clear one orthogonal flag bit (IsRead, IsArchived)."""
+    return status | flag if on else status & ~flag
+
+
+# -- lists keyed by an id (tuples: the reducers never mutate) -------------------------
+
+
+def find_index(items: tuple[T, ...], key: Callable[[T], object], value: object) -> int | None:
+    """Index of the first item whose ``key`` equals ``value``."""
+    return next((i for i, item in enumerate(items) if key(item) == value), None)
+
+
+def upsert(items: tuple[T, ...], key: Callable[[T], object], item: T) -> tuple[T, ...]:
+    """Replace the first item with the same key in place, else append."""
+    index = find_index(items, key, key(item))
+    if index is None:
+        return (*items, item)
+    return (*items[:index], item, *items[index + 1 :])
+
+
+def without(items: tuple[T, ...], index: int) -> tuple[T, ...]:
+    return (*items[:index], *items[index + 1 :])
+
+
+S = TypeVar("S", bound=msgspec.Struct)
+
+
+def merge_partial(entry: S, changes: msgspec.Struct, required: frozenset[str]) -> S:
+    """Shallow-merge a ``Partial<T>``: present keys win, ``null`` clears.
+
+    ``resource`` is identity and is never changed. A ``null`` for a field in
+    ``required`` cannot clear it and is ignored.
+    """
+    updates: dict[str, Any] = {}
+    for field in changes.__struct_fields__:
+        if field == "resource":
+            continue
+        value = getattr(changes, field)
+        if value is UNSET:
+            continue
+        if value is None:
+            if field in required:
+                continue
+            value = UNSET
+        updates[field] = value
+    return replace(entry, **updates) if updates else entry
 
 
 # -- JavaScript semantics the reducers of every version reproduce --------------------

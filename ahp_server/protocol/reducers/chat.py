@@ -49,23 +49,14 @@ from msgspec.structs import replace
 from ahp_server.protocol._base import UnknownVariant
 from ahp_server.protocol.reducers._common import (
     Clock,
+    absent_if_none,
     add_milliseconds,
+    coalesce,
+    js_truthy,
+    or_empty,
+    replace_at,
     with_activity,
-)
-from ahp_server.protocol.reducers._common import (
-    absent_if_none as _absent_if_none,
-)
-from ahp_server.protocol.reducers._common import (
-    coalesce as _coalesce,
-)
-from ahp_server.protocol.reducers._common import (
-    js_truthy as _js_truthy,
-)
-from ahp_server.protocol.reducers._common import (
-    or_empty as _or_empty,
-)
-from ahp_server.protocol.reducers._common import (
-    replace_at as _replace_at,
+    with_flag,
 )
 from ahp_server.protocol.types import (
     ActiveTurn,
@@ -226,7 +217,7 @@ def _tool_call_base(tool_call: _KnownToolCall, meta: dict[str, Any] | UnsetType)
         "display_name": tool_call.display_name,
         "intention": tool_call.intention,
         "contributor": tool_call.contributor,
-        "meta": _coalesce(meta, tool_call.meta),
+        "meta": coalesce(meta, tool_call.meta),
     }
 
 
@@ -265,7 +256,7 @@ def _update_tool_call(
 def _resolve_option(
     options: tuple[ConfirmationOption, ...] | UnsetType, option_id: str | UnsetType
 ) -> ConfirmationOption | UnsetType:
-    if not _js_truthy(option_id) or isinstance(options, UnsetType):
+    if not js_truthy(option_id) or isinstance(options, UnsetType):
         return UNSET
     return next((option for option in options if option.id == option_id), UNSET)
 
@@ -296,13 +287,13 @@ def _tool_call_ready(action: ChatToolCallReadyAction) -> Callable[[_KnownToolCal
         base = {
             **_tool_call_base(tc, action.meta),
             "contributor": _refined_contributor(tc.contributor, action.contributor),
-            "intention": _coalesce(action.intention, tc.intention),
+            "intention": coalesce(action.intention, tc.intention),
         }
         # An omitted input keeps the call's own (a streaming call has none).
         tool_input = action.tool_input
         if isinstance(tool_input, UnsetType) and not isinstance(tc, ToolCallStreamingState):
             tool_input = tc.tool_input
-        if _js_truthy(action.confirmed):
+        if js_truthy(action.confirmed):
             assert isinstance(action.confirmed, str)
             # Auto-confirmed: straight to running; nothing merged from a pending state.
             return ToolCallRunningState(
@@ -314,7 +305,7 @@ def _tool_call_ready(action: ChatToolCallReadyAction) -> Callable[[_KnownToolCal
         pending = tc if isinstance(tc, ToolCallPendingConfirmationState) else None
 
         def keep(value: Any, field: str) -> Any:
-            return _coalesce(value, getattr(pending, field) if pending else UNSET)
+            return coalesce(value, getattr(pending, field) if pending else UNSET)
 
         return ToolCallPendingConfirmationState(
             **base,
@@ -393,11 +384,11 @@ def _tool_call_complete(
             # `...action.result` is spread last upstream: its keys win.
             "success": result.success,
             "past_tense_message": result.past_tense_message,
-            "content": _coalesce(result.content, earlier_content),
+            "content": coalesce(result.content, earlier_content),
             "structured_content": result.structured_content,
             "error": result.error,
         }
-        if _js_truthy(action.requires_result_confirmation) and not auth_required:
+        if js_truthy(action.requires_result_confirmation) and not auth_required:
             return ToolCallPendingResultConfirmationState(**fields)
         return ToolCallCompletedState(**fields)
 
@@ -484,9 +475,9 @@ def _tool_call_delta(action: ChatToolCallDeltaAction) -> Callable[[_KnownToolCal
             partial = ("" if isinstance(partial, UnsetType) else partial) + action.content
         return replace(
             tc,
-            meta=_coalesce(action.meta, tc.meta),
+            meta=coalesce(action.meta, tc.meta),
             partial_input=partial,
-            invocation_message=_coalesce(action.invocation_message, tc.invocation_message),
+            invocation_message=coalesce(action.invocation_message, tc.invocation_message),
         )
 
     return update
@@ -498,7 +489,7 @@ def _tool_call_content_changed(
     def update(tc: _KnownToolCall) -> _KnownToolCall:
         if not isinstance(tc, ToolCallRunningState):
             return tc
-        return replace(tc, meta=_coalesce(action.meta, tc.meta), content=action.content)
+        return replace(tc, meta=coalesce(action.meta, tc.meta), content=action.content)
 
     return update
 
@@ -534,7 +525,7 @@ def _append_text(
             if not isinstance(part, kind):
                 return state
             grown = replace(part, content=part.content + text)
-            return _with_parts(state, turn, _replace_at(parts, index, grown))
+            return _with_parts(state, turn, replace_at(parts, index, grown))
     return state
 
 
@@ -546,7 +537,7 @@ def _cancel_unfinished(part: ResponsePart) -> ResponsePart:
     if isinstance(tc, (*_FINISHED, UnknownVariant)):
         return part
     streaming = isinstance(tc, ToolCallStreamingState)
-    invocation = _coalesce(tc.invocation_message, "") if streaming else tc.invocation_message
+    invocation = coalesce(tc.invocation_message, "") if streaming else tc.invocation_message
     cancelled = ToolCallCancelledState(
         **_tool_call_base(tc, UNSET),
         invocation_message=invocation,  # type: ignore[arg-type]  # never UNSET here
@@ -608,7 +599,7 @@ def _turn_started(state: ChatState, action: ChatTurnStartedAction) -> ChatState:
         modified_at=action.started_at,
     )
     queued_id = action.queued_message_id
-    if _js_truthy(queued_id):
+    if js_truthy(queued_id):
         steering = started.steering_message
         if isinstance(steering, PendingMessage) and steering.id == queued_id:
             started = replace(started, steering_message=UNSET)
@@ -637,7 +628,7 @@ def _turns_loaded(state: ChatState, action: ChatTurnsLoadedAction) -> ChatState:
     return replace(
         state,
         turns=(*older, *state.turns),
-        turns_next_cursor=_absent_if_none(action.turns_next_cursor),
+        turns_next_cursor=absent_if_none(action.turns_next_cursor),
     )
 
 
@@ -650,11 +641,11 @@ def _pending_set(state: ChatState, action: ChatPendingMessageSetAction) -> ChatS
         return replace(state, steering_message=entry)
     if action.kind != "queued":
         return state
-    queue = _or_empty(state.queued_messages)
+    queue = or_empty(state.queued_messages)
     index = next((i for i, m in enumerate(queue) if m.id == action.id), None)
     if index is None:
         return replace(state, queued_messages=(*queue, entry))
-    return replace(state, queued_messages=_replace_at(queue, index, entry))
+    return replace(state, queued_messages=replace_at(queue, index, entry))
 
 
 def _pending_removed(state: ChatState, action: ChatPendingMessageRemovedAction) -> ChatState:
@@ -715,8 +706,8 @@ def _input_requested(state: ChatState, action: ChatInputRequestedAction) -> Chat
     else:
         existing = turn.response_parts[index]
         assert isinstance(existing, InputRequestResponsePart)
-        merged = replace(request, answers=_coalesce(request.answers, existing.request.answers))
-        parts = _replace_at(turn.response_parts, index, InputRequestResponsePart(request=merged))
+        merged = replace(request, answers=coalesce(request.answers, existing.request.answers))
+        parts = replace_at(turn.response_parts, index, InputRequestResponsePart(request=merged))
     updated = _with_parts(state, turn, parts)
     return replace(updated, status=summary_status(updated) & ~_IS_READ)
 
@@ -724,7 +715,7 @@ def _input_requested(state: ChatState, action: ChatInputRequestedAction) -> Chat
 def _with_request(
     state: ChatState, turn: ActiveTurn, index: int, part: InputRequestResponsePart
 ) -> ChatState:
-    return _with_parts(state, turn, _replace_at(turn.response_parts, index, part))
+    return _with_parts(state, turn, replace_at(turn.response_parts, index, part))
 
 
 def _request_at(
@@ -831,24 +822,19 @@ def _work_id(work: BackgroundWork) -> object:
 
 def _background_work_set(state: ChatState, work: BackgroundWork) -> ChatState:
     """Upsert by id: replaced in place, else appended (REDUCER-CHANGES 13)."""
-    present = _or_empty(state.background_work)
+    present = or_empty(state.background_work)
     index = next((i for i, w in enumerate(present) if _work_id(w) == _work_id(work)), None)
     if index is None:
         return replace(state, background_work=(*present, work))
-    return replace(state, background_work=_replace_at(present, index, work))
+    return replace(state, background_work=replace_at(present, index, work))
 
 
 def _background_work_removed(state: ChatState, work_id: str) -> ChatState:
-    present = _or_empty(state.background_work)
+    present = or_empty(state.background_work)
     index = next((i for i, w in enumerate(present) if _work_id(w) == work_id), None)
     if index is None:
         return state
     return replace(state, background_work=(*present[:index], *present[index + 1 :]))
-
-
-def _with_flag(state: ChatState, flag: int, on: bool) -> ChatState:
-    """Set or clear one flag bit of the chat's own status (REDUCER-CHANGES 16)."""
-    return replace(state, status=state.status | flag if on else state.status & ~flag)
 
 
 def reduce_chat(state: ChatState, action: object, now: Clock) -> ChatState:
@@ -908,22 +894,23 @@ def reduce_chat(state: ChatState, action: object, now: Clock) -> ChatState:
         case ChatMovableChangedAction(movable=movable):
             return replace(state, movable=movable)
         case ChatChangesetsChangedAction(changesets=changesets):
-            return replace(state, changesets=_absent_if_none(changesets))
+            return replace(state, changesets=absent_if_none(changesets))
         case ChatCanvasesChangedAction(canvases=canvases):
-            return replace(state, canvases=_absent_if_none(canvases))
+            return replace(state, canvases=absent_if_none(canvases))
         case ChatIsReadChangedAction(is_read=is_read):
-            return _with_flag(state, _IS_READ, is_read)
+            # The chat's own flag bits, activity left alone (REDUCER-CHANGES 16).
+            return replace(state, status=with_flag(state.status, _IS_READ, is_read))
         case ChatIsArchivedChangedAction(is_archived=is_archived):
-            return _with_flag(state, _IS_ARCHIVED, is_archived)
+            return replace(state, status=with_flag(state.status, _IS_ARCHIVED, is_archived))
         case ChatActivityChangedAction(activity=activity):
-            return replace(state, activity=_absent_if_none(activity))
+            return replace(state, activity=absent_if_none(activity))
         case ChatWorkingDirectorySetAction(directory=directory):
-            directories = _or_empty(state.working_directories)
+            directories = or_empty(state.working_directories)
             if directory in directories:
                 return state
             return replace(state, working_directories=(*directories, directory))
         case ChatWorkingDirectoryRemovedAction(directory=directory):
-            present = _or_empty(state.working_directories)
+            present = or_empty(state.working_directories)
             if directory not in present:
                 return state
             index = present.index(directory)
@@ -944,7 +931,7 @@ def reduce_chat(state: ChatState, action: object, now: Clock) -> ChatState:
         case ChatQueuedMessagesReorderedAction():
             return _queued_reordered(state, action)
         case ChatDraftChangedAction(draft=draft):
-            return replace(state, draft=_absent_if_none(draft))
+            return replace(state, draft=absent_if_none(draft))
         case ChatInputRequestedAction():
             return _input_requested(state, action)
         case ChatInputAnswerChangedAction():

@@ -35,23 +35,13 @@ from msgspec.structs import replace
 from ahp_server.protocol._base import UnknownVariant
 from ahp_server.protocol.reducers._common import (
     Clock,
+    absent_if_none,
+    coalesce,
     iso_timestamp,
+    js_truthy,
+    or_empty,
+    replace_at,
     with_activity,
-)
-from ahp_server.protocol.reducers._common import (
-    absent_if_none as _absent_if_none,
-)
-from ahp_server.protocol.reducers._common import (
-    coalesce as _coalesce,
-)
-from ahp_server.protocol.reducers._common import (
-    js_truthy as _js_truthy,
-)
-from ahp_server.protocol.reducers._common import (
-    or_empty as _or_empty,
-)
-from ahp_server.protocol.reducers._common import (
-    replace_at as _replace_at,
 )
 from ahp_server.protocol.v0_7.types import (
     ActiveTurn,
@@ -200,7 +190,7 @@ def _tool_call_base(tool_call: _KnownToolCall, meta: dict[str, Any] | UnsetType)
         "display_name": tool_call.display_name,
         "intention": tool_call.intention,
         "contributor": tool_call.contributor,
-        "meta": _coalesce(meta, tool_call.meta),
+        "meta": coalesce(meta, tool_call.meta),
     }
 
 
@@ -239,7 +229,7 @@ def _update_tool_call(
 def _resolve_option(
     options: tuple[ConfirmationOption, ...] | UnsetType, option_id: str | UnsetType
 ) -> ConfirmationOption | UnsetType:
-    if not _js_truthy(option_id) or isinstance(options, UnsetType):
+    if not js_truthy(option_id) or isinstance(options, UnsetType):
         return UNSET
     return next((option for option in options if option.id == option_id), UNSET)
 
@@ -251,7 +241,7 @@ def _tool_call_ready(action: ChatToolCallReadyAction) -> Callable[[_KnownToolCal
         ):
             return tc
         base = _tool_call_base(tc, action.meta)
-        if _js_truthy(action.confirmed):
+        if js_truthy(action.confirmed):
             assert isinstance(action.confirmed, str)
             # Auto-confirmed: straight to running; nothing merged from a pending state.
             return ToolCallRunningState(
@@ -263,7 +253,7 @@ def _tool_call_ready(action: ChatToolCallReadyAction) -> Callable[[_KnownToolCal
         pending = tc if isinstance(tc, ToolCallPendingConfirmationState) else None
 
         def keep(value: Any, field: str) -> Any:
-            return _coalesce(value, getattr(pending, field) if pending else UNSET)
+            return coalesce(value, getattr(pending, field) if pending else UNSET)
 
         return ToolCallPendingConfirmationState(
             **base,
@@ -291,7 +281,7 @@ def _tool_call_confirmed(
             return ToolCallRunningState(
                 **base,
                 invocation_message=tc.invocation_message,
-                tool_input=_coalesce(action.edited_tool_input, tc.tool_input),
+                tool_input=coalesce(action.edited_tool_input, tc.tool_input),
                 confirmed=action.confirmed,
                 selected_option=selected,
             )
@@ -335,11 +325,11 @@ def _tool_call_complete(
             # `...action.result` is spread last upstream: its keys win.
             "success": result.success,
             "past_tense_message": result.past_tense_message,
-            "content": _coalesce(result.content, earlier_content),
+            "content": coalesce(result.content, earlier_content),
             "structured_content": result.structured_content,
             "error": result.error,
         }
-        if _js_truthy(action.requires_result_confirmation) and not auth_required:
+        if js_truthy(action.requires_result_confirmation) and not auth_required:
             return ToolCallPendingResultConfirmationState(**fields)
         return ToolCallCompletedState(**fields)
 
@@ -424,9 +414,9 @@ def _tool_call_delta(action: ChatToolCallDeltaAction) -> Callable[[_KnownToolCal
         previous = "" if isinstance(tc.partial_input, UnsetType) else tc.partial_input
         return replace(
             tc,
-            meta=_coalesce(action.meta, tc.meta),
+            meta=coalesce(action.meta, tc.meta),
             partial_input=previous + action.content,
-            invocation_message=_coalesce(action.invocation_message, tc.invocation_message),
+            invocation_message=coalesce(action.invocation_message, tc.invocation_message),
         )
 
     return update
@@ -438,7 +428,7 @@ def _tool_call_content_changed(
     def update(tc: _KnownToolCall) -> _KnownToolCall:
         if not isinstance(tc, ToolCallRunningState):
             return tc
-        return replace(tc, meta=_coalesce(action.meta, tc.meta), content=action.content)
+        return replace(tc, meta=coalesce(action.meta, tc.meta), content=action.content)
 
     return update
 
@@ -474,7 +464,7 @@ def _append_text(
             if not isinstance(part, kind):
                 return state
             grown = replace(part, content=part.content + text)
-            return _with_parts(state, turn, _replace_at(parts, index, grown))
+            return _with_parts(state, turn, replace_at(parts, index, grown))
     return state
 
 
@@ -486,7 +476,7 @@ def _cancel_unfinished(part: ResponsePart) -> ResponsePart:
     if isinstance(tc, (*_FINISHED, UnknownVariant)):
         return part
     streaming = isinstance(tc, ToolCallStreamingState)
-    invocation = _coalesce(tc.invocation_message, "") if streaming else tc.invocation_message
+    invocation = coalesce(tc.invocation_message, "") if streaming else tc.invocation_message
     cancelled = ToolCallCancelledState(
         **_tool_call_base(tc, UNSET),
         invocation_message=invocation,  # type: ignore[arg-type]  # never UNSET here
@@ -543,7 +533,7 @@ def _turn_started(state: ChatState, action: ChatTurnStartedAction, now: Clock) -
         modified_at=iso_timestamp(now()),
     )
     queued_id = action.queued_message_id
-    if _js_truthy(queued_id):
+    if js_truthy(queued_id):
         steering = started.steering_message
         if isinstance(steering, PendingMessage) and steering.id == queued_id:
             started = replace(started, steering_message=UNSET)
@@ -572,7 +562,7 @@ def _turns_loaded(state: ChatState, action: ChatTurnsLoadedAction) -> ChatState:
     return replace(
         state,
         turns=(*older, *state.turns),
-        turns_next_cursor=_absent_if_none(action.turns_next_cursor),
+        turns_next_cursor=absent_if_none(action.turns_next_cursor),
     )
 
 
@@ -585,11 +575,11 @@ def _pending_set(state: ChatState, action: ChatPendingMessageSetAction) -> ChatS
         return replace(state, steering_message=entry)
     if action.kind != "queued":
         return state
-    queue = _or_empty(state.queued_messages)
+    queue = or_empty(state.queued_messages)
     index = next((i for i, m in enumerate(queue) if m.id == action.id), None)
     if index is None:
         return replace(state, queued_messages=(*queue, entry))
-    return replace(state, queued_messages=_replace_at(queue, index, entry))
+    return replace(state, queued_messages=replace_at(queue, index, entry))
 
 
 def _pending_removed(state: ChatState, action: ChatPendingMessageRemovedAction) -> ChatState:
@@ -650,8 +640,8 @@ def _input_requested(state: ChatState, action: ChatInputRequestedAction, now: Cl
     else:
         existing = turn.response_parts[index]
         assert isinstance(existing, InputRequestResponsePart)
-        merged = replace(request, answers=_coalesce(request.answers, existing.request.answers))
-        parts = _replace_at(turn.response_parts, index, InputRequestResponsePart(request=merged))
+        merged = replace(request, answers=coalesce(request.answers, existing.request.answers))
+        parts = replace_at(turn.response_parts, index, InputRequestResponsePart(request=merged))
     updated = replace(_with_parts(state, turn, parts), modified_at=iso_timestamp(now()))
     return replace(updated, status=summary_status(updated) & ~_IS_READ)
 
@@ -659,7 +649,7 @@ def _input_requested(state: ChatState, action: ChatInputRequestedAction, now: Cl
 def _with_request(
     state: ChatState, turn: ActiveTurn, index: int, part: InputRequestResponsePart, now: Clock
 ) -> ChatState:
-    parts = _replace_at(turn.response_parts, index, part)
+    parts = replace_at(turn.response_parts, index, part)
     return replace(_with_parts(state, turn, parts), modified_at=iso_timestamp(now()))
 
 
@@ -777,14 +767,14 @@ def reduce_chat(state: ChatState, action: object, now: Clock) -> ChatState:
         case ChatErrorAction(turn_id=turn_id, duration=duration, error=error):
             return _end_turn(state, turn_id, "error", duration, now, error=error)
         case ChatActivityChangedAction(activity=activity):
-            return replace(state, activity=_absent_if_none(activity))
+            return replace(state, activity=absent_if_none(activity))
         case ChatWorkingDirectorySetAction(directory=directory):
-            directories = _or_empty(state.working_directories)
+            directories = or_empty(state.working_directories)
             if directory in directories:
                 return state
             return replace(state, working_directories=(*directories, directory))
         case ChatWorkingDirectoryRemovedAction(directory=directory):
-            present = _or_empty(state.working_directories)
+            present = or_empty(state.working_directories)
             if directory not in present:
                 return state
             index = present.index(directory)
@@ -805,7 +795,7 @@ def reduce_chat(state: ChatState, action: object, now: Clock) -> ChatState:
         case ChatQueuedMessagesReorderedAction():
             return _queued_reordered(state, action)
         case ChatDraftChangedAction(draft=draft):
-            return replace(state, draft=_absent_if_none(draft))
+            return replace(state, draft=absent_if_none(draft))
         case ChatInputRequestedAction():
             return _input_requested(state, action, now)
         case ChatInputAnswerChangedAction():

@@ -16,13 +16,23 @@ JavaScript-isms kept on purpose (they are what every client computes):
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Any, TypeVar
 
 from msgspec import UNSET, UnsetType
 from msgspec.structs import replace
 
 from ahp_server.protocol._base import UnknownVariant
-from ahp_server.protocol.reducers._common import ACTIVITY_MASK, Clock, with_activity
+from ahp_server.protocol.reducers._common import (
+    ACTIVITY_MASK,
+    Clock,
+    find_index,
+    merge_partial,
+    or_empty,
+    replace_at,
+    upsert,
+    with_activity,
+    with_flag,
+    without,
+)
 from ahp_server.protocol.v0_7.types import (
     ChatSummary,
     DirectoryCustomization,
@@ -69,11 +79,6 @@ __all__ = ["merge_chat_summary", "reduce_session", "with_flag", "with_input_need
 _INPUT_NEEDED_BIT = int(SessionStatus.InputNeeded) & ~int(SessionStatus.InProgress)
 
 
-def with_flag(status: int, flag: int, on: bool) -> int:
-    """Set or clear one orthogonal flag bit (IsRead, IsArchived)."""
-    return status | flag if on else status & ~flag
-
-
 def with_input_needed(status: int, has_requests: bool) -> int:
     """The session-level input-needed roll-up (WIRE-SUMMARY §10.5).
 
@@ -91,41 +96,10 @@ def merge_chat_summary(summary: ChatSummary, changes: PartialChatSummary) -> Cha
     ``resource`` is identity and is never changed. A ``null`` for a required
     field (title, status, modifiedAt) cannot clear it and is ignored.
     """
-    updates: dict[str, Any] = {}
-    for field in changes.__struct_fields__:
-        if field == "resource":
-            continue
-        value = getattr(changes, field)
-        if value is UNSET:
-            continue
-        if value is None:
-            if field in _REQUIRED_SUMMARY_FIELDS:
-                continue
-            value = UNSET
-        updates[field] = value
-    return replace(summary, **updates) if updates else summary
+    return merge_partial(summary, changes, _REQUIRED_SUMMARY_FIELDS)
 
 
 _REQUIRED_SUMMARY_FIELDS = frozenset({"title", "status", "modified_at"})
-
-T = TypeVar("T")
-
-
-def _find(items: tuple[T, ...], key: Callable[[T], object], value: object) -> int | None:
-    """Index of the first item whose ``key`` equals ``value``."""
-    return next((i for i, item in enumerate(items) if key(item) == value), None)
-
-
-def _upsert(items: tuple[T, ...], key: Callable[[T], object], item: T) -> tuple[T, ...]:
-    """Replace the first item with the same key in place, else append."""
-    index = _find(items, key, key(item))
-    if index is None:
-        return (*items, item)
-    return (*items[:index], item, *items[index + 1 :])
-
-
-def _without(items: tuple[T, ...], index: int) -> tuple[T, ...]:
-    return (*items[:index], *items[index + 1 :])
 
 
 _Container = PluginCustomization | DirectoryCustomization
@@ -138,10 +112,6 @@ def _is_container(entry: object) -> bool:
         and not isinstance(entry.children, UnsetType)
         and len(entry.children) > 0
     )
-
-
-def _or_empty(items: tuple[T, ...] | UnsetType) -> tuple[T, ...]:
-    return () if isinstance(items, UnsetType) else items
 
 
 def _chat_uri(chat: ChatSummary) -> str:
@@ -213,9 +183,9 @@ def _update_mcp(
         entry = entries[index]
         if not isinstance(entry, McpServerCustomization):
             return state
-        return replace(state, customizations=_replace_at(entries, index, update(entry)))
+        return replace(state, customizations=replace_at(entries, index, update(entry)))
     edits = {
-        i: _replace_at(children, position, update(children[position]))  # type: ignore[arg-type]
+        i: replace_at(children, position, update(children[position]))  # type: ignore[arg-type]
         for i, _, children, position in _child_hits(entries, mcp_id)
         if isinstance(children[position], McpServerCustomization)
     }
@@ -233,10 +203,10 @@ def _toggle(state: SessionState, action: SessionCustomizationToggledAction) -> S
     entries, index = _top_level(state, action.id)
     if index is not None:
         toggled = _enabled(entries[index], action.enabled)
-        return replace(state, customizations=_replace_at(entries, index, toggled))
+        return replace(state, customizations=replace_at(entries, index, toggled))
     for i, _, children, position in _child_hits(entries, action.id):
         child = _enabled(children[position], action.enabled)
-        return _with_children(state, entries, {i: _replace_at(children, position, child)})
+        return _with_children(state, entries, {i: replace_at(children, position, child)})
     return state
 
 
@@ -245,16 +215,12 @@ def _remove_customization(state: SessionState, removed_id: str) -> SessionState:
     every container."""
     entries, index = _top_level(state, removed_id)
     if index is not None:
-        return replace(state, customizations=_without(entries, index))
+        return replace(state, customizations=without(entries, index))
     edits = {
-        i: _without(children, position)
+        i: without(children, position)
         for i, _, children, position in _child_hits(entries, removed_id)
     }
     return _with_children(state, entries, edits)
-
-
-def _replace_at(items: tuple[T, ...], index: int, item: T) -> tuple[T, ...]:
-    return (*items[:index], item, *items[index + 1 :])
 
 
 def _merge_config(state: SessionState, action: SessionConfigChangedAction) -> SessionState:
@@ -277,16 +243,16 @@ def reduce_session(state: SessionState, action: object, now: Clock) -> SessionSt
             return replace(state, lifecycle="creationFailed", creation_error=error)
         case SessionChatAddedAction(summary=summary):
             # Upsert by resource: a match is replaced whole, in place; else appended.
-            return replace(state, chats=_upsert(state.chats, _chat_uri, summary))
+            return replace(state, chats=upsert(state.chats, _chat_uri, summary))
         case SessionChatRemovedAction(chat=uri):
-            index = _find(state.chats, _chat_uri, uri)
+            index = find_index(state.chats, _chat_uri, uri)
             if index is None:
                 return state
             if state.default_chat == uri:
-                return replace(state, chats=_without(state.chats, index), default_chat=UNSET)
-            return replace(state, chats=_without(state.chats, index))
+                return replace(state, chats=without(state.chats, index), default_chat=UNSET)
+            return replace(state, chats=without(state.chats, index))
         case SessionChatUpdatedAction(chat=uri, changes=changes):
-            index = _find(state.chats, _chat_uri, uri)
+            index = find_index(state.chats, _chat_uri, uri)
             if index is None:
                 return state
             merged = merge_chat_summary(state.chats[index], changes)
@@ -298,32 +264,32 @@ def reduce_session(state: SessionState, action: object, now: Clock) -> SessionSt
         case SessionServerToolsChangedAction(tools=tools):
             return replace(state, server_tools=tools)
         case SessionActiveClientSetAction(active_client=client):
-            return replace(state, active_clients=_upsert(state.active_clients, _client_id, client))
+            return replace(state, active_clients=upsert(state.active_clients, _client_id, client))
         case SessionActiveClientRemovedAction(client_id=client_id):
-            index = _find(state.active_clients, _client_id, client_id)
+            index = find_index(state.active_clients, _client_id, client_id)
             if index is None:
                 return state
-            return replace(state, active_clients=_without(state.active_clients, index))
+            return replace(state, active_clients=without(state.active_clients, index))
         case SessionWorkingDirectorySetAction(directory=directory):
-            directories = _or_empty(state.working_directories)
+            directories = or_empty(state.working_directories)
             if directory in directories:
                 return state
             return replace(state, working_directories=(*directories, directory))
         case SessionWorkingDirectoryRemovedAction(directory=directory):
-            present = _or_empty(state.working_directories)
+            present = or_empty(state.working_directories)
             if directory not in present:
                 return state
-            return replace(state, working_directories=_without(present, present.index(directory)))
+            return replace(state, working_directories=without(present, present.index(directory)))
         case SessionInputNeededSetAction(request=request):
-            requests = _upsert(_or_empty(state.input_needed), _entry_id, request)
+            requests = upsert(or_empty(state.input_needed), _entry_id, request)
             status = with_input_needed(state.status, True)
             return replace(state, input_needed=requests, status=status)
         case SessionInputNeededRemovedAction(id=request_id):
-            open_requests = _or_empty(state.input_needed)
-            index = _find(open_requests, _entry_id, request_id)
+            open_requests = or_empty(state.input_needed)
+            index = find_index(open_requests, _entry_id, request_id)
             if index is None:
                 return state
-            remaining = _without(open_requests, index)
+            remaining = without(open_requests, index)
             status = with_input_needed(state.status, bool(remaining))
             return replace(state, input_needed=remaining or UNSET, status=status)
         case SessionCustomizationsChangedAction(customizations=customizations):
@@ -332,7 +298,7 @@ def reduce_session(state: SessionState, action: object, now: Clock) -> SessionSt
             return _toggle(state, action)
         case SessionCustomizationUpdatedAction(customization=customization):
             # Top level only; a match is replaced whole (children included).
-            entries = _upsert(_or_empty(state.customizations), _entry_id, customization)
+            entries = upsert(or_empty(state.customizations), _entry_id, customization)
             return replace(state, customizations=entries)
         case SessionCustomizationRemovedAction(id=removed_id):
             return _remove_customization(state, removed_id)
