@@ -86,7 +86,12 @@ from ahp_server.protocol.types import (
     Turn,
     UnsubscribeParams,
 )
-from ahp_server.protocol.uris import ANNOTATIONS_SUFFIX, normal_form, parse_channel
+from ahp_server.protocol.uris import (
+    DEFAULT_CHAT_PREFIX,
+    default_chat,
+    normal_form,
+    session_uri_problem,
+)
 from ahp_server.protocol.versions import (
     SUPPORTED_VERSIONS,
     blocked_action_types,
@@ -562,15 +567,19 @@ class Commands:
         fork, which 1.0 no longer has on the wire (host/edge.py)."""
         host = self.host
         uri = params.channel
-        if not uri.startswith(SESSION_SCHEME) or uri == SESSION_SCHEME:
-            raise InvalidParams(f"a session URI starts with {SESSION_SCHEME!r}")
+        # Any scheme of the client's (VS Code: <provider>:/<uuid>); the kind is
+        # what this command makes, never the scheme (protocol/uris.py).
+        problem = session_uri_problem(uri)
+        if problem is not None:
+            raise InvalidParams(problem)
         _normal_channel(uri, "session")
-        if parse_channel(uri).kind != "session":
-            # It would name another session's annotations channel (protocol/uris.py).
-            raise InvalidParams(f"a session URI does not end with {ANNOTATIONS_SUFFIX!r}")
         if uri in host.session_index:
             raise ProtocolError(
                 f"session {uri} already exists", code=AhpErrorCode.SessionAlreadyExists
+            )
+        if host.knows(default_chat(uri)):  # a chat left from before the name was the host's
+            raise ProtocolError(
+                f"chat {default_chat(uri)} already exists", code=AhpErrorCode.AlreadyExists
             )
         provider_name = (
             host.settings.default_provider
@@ -762,6 +771,10 @@ class Commands:
         uri = params.chat
         if not uri.startswith(CHAT_SCHEME) or uri == CHAT_SCHEME:
             raise InvalidParams(f"a chat URI starts with {CHAT_SCHEME!r}")
+        if uri.startswith(DEFAULT_CHAT_PREFIX):
+            # The host names every session's default chat so (protocol/uris.py):
+            # a client could otherwise take the name of another's, before it is made.
+            raise InvalidParams(f"chat URIs starting {DEFAULT_CHAT_PREFIX!r} are the host's")
         _normal_channel(uri, "chat")
         if host.knows(uri):
             raise ProtocolError(f"chat {uri} already exists", code=AhpErrorCode.AlreadyExists)

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import uuid
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Protocol
 
@@ -41,7 +40,7 @@ import structlog
 from msgspec import UnsetType
 
 from ahp_server.agents.base import AgentError, Provider, SessionContext
-from ahp_server.host.actors import CHAT_SCHEME, ChatActor, SessionActor, chat_summary
+from ahp_server.host.actors import ChatActor, SessionActor, chat_summary
 from ahp_server.host.runtime import Runtime
 from ahp_server.protocol.errors import ProtocolError
 from ahp_server.protocol.reducers import iso_timestamp
@@ -56,6 +55,7 @@ from ahp_server.protocol.types import (
     SessionStatus,
     Turn,
 )
+from ahp_server.protocol.uris import default_chat
 
 __all__ = ["CREATING", "AgentSessions", "SessionHost", "context_of", "new_default_chat"]
 
@@ -288,13 +288,16 @@ class AgentSessions:
 def new_default_chat(
     host: Runtime, session: SessionActor, turns: tuple[Turn, ...], primary: str | None = None
 ) -> ChatActor:
-    """A session's default chat (not yet in its catalogue): its directories, a fork's turns."""
+    """A session's default chat (not yet in its catalogue): its directories, a fork's turns.
+
+    Named :func:`~ahp_server.protocol.uris.default_chat` of the session, the
+    URI VS Code derives (docs/protocol.md "VS Code's dialect")."""
     directories = session.state.working_directories
     if primary is not None and not isinstance(directories, UnsetType):
         # 1.0: the primary directory is index 0 (no field of its own).
         directories = (primary, *(d for d in directories if d != primary))
     state = ChatState(
-        resource=f"{CHAT_SCHEME}{uuid.uuid4()}",
+        resource=default_chat(session.uri),
         title="Chat",
         status=int(SessionStatus.Idle),
         modified_at=iso_timestamp(host.now()),

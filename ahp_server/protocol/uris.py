@@ -11,13 +11,22 @@ percent-decoded it let one user read another's changeset). docs/protocol.md,
 
 * ``ahp-root://`` — the root channel.
 * ``ahp-session:/<id>`` — a session; ``<session>/annotations`` its annotations
-  channel (the spec's ``ahp-session:/<uuid>/annotations``).
+  channel (the spec's ``ahp-session:/<uuid>/annotations``). A client may name
+  a session under a scheme of its own too (VS Code: ``<provider>:/<uuid>``,
+  :func:`session_uri_problem` says which): a channel's kind is what created
+  it (the host's catalogue), never its scheme, so :func:`parse_channel` can
+  only read the ``ahp-`` spellings.
 * ``ahp-chat:/<id>`` — a chat; which session holds it is the host's
-  catalogue, not its URI.
+  catalogue, not its URI. A session's default chat, which the host makes,
+  is ``ahp-chat://default/<base64url(session URI)>`` (:func:`default_chat`):
+  the name VS Code computes from the session instead of reading
+  ``defaultChat``.
 * ``ahp-changeset:/<key>/turns/<turn id>`` and ``ahp-changeset:/<key>/changeset/session``
   — a turn's and a session's changeset (docs/workspace.md "Changesets"):
   ``<key>`` is the session's id as one percent-encoded path segment (RFC 6570
-  simple expansion). Only the canonical spelling names a changeset.
+  simple expansion) — the whole session URI when it is not an
+  ``ahp-session:/`` one (:func:`session_key`). Only the canonical spelling
+  names a changeset.
 * ``ahp-terminal:/…``, ``ahp-resource-watch:/…`` — workspace channels, owned by
   their claim or their creator, never by their URI.
 
@@ -28,6 +37,7 @@ spellings can never name one session.
 
 from __future__ import annotations
 
+import base64
 import re
 from dataclasses import dataclass
 from typing import Literal
@@ -36,11 +46,13 @@ __all__ = [
     "ANNOTATIONS_SUFFIX",
     "CHANGESET_SCHEME",
     "CHAT_SCHEME",
+    "DEFAULT_CHAT_PREFIX",
     "ROOT",
     "SESSION_SCHEME",
     "TERMINAL_SCHEME",
     "WATCH_SCHEME",
     "ChannelRef",
+    "default_chat",
     "normal_form",
     "parse_changeset",
     "parse_channel",
@@ -48,6 +60,7 @@ __all__ = [
     "session_changeset",
     "session_key",
     "session_of",
+    "session_uri_problem",
     "turn_changeset",
     "turn_changeset_template",
     "unquote",
@@ -59,6 +72,8 @@ CHAT_SCHEME = "ahp-chat:/"
 CHANGESET_SCHEME = "ahp-changeset:/"
 TERMINAL_SCHEME = "ahp-terminal:/"
 WATCH_SCHEME = "ahp-resource-watch:/"
+#: A session's default chat: this and the session URI in unpadded base64url.
+DEFAULT_CHAT_PREFIX = "ahp-chat://default/"
 #: ``<session URI>/annotations``: the session's annotations channel.
 ANNOTATIONS_SUFFIX = "/annotations"
 
@@ -71,6 +86,8 @@ _UNRESERVED = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz01
 _ESCAPES = re.compile(r"(?:%[0-9A-Fa-f]{2})+")
 _ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
 _BROKEN_ESCAPE = re.compile(r"%(?![0-9A-Fa-f]{2})")
+#: RFC 3986 §3.1: ``scheme ":"`` at the start of a URI.
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
 
 Kind = Literal["root", "session", "annotations", "chat", "changeset", "terminal", "watch", "other"]
 
@@ -160,8 +177,18 @@ def normal_form(uri: str) -> str:
 
 
 def session_key(session: str) -> str:
-    """A session's id as one URI path segment (RFC 6570 simple expansion encoding)."""
-    return quote_segment(session.removeprefix(SESSION_SCHEME))
+    """A session's id as one URI path segment (RFC 6570 simple expansion encoding).
+
+    The id is what follows ``ahp-session:/``. A session named under another
+    scheme (``copilot:/<uuid>``), or one whose id itself starts like a URI
+    (``ahp-session:/x:y``), is keyed by its whole URI, so that
+    :func:`parse_changeset` reads every key back to the one session it was
+    made from.
+    """
+    rest = session.removeprefix(SESSION_SCHEME)
+    if rest == session or _SCHEME.match(rest):
+        return quote_segment(session)
+    return quote_segment(rest)
 
 
 def turn_changeset(session: str, turn_id: str) -> str:
@@ -191,7 +218,8 @@ def parse_changeset(uri: str) -> tuple[str, str | None] | None:
     key, slash, rest = uri.removeprefix(CHANGESET_SCHEME).partition("/")
     if not key or not slash:
         return None
-    session = SESSION_SCHEME + unquote(key)
+    name = unquote(key)
+    session = name if _SCHEME.match(name) else SESSION_SCHEME + name
     if "/" + rest == _SESSION_SUFFIX:
         parsed: tuple[str, str | None] = (session, None)
         canonical = session_changeset(session)
@@ -204,6 +232,49 @@ def parse_changeset(uri: str) -> tuple[str, str | None] | None:
     else:
         return None
     return parsed if canonical == uri else None
+
+
+# -- sessions and their default chats ------------------------------------------------------------
+
+#: Schemes that name the host's own things (files, and every ``ahp-`` channel
+#: but a session): a client's session may not be called by one of them.
+_OWN_SCHEMES = ("file",)
+
+
+def session_uri_problem(uri: str) -> str | None:
+    """Why ``uri`` cannot name a new session (``None``: it can).
+
+    Any ``<scheme>:<id>`` with a non-empty id is a session name: the
+    protocol's ``ahp-session:/<uuid>`` and a client's own scheme alike (VS
+    Code calls a session ``<provider>:/<uuid>``). Refused: no scheme, an
+    empty id, ``file:`` and the other ``ahp-`` schemes (the host's own
+    channels), and a name ending in ``/annotations`` (it would read as
+    another session's annotations channel). Normal form is the caller's
+    check (:func:`normal_form`).
+    """
+    match = _SCHEME.match(uri)
+    if match is None:
+        return "a session URI starts with a scheme (such as 'ahp-session:/')"
+    scheme = match.group()[:-1].lower()
+    if scheme in _OWN_SCHEMES or (scheme.startswith("ahp-") and scheme != "ahp-session"):
+        return f"{scheme}: URIs name the host's own channels, not sessions"
+    if not uri[match.end() :].strip("/"):
+        return "a session URI names an id after its scheme"
+    if uri.endswith(ANNOTATIONS_SUFFIX):
+        return f"a session URI does not end with {ANNOTATIONS_SUFFIX!r}"
+    return None
+
+
+def default_chat(session: str) -> str:
+    """The URI of ``session``'s default chat, which the host makes with it.
+
+    ``ahp-chat://default/`` and the session URI's UTF-8 in unpadded base64url
+    (RFC 4648 §5): the URI VS Code derives from a session and subscribes to
+    without reading ``defaultChat``. Any client that reads ``defaultChat``
+    (as the spec says) finds the same URI there.
+    """
+    encoded = base64.urlsafe_b64encode(session.encode("utf-8", "surrogatepass"))
+    return DEFAULT_CHAT_PREFIX + encoded.rstrip(b"=").decode("ascii")
 
 
 # -- every channel -------------------------------------------------------------------------------

@@ -52,6 +52,14 @@ NOTIFICATIONS = {
 }
 
 
+class RemoteFailure(AssertionError):
+    """A JSON-RPC error answering a :meth:`Peer.call`."""
+
+    def __init__(self, method: str, error: dict[str, Any]) -> None:
+        super().__init__(f"{method}: {error}")
+        self.error = error
+
+
 class Peer:
     """One raw client: its socket, what it received, and (at 1.0 and 0.9) a check of each frame."""
 
@@ -107,7 +115,7 @@ class Peer:
         async with asyncio.timeout(TIMEOUT):
             reply = await future
         if "error" in reply:
-            raise AssertionError(f"{method}: {reply['error']}")
+            raise RemoteFailure(method, reply["error"])
         return reply["result"]
 
     async def dispatch(self, channel: str, action: dict[str, Any]) -> None:
@@ -179,13 +187,19 @@ def now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-async def tool_turn(peer: Peer, chat: str) -> str:
-    """``/tool``: the pending confirmation approved, then the turn completes."""
+async def start_turn(peer: Peer, chat: str, text: str) -> str:
+    """Dispatch ``chat/turnStarted`` with a user message; the turn's id."""
     turn = str(uuid.uuid4())
-    message = {"text": "/tool", "origin": {"kind": "user"}}
+    message = {"text": text, "origin": {"kind": "user"}}
     await peer.dispatch(
         chat, {"type": "chat/turnStarted", "turnId": turn, "startedAt": now(), "message": message}
     )
+    return turn
+
+
+async def tool_turn(peer: Peer, chat: str) -> str:
+    """``/tool``: the pending confirmation approved, then the turn completes."""
+    turn = await start_turn(peer, chat, "/tool")
 
     def pending() -> list[dict[str, Any]]:
         return [
@@ -265,16 +279,7 @@ async def test_a_0_7_and_a_1_0_client_on_one_chat_each_see_their_own_shapes(
     _, chat = await new_chat(new)
     await old.call("subscribe", {"channel": chat})
     await tool_turn(new, chat)
-    error_turn = str(uuid.uuid4())
-    await old.dispatch(
-        chat,
-        {
-            "type": "chat/turnStarted",
-            "turnId": error_turn,
-            "startedAt": now(),
-            "message": {"text": "/error", "origin": {"kind": "user"}},
-        },
-    )
+    await start_turn(old, chat, "/error")
     for peer in (new, old):
         await peer.until(lambda p=peer: p.actions(chat, "chat/error"))
     # Each sees chat/error in its own version's shape.
@@ -341,16 +346,7 @@ async def test_a_1_0_client_reopening_with_reconnect_is_served_in_1_0(
         )
         assert result["type"] in ("replay", "snapshot")
         await tool_turn(again, chat)
-        chat_error = str(uuid.uuid4())
-        await again.dispatch(
-            chat,
-            {
-                "type": "chat/turnStarted",
-                "turnId": chat_error,
-                "startedAt": now(),
-                "message": {"text": "/error", "origin": {"kind": "user"}},
-            },
-        )
+        await start_turn(again, chat, "/error")
         (error,) = await again.until(lambda: again.actions(chat, "chat/error"))
         assert error["part"]["kind"] == "error"  # the 1.0 shape: it is a 1.0 socket
         assert not again.invalid, again.invalid[:5]

@@ -23,6 +23,7 @@ from ahp_server.agents.echo import EchoAgent
 from ahp_server.client import AhpClient, TurnFailedError
 from ahp_server.config import Settings
 from ahp_server.host.host import DB_FILE
+from ahp_server.protocol.uris import default_chat
 from ahp_server.protocol.v0_7.types import (
     AgentCapabilities,
     AgentInfo,
@@ -454,7 +455,8 @@ async def test_a_session_stuck_in_creating_before_schema_3_is_repaired_too(
             state = await settled(client, session)
             assert state.lifecycle == "ready"
             assert isinstance(state.default_chat, str)
-            assert state.default_chat != chats[0]
+            # Made anew (the stored one was deleted above), under the host's name for it.
+            assert state.default_chat == chats[0] == default_chat(session)
             await client.subscribe(state.default_chat)
             assert await client.ask(state.default_chat, "hi", timeout=TIMEOUT) == "ok: hi"
     finally:

@@ -18,6 +18,7 @@ PROTOCOL = Path(__file__).resolve().parents[2] / "ahp_server" / "protocol"
 ALLOWED_TOP_LEVEL = {
     "__future__",
     "abc",
+    "base64",
     "collections",
     "dataclasses",
     "datetime",

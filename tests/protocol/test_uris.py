@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import shutil
+import subprocess
 from urllib.parse import quote, unquote
 
 import pytest
@@ -10,12 +13,14 @@ from hypothesis import strategies as st
 
 from ahp_server.protocol.uris import (
     ChannelRef,
+    default_chat,
     normal_form,
     parse_changeset,
     parse_channel,
     quote_segment,
     session_changeset,
     session_of,
+    session_uri_problem,
     turn_changeset,
 )
 from ahp_server.protocol.uris import unquote as uri_unquote
@@ -28,6 +33,101 @@ def test_percent_encoding_is_urllibs(text: str) -> None:
     """Changeset URIs stored before this module keep their spelling."""
     assert quote_segment(text) == quote(text, safe="")
     assert uri_unquote(quote_segment(text)) == text
+
+
+SCHEMES = st.sampled_from(["ahp-session", "copilot", "claude", "x+y.z-1"])
+
+
+@given(SCHEMES, TEXT, TEXT)
+def test_changeset_uris_of_any_session_name_it_once(scheme: str, name: str, turn_id: str) -> None:
+    """A session under a client's own scheme (VS Code: ``<provider>:/<uuid>``) and an
+    ``ahp-session:/`` id that itself looks like a URI each get a key of their own."""
+    for session in (f"{scheme}:/{name or 's'}", f"ahp-session:/{scheme}:/{name or 's'}"):
+        whole, turn = session_changeset(session), turn_changeset(session, turn_id or "t")
+        assert parse_changeset(whole) == (session, None)
+        assert parse_changeset(turn) == (session, turn_id or "t")
+        assert session_of(whole) == session
+
+
+def test_changeset_keys_of_ahp_sessions_keep_their_spelling() -> None:
+    """Stored changeset URIs of ``ahp-session:/`` sessions stay what they were."""
+    assert session_changeset("ahp-session:/abc") == "ahp-changeset:/abc/changeset/session"
+    assert session_changeset("copilot:/abc") == (
+        "ahp-changeset:/copilot%3A%2Fabc/changeset/session"
+    )
+
+
+@pytest.mark.parametrize(
+    "uri",
+    [
+        "ahp-session:/0b6c",
+        "copilot:/3f1d3c4e-8a8b-4a63-9d55-0d2f0b1e6a10",
+        "claude:/x",
+        "copilotcli:/a/b",
+        "ahp-session:/x/annotationsX",
+    ],
+)
+def test_a_session_may_be_named_under_any_scheme(uri: str) -> None:
+    assert session_uri_problem(uri) is None
+
+
+@pytest.mark.parametrize(
+    ("uri", "why"),
+    [
+        ("no-scheme", "starts with a scheme"),
+        ("/abs/path", "starts with a scheme"),
+        ("1x:/a", "starts with a scheme"),
+        ("copilot:", "names an id"),
+        ("copilot:/", "names an id"),
+        ("ahp-session:/", "names an id"),
+        ("ahp-chat:/x", "the host's own"),
+        ("ahp-root://", "the host's own"),
+        ("AHP-Terminal:/x", "the host's own"),
+        ("ahp-automations://", "the host's own"),
+        ("file:///home/u", "the host's own"),
+        ("ahp-session:/x/annotations", "/annotations"),
+        ("copilot:/x/annotations", "/annotations"),
+    ],
+)
+def test_what_cannot_name_a_session(uri: str, why: str) -> None:
+    problem = session_uri_problem(uri)
+    assert problem is not None
+    assert why in problem
+
+
+DEFAULT_CHAT_SESSIONS = [
+    "ahp-session:/0b6c",
+    "copilot:/3f1d3c4e-8a8b-4a63-9d55-0d2f0b1e6a10",
+    "copilotcli:/é/ü?q=1",
+    "a:/" + "x" * 61,  # every padding length
+    "a:/" + "x" * 62,
+    "a:/" + "x" * 63,
+]
+
+
+def test_default_chat_is_what_vs_code_derives() -> None:
+    """``ahp-chat://default/`` + ``Buffer.from(session).toString('base64url')``,
+    computed by Node itself."""
+    node = shutil.which("node")
+    if node is None:
+        pytest.fail("node is not installed: CI installs it for the page (.ci/run)")
+    program = (
+        "const s = JSON.parse(require('fs').readFileSync(0, 'utf8'));"
+        "process.stdout.write(JSON.stringify(s.map((u) =>"
+        " 'ahp-chat://default/' + Buffer.from(u, 'utf8').toString('base64url'))));"
+    )
+    done = subprocess.run(
+        [node, "-e", program],
+        input=json.dumps(DEFAULT_CHAT_SESSIONS),
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    expected = json.loads(done.stdout)
+    assert [default_chat(s) for s in DEFAULT_CHAT_SESSIONS] == expected
+    assert len(set(expected)) == len(expected)
+    assert all(parse_channel(uri).kind == "chat" for uri in expected)
 
 
 @pytest.mark.parametrize("text", ["%", "%z", "a%2", "%E9%ff", "%C3%A9", "%%41"])
