@@ -26,7 +26,7 @@ from typing import Any
 import pytest
 
 from ahp_server.client import AhpClient
-from ahp_server.protocol.v0_7.types import ChatState, MarkdownResponsePart
+from ahp_server.protocol.types import ChatState, MarkdownResponsePart
 from tests.e2e.helpers import Daemon
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -250,6 +250,8 @@ def answers_of(state: ChatState) -> list[str]:
 
 async def test_a_reply_streams_in_and_the_layout_narrows(host: Host, tmp_path: Path) -> None:
     result = await run_scenario("stream", page_url(host), screenshots=tmp_path)
+    # The page offered 1.0.0 first; this host speaks it, so the page runs at 1.0.
+    assert result["protocolVersion"] == "1.0.0"
     state = await host_chat(host, result["chat"])
     assert next(t.message.text for t in state.turns) == "Hello **browser**\nsecond line"
     if not os.environ.get(SCREENSHOTS_ENV):

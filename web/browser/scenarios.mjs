@@ -80,6 +80,11 @@ export const scenarios = {
   /** Create a session, watch a reply stream in, keyboard use, usage, reasoning folded, screenshots. */
   async stream({ newPage, url, screenshot }) {
     const page = await openPage(newPage, url);
+    // The page offers 1.0.0, 0.9.0 and 0.7.0; this host picks 1.0.0, and the header says so.
+    const protocol = page.locator('.top [data-protocol-version]');
+    const protocolVersion = await protocol.getAttribute('data-protocol-version');
+    assert.equal(protocolVersion, '1.0.0');
+    assert.equal((await protocol.innerText()).trim(), 'protocol 1.0.0');
     await newSession(page);
     // Shift+Enter makes a new line; Enter sends.
     const box = page.getByRole('textbox', { name: 'Message', exact: true });
@@ -119,7 +124,7 @@ export const scenarios = {
     const nav = await page.getByRole('navigation', { name: 'Sessions' }).boundingBox();
     const main = await page.getByRole('main').boundingBox();
     assert.ok(nav && main && nav.y + nav.height <= main.y + 1, 'sessions above the chat');
-    return { session: await sessionOf(page), chat: await chatOf(page) };
+    return { session: await sessionOf(page), chat: await chatOf(page), protocolVersion };
   },
 
   /** `/tool`: confirm the call; `/input`: answer the form. */

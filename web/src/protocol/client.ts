@@ -1,7 +1,14 @@
 /**
- * An AHP 0.7 client over a browser WebSocket: JSON-RPC 2.0, the handshake,
+ * An AHP client over a browser WebSocket: JSON-RPC 2.0, the handshake,
  * subscriptions, write-ahead dispatch (`reconcile.ts`), the session catalogue,
  * and reconnection with replay.
+ *
+ * Versions: `initialize` offers `PROTOCOL_VERSIONS` (1.0.0, 0.9.0, 0.7.0, most
+ * preferred first; versioning.md "Negotiation"). The host answers the one it
+ * picked in `protocolVersion`; an answer that is not one of the offers fails
+ * the handshake. The connection then reduces every channel with that
+ * version's semantics (`SEMANTICS`: 1.0.0 and 0.9.0 the 1.0 reducers, 0.7.0
+ * the 0.7 ones); `protocolVersion` says which, for the page to show.
  *
  * It talks to any AHP host; nothing here knows ahp-server. One JSON-RPC
  * message per text frame. Requests the host sends us (`resource*`,
@@ -20,10 +27,27 @@
  * notifications are not replayed: the catalogue is fetched again.
  */
 import { ClientState, type Envelope, type PendingAction, type Snapshot } from './reconcile';
-import type { Json } from './reducers';
+import type { Json, Semantics } from './reducers';
 
 export const ROOT = 'ahp-root://';
-export const PROTOCOL_VERSION = '0.7.0';
+
+/** The versions `initialize` offers, most preferred first. */
+export const PROTOCOL_VERSIONS: readonly string[] = ['1.0.0', '0.9.0', '0.7.0'];
+
+/**
+ * The reducer semantics of each offered version. 0.9 states and actions are
+ * the 1.0 ones minus what 1.0 added (a host never sends those to 0.9), with
+ * the same reducer behaviour (REDUCER-CHANGES.md: every behaviour change is
+ * 0.8 or 0.9 except the new 1.0 actions).
+ */
+export const SEMANTICS: Readonly<Record<string, Semantics>> = {
+  '1.0.0': '1.0',
+  '0.9.0': '1.0',
+  '0.7.0': '0.7',
+};
+
+/** The host answered `initialize` with a version this page did not offer. */
+export class VersionMismatch extends Error {}
 
 export type Status =
   | 'connecting' // first connection under way
@@ -73,6 +97,8 @@ export class AhpClient {
   /** The session catalogue: `listSessions`, then `root/session*` notifications. */
   readonly sessions = new Map<string, Json>();
   serverInfo: Json = undefined;
+  /** The version the host picked in the last `initialize` (undefined before the first). */
+  protocolVersion: string | undefined;
   /** The last error the page should show (cleared when the next thing works). */
   lastError: string | undefined;
 
@@ -318,13 +344,25 @@ export class AhpClient {
   private async initialize(): Promise<void> {
     const result = await this.request('initialize', {
       channel: ROOT,
-      protocolVersions: [PROTOCOL_VERSION],
+      protocolVersions: PROTOCOL_VERSIONS,
       clientId: this.clientId,
       clientInfo: this.options.clientInfo ?? { name: 'ahp-web' },
       initialSubscriptions: [ROOT],
     });
+    const version = result?.protocolVersion;
+    const semantics = typeof version === 'string' && PROTOCOL_VERSIONS.includes(version)
+      ? SEMANTICS[version]
+      : undefined;
+    if (semantics === undefined) {
+      // versioning.md "Negotiation" 2.: the host returns one of the offered strings.
+      throw new VersionMismatch(
+        `the host answered protocol version ${JSON.stringify(version)}, ` +
+          `which this page did not offer (${PROTOCOL_VERSIONS.join(', ')})`,
+      );
+    }
+    this.protocolVersion = version;
     this.serverInfo = result?.serverInfo;
-    this.state.reset(result?.serverSeq ?? 0);
+    this.state.reset(result?.serverSeq ?? 0, semantics);
     for (const snapshot of result?.snapshots ?? []) {
       this.state.addSubscription(snapshot.resource, snapshot);
     }

@@ -23,8 +23,13 @@
  * is what `reconnect` reports. Per channel we keep the `serverSeq` already
  * included in the confirmed state, so an envelope at or below it (part of a
  * snapshot, or replayed twice) is never applied twice: nothing is doubled.
+ *
+ * Every state is reduced with the semantics of the protocol version the
+ * connection negotiated (`semantics`: `'1.0'` for 1.0.0 and 0.9.0, `'0.7'` for
+ * 0.7.0). A fresh `initialize` may negotiate another version: `reset` takes
+ * the new one along with the host's counter, when every mirror is dropped.
  */
-import { channelKind, reduce, type ChannelKind, type Clock, type Json } from './reducers';
+import { channelKind, reduce, type ChannelKind, type Clock, type Json, type Semantics } from './reducers';
 
 export interface PendingAction {
   clientSeq: number;
@@ -70,12 +75,25 @@ export class ClientState {
   private readonly subscribed = new Set<string>();
   private lastSeen = 0;
   private nextClientSeq = 1;
+  private semanticsInUse: Semantics;
 
   constructor(
     readonly clientId: string,
     readonly clock: Clock = () => Date.now(),
     readonly maxPending = 1024,
-  ) {}
+    semantics: Semantics = '1.0',
+  ) {
+    this.semanticsInUse = semantics;
+  }
+
+  /** The reducer semantics of the negotiated protocol version. */
+  get semantics(): Semantics {
+    return this.semanticsInUse;
+  }
+
+  private reduce(kind: ChannelKind, state: Json, action: Json): Json {
+    return reduce(kind, state, action, this.clock, this.semanticsInUse);
+  }
 
   get lastSeenServerSeq(): number {
     return this.lastSeen;
@@ -137,7 +155,7 @@ export class ClientState {
     if (!mirror) return undefined;
     if (mirror.view === undefined) {
       let state = mirror.confirmed;
-      for (const entry of mirror.pending) state = reduce(mirror.kind, state, entry.action, this.clock);
+      for (const entry of mirror.pending) state = this.reduce(mirror.kind, state, entry.action);
       mirror.view = state;
     }
     return mirror.view;
@@ -155,7 +173,7 @@ export class ClientState {
     }
     const entry = { clientSeq: this.nextClientSeq++, channel, action };
     mirror.pending.push(entry);
-    if (mirror.view !== undefined) mirror.view = reduce(mirror.kind, mirror.view, action, this.clock);
+    if (mirror.view !== undefined) mirror.view = this.reduce(mirror.kind, mirror.view, action);
     return entry;
   }
 
@@ -175,7 +193,7 @@ export class ClientState {
     if (!mirror) return { outcome: 'untracked' };
     if (envelope.rejectionReason !== undefined) return { outcome: 'rejected', acknowledged };
     if (envelope.serverSeq <= mirror.seq) return { outcome: 'duplicate', acknowledged };
-    mirror.confirmed = reduce(mirror.kind, mirror.confirmed, envelope.action, this.clock);
+    mirror.confirmed = this.reduce(mirror.kind, mirror.confirmed, envelope.action);
     mirror.seq = envelope.serverSeq;
     mirror.view = undefined;
     return { outcome: 'applied', acknowledged };
@@ -229,12 +247,14 @@ export class ClientState {
   }
 
   /**
-   * Before a fresh `initialize`: forget every channel and take the host's
-   * `serverSeq` as it is (a host that lost its state may count from lower).
+   * After a fresh `initialize`: forget every channel, take the host's
+   * `serverSeq` as it is (a host that lost its state may count from lower)
+   * and the semantics of the version it negotiated.
    */
-  reset(serverSeq: number): void {
+  reset(serverSeq: number, semantics: Semantics = this.semanticsInUse): void {
     this.mirrors.clear();
     this.subscribed.clear();
     this.lastSeen = serverSeq;
+    this.semanticsInUse = semantics;
   }
 }

@@ -1,12 +1,19 @@
 /**
- * The pure reducers of the root, session and chat channels.
+ * The pure reducers of the root, session and chat channels, for the protocol
+ * version a connection negotiated.
  *
- * Ported from the protocol's semantics (WIRE-SUMMARY §9–§11, the spec's
- * channel documents) with `ahp_server/protocol/reducers/` as the reference,
- * and checked against the conformance fixtures in `../shared/fixtures/reducers`
- * (`reducers.test.ts`). Every client and the host compute the same states with
- * them, so a page that reduces the envelopes it receives shows exactly what the
- * host holds.
+ * One module, two semantics: `'1.0'` (AHP 1.0.0 and 0.9.0 connections) and
+ * `'0.7'` (0.7.0 connections). They differ only where
+ * `shared/spec-1.0/REDUCER-CHANGES.md` says behaviour changed; each such place
+ * switches on the semantics and cites the item ("RC 8" is item 8). Actions
+ * new in 1.0 (`NEW_IN_1_0`) are unknown, hence no-ops, under 0.7.
+ *
+ * Reference implementations: `ahp_server/protocol/reducers/` (1.0) and
+ * `ahp_server/protocol/v0_7/reducers/` (0.7). Checked against the conformance
+ * fixtures (`reducers.test.ts`): the 0.7 corpus in `../shared/fixtures/reducers`
+ * under `'0.7'`, the 1.0 corpus in `../tests/data/fixtures-1.0/reducers` under
+ * `'1.0'`. Every client and the host compute the same states with them, so a
+ * page that reduces the envelopes it receives shows exactly what the host holds.
  *
  * Rules worth knowing before editing:
  *
@@ -14,13 +21,17 @@
  *   new objects along the path to it, unchanged branches are shared, and an
  *   action that changes nothing returns the very same state object.
  * - `null` and `undefined` both mean "absent" (fixtures use `null`); states
- *   this module builds never carry `undefined` values (`clean`).
+ *   this module builds never carry `undefined` values (`clean`). `""`, `[]`
+ *   and `false` are values.
  * - Actions keyed by `turnId` are no-ops unless `activeTurn.id` matches.
  * - Tool-call actions update **every** part with the matching `toolCallId`;
  *   `chat/delta` and `chat/reasoning` stop at the **first** part with that id,
  *   even if it is of another kind (then nothing is appended).
- * - The clock is injected (milliseconds since the epoch): only `turnStarted`,
- *   turn end, `truncated` and the `input*` actions stamp `modifiedAt`.
+ * - `modifiedAt` of a chat: under 1.0 it comes from the action data only
+ *   (`turnStarted`'s `startedAt`; at turn end `startedAt` plus the clamped
+ *   duration; RC 11, 12), so the 1.0 reducers read no clock. Under 0.7 the
+ *   injected clock (milliseconds since the epoch) stamps it on `turnStarted`,
+ *   turn end, `truncated` and the `input*` actions.
  * - Unknown action types return the state unchanged.
  */
 
@@ -28,6 +39,14 @@
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type Json = any;
 export type Clock = () => number;
+
+/**
+ * Which behaviour the reducers follow: `'1.0'` for connections that
+ * negotiated 1.0.0 or 0.9.0 (0.9 has the 1.0 reducer semantics; only newer
+ * action types are missing from it, and a host never sends those), `'0.7'`
+ * for 0.7.0.
+ */
+export type Semantics = '1.0' | '0.7';
 
 export const SessionStatus = {
   Idle: 1,
@@ -49,6 +68,69 @@ export function withActivity(status: number, activity: number): number {
 /** `ms` since the epoch as `Date.prototype.toISOString()` prints it. */
 export function isoTimestamp(ms: number): string {
   return new Date(Math.trunc(ms)).toISOString();
+}
+
+// ISO-8601 date-times as the host's reference (Python's `datetime.fromisoformat`)
+// reads them: extended or basic date; any one separator character; time
+// `HH[:MM[:SS[.fff…]]]` (or basic `HHMMSS`); offset `Z` or `±HH[:MM[:SS[.ffffff]]]`.
+const ISO_DATE_TIME =
+  /^(\d{4})-?(\d{2})-?(\d{2})(?:.(\d{2})(?::?(\d{2})(?::?(\d{2})(?:[.,](\d+))?)?)?(Z|[+-]\d{2}(?::?\d{2}(?::?\d{2}(?:\.\d{1,6})?)?)?)?)?$/u;
+
+/**
+ * `timestamp` (ms since the epoch) and its sub-millisecond microseconds, or
+ * `undefined` when it is not a valid date-time. Without an offset it is UTC,
+ * as on the host (JavaScript would read it in the *local* zone, which a page
+ * cannot share with the host; docs/protocol.md).
+ */
+function parseTimestamp(timestamp: unknown): number | undefined {
+  if (typeof timestamp !== 'string') return undefined;
+  const match = ISO_DATE_TIME.exec(timestamp);
+  if (!match) return undefined;
+  const [, y, mo, d, h = '0', mi = '0', s = '0', fraction = '', zone] = match;
+  const [year, month, day, hour, minute, second] = [y, mo, d, h, mi, s].map(Number);
+  if (year < 1 || month < 1 || month > 12 || hour > 23 || minute > 59 || second > 59) return undefined;
+  const date = new Date(0);
+  date.setUTCFullYear(year, month - 1, day); // not Date.UTC: it maps years 0–99 to 19xx
+  if (date.getUTCDate() !== day || date.getUTCMonth() !== month - 1) return undefined;
+  date.setUTCHours(hour, minute, second, 0);
+  let seconds = date.getTime() / 1000;
+  let micros = Number(fraction.slice(0, 6).padEnd(6, '0'));
+  if (zone && zone !== 'Z') {
+    const sign = zone[0] === '-' ? -1 : 1;
+    const [oh, om = '0', os = '0', of = ''] = zone.slice(1).match(/^(\d{2}):?(\d{2})?(?::?(\d{2}))?(?:\.(\d+))?$/u)!.slice(1);
+    if (Number(oh) > 23 || Number(om) > 59 || Number(os) > 59) return undefined;
+    seconds -= sign * (Number(oh) * 3600 + Number(om) * 60 + Number(os));
+    micros -= sign * Number(of.padEnd(6, '0'));
+    if (micros < 0) {
+      micros += 1_000_000;
+      seconds -= 1;
+    } else if (micros >= 1_000_000) {
+      micros -= 1_000_000;
+      seconds += 1;
+    }
+  }
+  return seconds * 1000 + Math.floor(micros / 1000);
+}
+
+/** The largest time a JavaScript `Date` holds, in ms either side of the epoch. */
+const DATE_LIMIT = 8.64e15;
+
+/**
+ * `new Date(Date.parse(timestamp) + duration).toISOString()`, or `undefined`
+ * (then the caller keeps its value): `timestamp` with any offset, plus
+ * `duration` ms, printed in UTC with three fractional digits and `Z`
+ * (RC 11). Sub-millisecond digits are dropped and the sum truncated toward
+ * zero, as `Date` does. Unparseable text or a result outside years 1–9999
+ * gives `undefined`, as the host's `add_milliseconds` does.
+ */
+export function addMilliseconds(timestamp: unknown, duration: number): string | undefined {
+  const base = parseTimestamp(timestamp);
+  if (base === undefined) return undefined;
+  const total = Math.trunc(base + duration);
+  if (!(Math.abs(total) <= DATE_LIMIT)) return undefined;
+  const date = new Date(total);
+  const year = date.getUTCFullYear();
+  return year >= 1 && year <= 9999 ? date.toISOString() : undefined;
 }
 
 /** A copy of `obj` without its `undefined` and `null` values (absent on the wire). */
@@ -83,6 +165,25 @@ function upsert<T>(items: readonly T[], key: (item: T) => unknown, item: T): T[]
   return index < 0 ? [...items, item] : replaceAt(items, index, item);
 }
 
+/**
+ * Root, session and chat actions that 1.0 added (RC 5–7, 10, 13–16). A 0.7
+ * reducer does not know them: under `'0.7'` they are no-ops, like any other
+ * unknown action.
+ */
+const NEW_IN_1_0 = new Set([
+  'session/workingDirectoryReplaced',
+  'session/chatsReordered',
+  'session/mcpServerBackgroundRequested',
+  'chat/turnResume',
+  'chat/backgroundWorkSet',
+  'chat/backgroundWorkRemoved',
+  'chat/movableChanged',
+  'chat/changesetsChanged',
+  'chat/canvasesChanged',
+  'chat/isReadChanged',
+  'chat/isArchivedChanged',
+]);
+
 // -- root ------------------------------------------------------------------------------
 
 export function reduceRoot(state: Json, action: Json): Json {
@@ -115,6 +216,16 @@ function withFlag(status: number, flag: number, on: boolean): number {
 
 function withInputNeeded(status: number, hasRequests: boolean): number {
   return hasRequests ? withActivity(status, SessionStatus.InputNeeded) : status & ~INPUT_NEEDED_BIT;
+}
+
+/**
+ * Whether the session's queued input requests make it InputNeeded. RC 2: under
+ * 1.0 only requests that wait on the user count (every kind but
+ * `toolClientExecution`); under 0.7 any request does.
+ */
+function blocksOnUser(requests: Json[], v: Semantics): boolean {
+  if (v === '0.7') return requests.length > 0;
+  return requests.some((request) => request?.kind !== 'toolClientExecution');
 }
 
 const REQUIRED_SUMMARY_FIELDS = new Set(['title', 'status', 'modifiedAt']);
@@ -160,35 +271,108 @@ function withChildren(state: Json, entries: Json[], edits: Map<number, Json[]>):
   return { ...state, customizations: updated };
 }
 
+/**
+ * Apply `update` to the MCP server `id`: top level first (a match that is no
+ * MCP server is a no-op), else the first matching child of every container.
+ * `update` returns its argument to say "not applicable".
+ */
 function updateMcp(state: Json, id: string, update: (entry: Json) => Json): Json {
   const entries: Json[] = state.customizations ?? [];
   const index = entries.findIndex((e) => entryId(e) === id);
   if (index >= 0) {
     if (entries[index].type !== 'mcpServer') return state;
-    return { ...state, customizations: replaceAt(entries, index, update(entries[index])) };
+    const updated = update(entries[index]);
+    if (updated === entries[index]) return state;
+    return { ...state, customizations: replaceAt(entries, index, updated) };
   }
   const edits = new Map<number, Json[]>();
   for (const [i, position] of childHits(entries, id)) {
     const children: Json[] = entries[i].children;
     if (children[position].type === 'mcpServer') {
-      edits.set(i, replaceAt(children, position, update(children[position])));
+      const updated = update(children[position]);
+      if (updated !== children[position]) edits.set(i, replaceAt(children, position, updated));
     }
   }
   return withChildren(state, entries, edits);
 }
 
-function toggleCustomization(state: Json, id: string, enabled: boolean): Json {
+/**
+ * The boolean a directory or child customization shows for a decision list
+ * (RC 3): the first (most specific) decision, or enabled when there is none;
+ * a decision of a kind this page does not know counts as enabled.
+ */
+function effectiveEnabled(enablement: Json[]): boolean {
+  const first = enablement[0];
+  if (first === undefined || !['global', 'workspace', 'session'].includes(first?.kind)) return true;
+  return first.enabled;
+}
+
+/**
+ * The toggled entry. 0.7: `enabled` is set. 1.0 (RC 3): the complete decision
+ * list replaces the old one; plugins and MCP servers store it as `enablement`,
+ * every other customization stores its effect as `enabled`.
+ */
+function toggled(entry: Json, action: Json, v: Semantics): Json {
+  if (v === '0.7') return { ...entry, enabled: action.enabled };
+  const enablement: Json[] = action.enablement ?? [];
+  if (entry.type === 'plugin' || entry.type === 'mcpServer') return { ...entry, enablement };
+  return { ...entry, enabled: effectiveEnabled(enablement) };
+}
+
+/** The first top-level match, else the first child match of the first container. */
+function toggleCustomization(state: Json, action: Json, v: Semantics): Json {
   const entries: Json[] = state.customizations ?? [];
-  const index = entries.findIndex((e) => entryId(e) === id);
+  const index = entries.findIndex((e) => entryId(e) === action.id);
   if (index >= 0) {
-    return { ...state, customizations: replaceAt(entries, index, { ...entries[index], enabled }) };
+    return { ...state, customizations: replaceAt(entries, index, toggled(entries[index], action, v)) };
   }
-  const [hit] = childHits(entries, id);
+  const [hit] = childHits(entries, action.id);
   if (hit === undefined) return state;
   const [i, position] = hit;
   const children: Json[] = entries[i].children;
-  const child = { ...children[position], enabled };
+  const child = toggled(children[position], action, v);
   return withChildren(state, entries, new Map([[i, replaceAt(children, position, child)]]));
+}
+
+/**
+ * RC 5: replace `directory` in place; an earlier copy of `replacement` wins
+ * (then `directory` just goes), a later copy is removed, so there is never a
+ * duplicate and no later entry moves into the primary slot (index 0).
+ */
+function replaceDirectory(state: Json, action: Json): Json {
+  const dirs: string[] = state.workingDirectories ?? [];
+  const index = dirs.indexOf(action.directory);
+  if (index < 0) return state;
+  if (dirs.slice(0, index).includes(action.replacement)) {
+    return { ...state, workingDirectories: without(dirs, index) };
+  }
+  const later = dirs.slice(index + 1).filter((d) => d !== action.replacement);
+  return { ...state, workingDirectories: [...dirs.slice(0, index), action.replacement, ...later] };
+}
+
+/** RC 6: only a complete permutation of the chats that changes their order applies. */
+function reorderChats(state: Json, action: Json): Json {
+  const chats: Json[] = state.chats ?? [];
+  const current = chats.map((c) => c.resource);
+  const order: unknown[] = Array.isArray(action.chats) ? action.chats : [];
+  const known = new Set(current);
+  if (
+    order.length !== current.length ||
+    new Set(order).size !== order.length ||
+    !order.every((uri) => known.has(uri)) ||
+    order.every((uri, i) => uri === current[i])
+  ) {
+    return state;
+  }
+  const byUri = new Map(chats.map((c) => [c.resource, c]));
+  return { ...state, chats: order.map((uri) => byUri.get(uri)) };
+}
+
+/** RC 7: a blocking start stops blocking; any other state is left alone. */
+function backgroundMcp(entry: Json): Json {
+  const starting = entry.state;
+  if (starting?.kind !== 'starting' || starting.blocking !== true) return entry;
+  return { ...entry, state: { ...starting, blocking: false } };
 }
 
 function removeCustomization(state: Json, id: string): Json {
@@ -202,12 +386,14 @@ function removeCustomization(state: Json, id: string): Json {
   return withChildren(state, entries, edits);
 }
 
-export function reduceSession(state: Json, action: Json): Json {
+export function reduceSession(state: Json, action: Json, v: Semantics): Json {
+  if (v === '0.7' && NEW_IN_1_0.has(action.type)) return state;
   switch (action.type) {
     case 'session/ready':
       return { ...state, lifecycle: 'ready' };
     case 'session/creationFailed':
-      return { ...state, lifecycle: 'creationFailed', creationError: action.error };
+      // RC 1: the lifecycle value is `failed` at 1.0 (0.7: `creationFailed`).
+      return { ...state, lifecycle: v === '0.7' ? 'creationFailed' : 'failed', creationError: action.error };
     case 'session/chatAdded':
       return { ...state, chats: upsert(state.chats ?? [], (c: Json) => c.resource, action.summary) };
     case 'session/chatRemoved': {
@@ -251,9 +437,16 @@ export function reduceSession(state: Json, action: Json): Json {
       const index = dirs.indexOf(action.directory);
       return index < 0 ? state : { ...state, workingDirectories: without(dirs, index) };
     }
+    case 'session/workingDirectoryReplaced':
+      return replaceDirectory(state, action);
+    case 'session/chatsReordered':
+      return reorderChats(state, action);
+    case 'session/mcpServerBackgroundRequested':
+      return updateMcp(state, action.id, backgroundMcp);
     case 'session/inputNeededSet': {
       const requests = upsert(state.inputNeeded ?? [], entryId, action.request);
-      return { ...state, inputNeeded: requests, status: withInputNeeded(state.status, true) };
+      const status = withInputNeeded(state.status, blocksOnUser(requests, v));
+      return { ...state, inputNeeded: requests, status };
     }
     case 'session/inputNeededRemoved': {
       const open: Json[] = state.inputNeeded ?? [];
@@ -263,13 +456,13 @@ export function reduceSession(state: Json, action: Json): Json {
       return clean({
         ...state,
         inputNeeded: remaining.length > 0 ? remaining : undefined,
-        status: withInputNeeded(state.status, remaining.length > 0),
+        status: withInputNeeded(state.status, blocksOnUser(remaining, v)),
       });
     }
     case 'session/customizationsChanged':
       return { ...state, customizations: action.customizations };
     case 'session/customizationToggled':
-      return toggleCustomization(state, action.id, action.enabled);
+      return toggleCustomization(state, action, v);
     case 'session/customizationUpdated':
       return {
         ...state,
@@ -322,7 +515,7 @@ const KNOWN_TOOL_STATES = new Set([
   'completed',
   'cancelled',
 ]);
-const KNOWN_PART_KINDS = new Set([
+const KNOWN_PART_KINDS_0_7 = new Set([
   'markdown',
   'contentRef',
   'toolCall',
@@ -330,6 +523,22 @@ const KNOWN_PART_KINDS = new Set([
   'systemNotification',
   'inputRequest',
 ]);
+/** 1.0 adds the error part (RC 8). */
+const KNOWN_PART_KINDS_1_0 = new Set([...KNOWN_PART_KINDS_0_7, 'error']);
+
+/** What a chat reducer needs besides state and action. */
+interface Ctx {
+  readonly v: Semantics;
+  readonly now: Clock;
+}
+
+/**
+ * `truncated` and the `input*` actions: under 0.7 they stamp `modifiedAt` with
+ * the clock; under 1.0 they leave it alone (RC 11).
+ */
+function stamped(state: Json, ctx: Ctx): Json {
+  return ctx.v === '0.7' ? { ...state, modifiedAt: isoTimestamp(ctx.now()) } : state;
+}
 
 function hasOpenInput(turn: Json): boolean {
   return (turn.responseParts ?? []).some(
@@ -409,13 +618,30 @@ function resolveOption(options: Json[] | undefined, optionId: unknown): Json | u
   return options.find((option) => option.id === optionId);
 }
 
-const toolCallTransitions: Record<string, (action: Json) => ToolUpdate> = {
+/**
+ * A late contributor on `toolCallReady` (RC 17): client ownership is fixed at
+ * `toolCallStart`; only the same client refines a client's call, a late client
+ * contributor never takes over another's, any other contributor replaces.
+ */
+function refinedContributor(current: Json, late: Json): Json {
+  if (absent(late)) return current;
+  if (current?.kind === 'client') {
+    return late.kind === 'client' && late.clientId === current.clientId ? late : current;
+  }
+  return late.kind === 'client' ? current : late;
+}
+
+const toolCallTransitions: Record<string, (action: Json, v: Semantics) => ToolUpdate> = {
   'chat/toolCallDelta': (action) => (tc) => {
     if (tc.status !== 'streaming') return tc;
     return clean({
       ...tc,
       _meta: coalesce(action._meta, tc._meta),
-      partialInput: (tc.partialInput ?? '') + action.content,
+      // Optional at 1.0 (RC 19): without content the partial input stays as it
+      // is. (0.7 requires it; a 0.7 action without one appends nothing either.)
+      partialInput: absent(action.content)
+        ? tc.partialInput
+        : (tc.partialInput ?? '') + action.content,
       invocationMessage: coalesce(action.invocationMessage, tc.invocationMessage),
     });
   },
@@ -423,23 +649,40 @@ const toolCallTransitions: Record<string, (action: Json) => ToolUpdate> = {
     if (tc.status !== 'running') return tc;
     return clean({ ...tc, _meta: coalesce(action._meta, tc._meta), content: action.content });
   },
-  'chat/toolCallReady': (action) => (tc) => {
+  'chat/toolCallReady': (action, v) => (tc) => {
     if (!['streaming', 'running', 'pending-confirmation'].includes(tc.status)) return tc;
-    const base = toolCallBase(tc, action._meta);
+    const pending = tc.status === 'pending-confirmation' ? tc : {};
+    let base = toolCallBase(tc, action._meta);
+    let toolInput: Json;
+    if (v === '0.7') {
+      // The auto-confirmed path takes the input from the action only; the
+      // pending path keeps the input of a call that was already pending.
+      toolInput = truthy(action.confirmed)
+        ? action.toolInput
+        : coalesce(action.toolInput, pending.toolInput);
+    } else {
+      // RC 17: `contributor` and `intention` may be refined; an omitted input
+      // keeps the call's own on both paths (a streaming call has none).
+      base = clean({
+        ...base,
+        contributor: refinedContributor(tc.contributor, action.contributor),
+        intention: coalesce(action.intention, tc.intention),
+      });
+      toolInput = coalesce(action.toolInput, tc.status === 'streaming' ? undefined : tc.toolInput);
+    }
     if (truthy(action.confirmed)) {
       return clean({
         ...base,
         invocationMessage: action.invocationMessage,
-        toolInput: action.toolInput,
+        toolInput,
         confirmed: action.confirmed,
         status: 'running',
       });
     }
-    const pending = tc.status === 'pending-confirmation' ? tc : {};
     return clean({
       ...base,
       invocationMessage: action.invocationMessage,
-      toolInput: coalesce(action.toolInput, pending.toolInput),
+      toolInput,
       status: 'pending-confirmation',
       confirmationTitle: coalesce(action.confirmationTitle, pending.confirmationTitle),
       riskAssessment: coalesce(action.riskAssessment, pending.riskAssessment),
@@ -448,15 +691,18 @@ const toolCallTransitions: Record<string, (action: Json) => ToolUpdate> = {
       options: coalesce(action.options, pending.options),
     });
   },
-  'chat/toolCallConfirmed': (action) => (tc) => {
+  'chat/toolCallConfirmed': (action, v) => (tc) => {
     if (tc.status !== 'pending-confirmation') return tc;
     const base = toolCallBase(tc, action._meta);
     const selectedOption = resolveOption(tc.options, action.selectedOptionId);
     if (action.approved === true) {
+      // RC 18: at 1.0 an edited input replaces only an inline (string) input;
+      // a ContentRef input stays (the host rewrites the referenced resource).
+      const editable = v === '0.7' || typeof tc.toolInput === 'string';
       return clean({
         ...base,
         invocationMessage: tc.invocationMessage,
-        toolInput: coalesce(action.editedToolInput, tc.toolInput),
+        toolInput: editable ? coalesce(action.editedToolInput, tc.toolInput) : tc.toolInput,
         confirmed: action.confirmed,
         selectedOption,
         status: 'running',
@@ -558,19 +804,23 @@ const REFRESHING = new Set([
   'chat/toolCallAuthResolved',
 ]);
 
-/** The id `chat/delta` and `chat/reasoning` match on (a tool call's is its toolCallId). */
-export function partIdOf(part: Json): unknown {
+/**
+ * The id `chat/delta` and `chat/reasoning` match on (a tool call's is its
+ * toolCallId; a part of a kind the version does not know is matched by `id`).
+ */
+export function partIdOf(part: Json, v: Semantics): unknown {
   if (part.kind === 'markdown' || part.kind === 'reasoning') return part.id;
   if (part.kind === 'toolCall') return part.toolCall?.toolCallId;
-  if (!KNOWN_PART_KINDS.has(part.kind)) return part.id;
+  const known = v === '0.7' ? KNOWN_PART_KINDS_0_7 : KNOWN_PART_KINDS_1_0;
+  if (!known.has(part.kind)) return part.id;
   return undefined;
 }
 
-function appendText(state: Json, action: Json, kind: 'markdown' | 'reasoning'): Json {
+function appendText(state: Json, action: Json, kind: 'markdown' | 'reasoning', v: Semantics): Json {
   const turn = activeTurnFor(state, action.turnId);
   if (!turn) return state;
   const parts: Json[] = turn.responseParts;
-  const index = parts.findIndex((part) => partIdOf(part) === action.partId);
+  const index = parts.findIndex((part) => partIdOf(part, v) === action.partId);
   if (index < 0 || parts[index].kind !== kind) return state;
   const grown = { ...parts[index], content: parts[index].content + action.content };
   return withParts(state, turn, replaceAt(parts, index, grown));
@@ -592,36 +842,47 @@ function cancelUnfinished(part: Json): Json {
   return { ...part, toolCall: cancelled };
 }
 
+/**
+ * `turnComplete` / `turnCancelled` / `error`: the active turn moves into
+ * `turns`, its unfinished tool calls cancelled, its duration clamped at 0
+ * (RC 12). `chat/error` under 1.0 appends its `part` as the turn's last
+ * response part and writes no `error` field (RC 8); under 0.7 the turn keeps
+ * the action's `error`. `modifiedAt`: 1.0 `startedAt` plus the duration
+ * (RC 11), 0.7 the clock.
+ */
 function endTurn(
   state: Json,
   action: Json,
   turnState: 'complete' | 'cancelled' | 'error',
-  now: Clock,
+  ctx: Ctx,
 ): Json {
   const turn = activeTurnFor(state, action.turnId);
   if (!turn) return state;
+  const v1 = ctx.v === '1.0';
+  const duration = Math.max(0, action.duration);
+  let parts: Json[] = (turn.responseParts as Json[]).map(cancelUnfinished);
+  if (v1 && turnState === 'error' && !absent(action.part)) parts = [...parts, action.part];
   const finished = clean({
     id: turn.id,
     startedAt: turn.startedAt,
-    duration: Math.max(0, action.duration),
+    duration,
     message: turn.message,
-    responseParts: (turn.responseParts as Json[]).map(cancelUnfinished),
+    responseParts: parts,
     usage: turn.usage,
     state: turnState,
-    error: turnState === 'error' ? action.error : undefined,
+    error: !v1 && turnState === 'error' ? action.error : undefined,
   });
-  const ended: Json = {
-    ...state,
-    turns: [...(state.turns ?? []), finished],
-    modifiedAt: isoTimestamp(now()),
-  };
+  const modifiedAt = v1
+    ? (addMilliseconds(turn.startedAt, duration) ?? state.modifiedAt)
+    : isoTimestamp(ctx.now());
+  const ended: Json = clean({ ...state, turns: [...(state.turns ?? []), finished], modifiedAt });
   delete ended.activeTurn;
   const terminal = turnState === 'error' ? SessionStatus.Error : undefined;
   return { ...ended, status: summaryStatus(ended, terminal) };
 }
 
-function turnStarted(state: Json, action: Json, now: Clock): Json {
-  let started: Json = {
+function turnStarted(state: Json, action: Json, ctx: Ctx): Json {
+  let started: Json = clean({
     ...state,
     activeTurn: {
       id: action.turnId,
@@ -629,8 +890,9 @@ function turnStarted(state: Json, action: Json, now: Clock): Json {
       message: action.message,
       responseParts: [],
     },
-    modifiedAt: isoTimestamp(now()),
-  };
+    // RC 11: 1.0 takes the action's own `startedAt`; 0.7 stamps the clock.
+    modifiedAt: ctx.v === '1.0' ? action.startedAt : isoTimestamp(ctx.now()),
+  });
   const queuedId = action.queuedMessageId;
   if (truthy(queuedId)) {
     if (started.steeringMessage?.id === queuedId) {
@@ -645,7 +907,7 @@ function turnStarted(state: Json, action: Json, now: Clock): Json {
   return { ...started, status: summaryStatus(started) & ~SessionStatus.IsRead };
 }
 
-function truncated(state: Json, action: Json, now: Clock): Json {
+function truncated(state: Json, action: Json, ctx: Ctx): Json {
   let kept: Json;
   if (absent(action.turnId)) {
     kept = { ...state, turns: [] };
@@ -655,7 +917,7 @@ function truncated(state: Json, action: Json, now: Clock): Json {
     if (index < 0) return state;
     kept = { ...state, turns: state.turns.slice(0, index + 1) };
   }
-  const cut: Json = { ...kept, modifiedAt: isoTimestamp(now()) };
+  const cut: Json = { ...stamped(kept, ctx) };
   delete cut.activeTurn;
   return { ...cut, status: summaryStatus(cut) };
 }
@@ -719,7 +981,7 @@ function openRequestIndex(turn: Json, requestId: string): number {
   );
 }
 
-function inputRequested(state: Json, action: Json, now: Clock): Json {
+function inputRequested(state: Json, action: Json, ctx: Ctx): Json {
   const turn = state.activeTurn;
   if (!turn) return state;
   const request = action.request;
@@ -732,20 +994,19 @@ function inputRequested(state: Json, action: Json, now: Clock): Json {
     const merged = clean({ ...request, answers: coalesce(request.answers, existing.request.answers) });
     parts = replaceAt(turn.responseParts, index, { kind: 'inputRequest', request: merged });
   }
-  const updated = { ...withParts(state, turn, parts), modifiedAt: isoTimestamp(now()) };
+  const updated = stamped(withParts(state, turn, parts), ctx);
   return { ...updated, status: summaryStatus(updated) & ~SessionStatus.IsRead };
 }
 
-function withRequest(state: Json, turn: Json, index: number, part: Json, now: Clock): Json {
-  const parts = replaceAt(turn.responseParts, index, part);
-  return { ...withParts(state, turn, parts), modifiedAt: isoTimestamp(now()) };
+function withRequest(state: Json, turn: Json, index: number, part: Json, ctx: Ctx): Json {
+  return stamped(withParts(state, turn, replaceAt(turn.responseParts, index, part)), ctx);
 }
 
 function answersOrAbsent(answers: Record<string, Json>): Record<string, Json> | undefined {
   return Object.keys(answers).length > 0 ? answers : undefined;
 }
 
-function inputAnswerChanged(state: Json, action: Json, now: Clock): Json {
+function inputAnswerChanged(state: Json, action: Json, ctx: Ctx): Json {
   const turn = state.activeTurn;
   if (!turn) return state;
   const index = openRequestIndex(turn, action.requestId);
@@ -755,10 +1016,10 @@ function inputAnswerChanged(state: Json, action: Json, now: Clock): Json {
   if (absent(action.answer)) delete answers[action.questionId];
   else answers[action.questionId] = action.answer;
   const request = clean({ ...part.request, answers: answersOrAbsent(answers) });
-  return withRequest(state, turn, index, { ...part, request }, now);
+  return withRequest(state, turn, index, { ...part, request }, ctx);
 }
 
-function inputCompleted(state: Json, action: Json, now: Clock): Json {
+function inputCompleted(state: Json, action: Json, ctx: Ctx): Json {
   const turn = state.activeTurn;
   if (!turn) return state;
   const index = openRequestIndex(turn, action.requestId);
@@ -766,26 +1027,83 @@ function inputCompleted(state: Json, action: Json, now: Clock): Json {
   const part = turn.responseParts[index];
   const answers = { ...(part.request.answers ?? {}), ...(action.answers ?? {}) };
   const request = clean({ ...part.request, answers: answersOrAbsent(answers) });
-  const updated = withRequest(state, turn, index, { ...part, request, response: action.response }, now);
+  const updated = withRequest(state, turn, index, { ...part, request, response: action.response }, ctx);
   return { ...updated, status: summaryStatus(updated) };
 }
 
-export function reduceChat(state: Json, action: Json, now: Clock): Json {
+/**
+ * RC 10: reopen the latest turn when it ended in a resumable error: no active
+ * turn, the last finished turn has that id, state `error`, and its last
+ * response part is an error part with `resumable: true`. It becomes the
+ * active turn again (the error part stays); `startedAt` falls back to the
+ * chat's `modifiedAt`; status from the active turn, IsRead cleared;
+ * `modifiedAt` untouched.
+ */
+function turnResume(state: Json, action: Json): Json {
+  const turns: Json[] = state.turns ?? [];
+  if (!absent(state.activeTurn) || turns.length === 0) return state;
+  const turn = turns[turns.length - 1];
+  const parts: Json[] = turn.responseParts ?? [];
+  const last = parts[parts.length - 1];
+  if (
+    turn.id !== action.turnId ||
+    turn.state !== 'error' ||
+    last?.kind !== 'error' ||
+    last.resumable !== true
+  ) {
+    return state;
+  }
+  const reopened = {
+    ...state,
+    turns: turns.slice(0, -1),
+    activeTurn: clean({
+      id: turn.id,
+      startedAt: coalesce(turn.startedAt, state.modifiedAt),
+      message: turn.message,
+      responseParts: parts,
+      usage: turn.usage,
+    }),
+  };
+  return { ...reopened, status: summaryStatus(reopened) & ~SessionStatus.IsRead };
+}
+
+/** RC 13: upsert by `id` (in place, else appended; the list is created if absent). */
+function backgroundWorkSet(state: Json, work: Json): Json {
+  return { ...state, backgroundWork: upsert(state.backgroundWork ?? [], entryId, work) };
+}
+
+/** RC 13: remove that entry (the list stays, possibly empty); no-op if absent. */
+function backgroundWorkRemoved(state: Json, id: unknown): Json {
+  const present: Json[] = state.backgroundWork ?? [];
+  const index = present.findIndex((w) => entryId(w) === id);
+  return index < 0 ? state : { ...state, backgroundWork: without(present, index) };
+}
+
+/**
+ * Apply one chat action. `now` is read only under 0.7 (1.0 takes `modifiedAt`
+ * from the action data, RC 11).
+ */
+export function reduceChat(state: Json, action: Json, now: Clock, v: Semantics): Json {
+  if (v === '0.7' && NEW_IN_1_0.has(action.type)) return state;
+  const ctx: Ctx = { v, now };
   const transition = toolCallTransitions[action.type];
   if (transition !== undefined) {
-    const updated = updateToolCall(state, action.turnId, action.toolCallId, transition(action));
+    const updated = updateToolCall(state, action.turnId, action.toolCallId, transition(action, v));
     return REFRESHING.has(action.type) ? refreshStatus(updated) : updated;
   }
   switch (action.type) {
     case 'chat/turnStarted':
-      return turnStarted(state, action, now);
+      return turnStarted(state, action, ctx);
     case 'chat/delta':
-      return appendText(state, action, 'markdown');
+      return appendText(state, action, 'markdown', v);
     case 'chat/reasoning':
-      return appendText(state, action, 'reasoning');
+      return appendText(state, action, 'reasoning', v);
     case 'chat/responsePart': {
       const turn = activeTurnFor(state, action.turnId);
-      return turn ? withParts(state, turn, [...turn.responseParts, action.part]) : state;
+      if (!turn) return state;
+      // RC 9: at 1.0 error parts enter a turn only through chat/error.
+      if (v === '1.0' && action.part?.kind === 'error') return state;
+      return withParts(state, turn, [...turn.responseParts, action.part]);
     }
     case 'chat/toolCallStart': {
       const turn = activeTurnFor(state, action.turnId);
@@ -802,11 +1120,30 @@ export function reduceChat(state: Json, action: Json, now: Clock): Json {
       return withParts(state, turn, [...turn.responseParts, { kind: 'toolCall', toolCall: streaming }]);
     }
     case 'chat/turnComplete':
-      return endTurn(state, action, 'complete', now);
+      return endTurn(state, action, 'complete', ctx);
     case 'chat/turnCancelled':
-      return endTurn(state, action, 'cancelled', now);
+      return endTurn(state, action, 'cancelled', ctx);
     case 'chat/error':
-      return endTurn(state, action, 'error', now);
+      return endTurn(state, action, 'error', ctx);
+    case 'chat/turnResume':
+      return turnResume(state, action);
+    case 'chat/backgroundWorkSet':
+      return backgroundWorkSet(state, action.work);
+    case 'chat/backgroundWorkRemoved':
+      return backgroundWorkRemoved(state, action.id);
+    case 'chat/movableChanged':
+      return clean({ ...state, movable: action.movable });
+    case 'chat/changesetsChanged': // RC 15: an absent list deletes the key
+      return clean({ ...state, changesets: action.changesets });
+    case 'chat/canvasesChanged':
+      return clean({ ...state, canvases: action.canvases });
+    case 'chat/isReadChanged': // RC 16: the chat's own flag bits, activity kept
+      return { ...state, status: withFlag(state.status, SessionStatus.IsRead, action.isRead) };
+    case 'chat/isArchivedChanged':
+      return {
+        ...state,
+        status: withFlag(state.status, SessionStatus.IsArchived, action.isArchived),
+      };
     case 'chat/activityChanged':
       return clean({ ...state, activity: action.activity });
     case 'chat/workingDirectorySet': {
@@ -825,7 +1162,7 @@ export function reduceChat(state: Json, action: Json, now: Clock): Json {
       return turn ? { ...state, activeTurn: { ...turn, usage: action.usage } } : state;
     }
     case 'chat/truncated':
-      return truncated(state, action, now);
+      return truncated(state, action, ctx);
     case 'chat/turnsLoaded':
       return turnsLoaded(state, action);
     case 'chat/pendingMessageSet':
@@ -837,11 +1174,11 @@ export function reduceChat(state: Json, action: Json, now: Clock): Json {
     case 'chat/draftChanged':
       return clean({ ...state, draft: action.draft });
     case 'chat/inputRequested':
-      return inputRequested(state, action, now);
+      return inputRequested(state, action, ctx);
     case 'chat/inputAnswerChanged':
-      return inputAnswerChanged(state, action, now);
+      return inputAnswerChanged(state, action, ctx);
     case 'chat/inputCompleted':
-      return inputCompleted(state, action, now);
+      return inputCompleted(state, action, ctx);
     default:
       return state;
   }
@@ -861,8 +1198,9 @@ export function channelKind(uri: string): ChannelKind | undefined {
   return undefined;
 }
 
-export function reduce(kind: ChannelKind, state: Json, action: Json, now: Clock): Json {
+/** Apply `action` with the reducer of channel `kind`, under semantics `v`. */
+export function reduce(kind: ChannelKind, state: Json, action: Json, now: Clock, v: Semantics): Json {
   if (kind === 'root') return reduceRoot(state, action);
-  if (kind === 'session') return reduceSession(state, action);
-  return reduceChat(state, action, now);
+  if (kind === 'session') return reduceSession(state, action, v);
+  return reduceChat(state, action, now, v);
 }

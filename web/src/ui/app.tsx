@@ -2,6 +2,12 @@
  * The page: sessions on the left, the selected session's chats and transcript
  * on the right, the composer at the bottom. Everything is rendered from the
  * client's optimistic views; agent text only ever through `Markdown`.
+ *
+ * The states have the shape of the negotiated protocol version (1.0/0.9 or
+ * 0.7; `client.protocolVersion`, shown in the header). Where the shapes differ
+ * the page reads both: a turn's error (`turnError`), the primary working
+ * directory (`primaryDirectory`), the failed lifecycle, an inline or
+ * referenced tool input (`toolInputText`).
  */
 import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
 import { Fragment, type ComponentChildren } from 'preact';
@@ -25,6 +31,48 @@ function Markdown({ text, class: className }: { text: string; class?: string }) 
   return <div class={`markdown ${className ?? ''}`} ref={ref} />;
 }
 
+/**
+ * The error a finished turn ended with: at 1.0 its last response part when
+ * that is an error part (REDUCER-CHANGES 8), at 0.7 the turn's `error`.
+ */
+export function turnError(turn: Json): Json | undefined {
+  if (turn.error) return turn.error;
+  return trailingErrorPart(turn)?.error;
+}
+
+function trailingErrorPart(turn: Json): Json | undefined {
+  const parts: Json[] = turn.responseParts ?? [];
+  const last = parts[parts.length - 1];
+  return last?.kind === 'error' ? last : undefined;
+}
+
+/** The chat's primary working directory: 0.7 names it, 1.0 has it at index 0. */
+export function primaryDirectory(chat: Json, session: Json): string | undefined {
+  return chat?.primaryWorkingDirectory ?? chat?.workingDirectories?.[0] ?? session?.workingDirectories?.[0];
+}
+
+/** A session whose creation failed: lifecycle `failed` (1.0) or `creationFailed` (0.7). */
+function creationFailed(session: Json): boolean {
+  return session.lifecycle === 'failed' || session.lifecycle === 'creationFailed';
+}
+
+/** A tool input as text: inline (a string), or at 1.0 possibly a ContentRef. */
+function toolInputText(input: Json): string | undefined {
+  if (input === undefined || input === null || input === '') return undefined;
+  if (typeof input === 'string') return input;
+  return `Attached content: ${input.uri ?? 'unknown'}${input.contentType ? ` (${input.contentType})` : ''}`;
+}
+
+/** A URI as a short label (a `file:` URI as its path). */
+function directoryLabel(uri: string): string {
+  try {
+    const url = new URL(uri);
+    return url.protocol === 'file:' ? decodeURIComponent(url.pathname) : uri;
+  } catch {
+    return uri;
+  }
+}
+
 function activityOf(status: number | undefined): string {
   const bits = (status ?? 0) & 0b11111;
   if (bits === SessionStatus.InputNeeded) return 'needs input';
@@ -44,6 +92,11 @@ export function App({ store }: { store: Store }) {
         {client.serverInfo?.name && (
           <span class="server">
             {client.serverInfo.name} {client.serverInfo.version ?? ''}
+          </span>
+        )}
+        {client.protocolVersion && (
+          <span class="protocol" data-protocol-version={client.protocolVersion}>
+            protocol {client.protocolVersion}
           </span>
         )}
       </header>
@@ -68,7 +121,13 @@ function ConnectionBadge({ store }: { store: Store }) {
   } as const;
   const status = store.client.status;
   return (
-    <span class={`badge conn-${status}`} role="status" aria-live="polite" data-status={status}>
+    <span
+      class={`badge conn-${status}`}
+      role="status"
+      aria-live="polite"
+      data-status={status}
+      title={status === 'open' ? undefined : store.client.lastError}
+    >
       {labels[status]}
     </span>
   );
@@ -166,6 +225,7 @@ function Sidebar({ store }: { store: Store }) {
               <span class={`state ${activityOf(summary.status).replace(' ', '-')}`}>
                 {store.agentOf(summary.provider)?.displayName ?? summary.provider} ·{' '}
                 {activityOf(summary.status)}
+                {(summary.chats?.length ?? 0) > 1 && ` · ${summary.chats.length} chats`}
               </span>
             </button>
           </li>
@@ -199,7 +259,7 @@ function chatLabel(chat: Json, defaultChat: string | undefined): string {
 function SessionView({ store }: { store: Store }) {
   const session = store.sessionState;
   if (!session) return <p class="loading">Opening the session…</p>;
-  if (session.lifecycle === 'creationFailed') {
+  if (creationFailed(session)) {
     return <p class="error">The session could not be created: {session.creationError?.message}</p>;
   }
   const chats: Json[] = session.chats ?? [];
@@ -249,8 +309,14 @@ function ChatView({ store }: { store: Store }) {
     const el = log.current;
     if (el && stick.current) el.scrollTop = el.scrollHeight;
   });
+  const directory = primaryDirectory(chat, session);
   return (
     <section class="chat" aria-label={chat.title || 'Chat'}>
+      {directory && (
+        <p class="directory muted" title={directory}>
+          In {directoryLabel(directory)}
+        </p>
+      )}
       {chat.origin?.kind === 'sideChat' && chat.origin.selection?.text && (
         <blockquote class="selection">{chat.origin.selection.text}</blockquote>
       )}
@@ -291,7 +357,10 @@ function TurnView({
   caps: Json;
   active?: boolean;
 }) {
-  const parts: Json[] = turn.responseParts ?? [];
+  const all: Json[] = turn.responseParts ?? [];
+  // A finished error turn shows its error in the footer, not twice.
+  const footerPart = !active && turn.state === 'error' ? trailingErrorPart(turn) : undefined;
+  const parts = footerPart ? all.slice(0, -1) : all;
   return (
     <article class={`turn ${active ? 'active' : turn.state}`} data-turn={turn.id} data-state={active ? 'active' : turn.state}>
       <div class="user-message">
@@ -307,7 +376,7 @@ function TurnView({
       <footer class="turn-footer">
         {turn.state === 'cancelled' && <span class="turn-state">Cancelled</span>}
         {turn.state === 'error' && (
-          <span class="turn-state error">Error: {turn.error?.message ?? 'the turn failed'}</span>
+          <span class="turn-state error">Error: {turnError(turn)?.message ?? 'the turn failed'}</span>
         )}
         {turn.usage && <Usage usage={turn.usage} />}
         {!active && caps.fork && (
@@ -368,6 +437,12 @@ function PartView({ store, turn, part, active }: { store: Store; turn: Json; par
       );
     case 'contentRef':
       return <p class="content-ref">Attached content: {part.contentType ?? 'unknown type'}</p>;
+    case 'error': // 1.0: an error the turn went on from (resumed), REDUCER-CHANGES 10
+      return (
+        <p class="part-error error" role="note">
+          Error: {part.error?.message ?? 'unknown'}
+        </p>
+      );
     default:
       return null;
   }
@@ -399,10 +474,10 @@ function ToolCall({ store, turn, call, active }: { store: Store; turn: Json; cal
       ) : (
         call.invocationMessage && <Markdown text={markdownOf(call.invocationMessage)} class="tool-message" />
       )}
-      {call.toolInput && (
+      {toolInputText(call.toolInput) && (
         <details class="tool-input">
           <summary>Input</summary>
-          <pre>{call.toolInput}</pre>
+          <pre>{toolInputText(call.toolInput)}</pre>
         </details>
       )}
       {(call.content ?? []).map((content: Json, index: number) =>

@@ -18,8 +18,6 @@ export interface Notice {
   kind: 'error' | 'info';
 }
 
-const VERSION = '0.7.0';
-
 export class Store {
   readonly client: AhpClient;
   session: string | undefined;
@@ -45,7 +43,7 @@ export class Store {
     this.client = new AhpClient({
       url: socketUrl,
       clientId: uuid(),
-      clientInfo: { name: 'ahp-server-web', version: VERSION },
+      clientInfo: { name: 'ahp-server-web' },
       onChange: () => this.changed(),
       onDropped: (actions) => this.dropped(actions),
       onRejected: (action, reason) =>
