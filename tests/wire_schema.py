@@ -35,6 +35,12 @@ def _defs(spec_dir: Path) -> dict[str, Any]:
     return defs
 
 
+def definition(spec_dir: Path, type_name: str) -> dict[str, Any]:
+    """The schema of ``type_name`` under ``spec_dir`` (its ``description`` among it)."""
+    value: dict[str, Any] = _defs(spec_dir)[type_name]
+    return value
+
+
 @functools.cache
 def validator(spec_dir: Path, type_name: str) -> Draft202012Validator:
     """A validator for ``type_name`` of the schemas under ``spec_dir``."""

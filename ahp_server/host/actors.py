@@ -57,6 +57,7 @@ from ahp_server.protocol.types import (
     ChatDeltaAction,
     ChatErrorAction,
     ChatInputCompletedAction,
+    ChatIsReadChangedAction,
     ChatPendingMessageRemovedAction,
     ChatPendingMessageSetAction,
     ChatReasoningAction,
@@ -87,6 +88,7 @@ from ahp_server.protocol.types import (
     SessionInputNeededRemovedAction,
     SessionInputNeededSetAction,
     SessionInputRequest,
+    SessionIsArchivedChangedAction,
     SessionState,
     SessionStatus,
     SessionSummary,
@@ -549,6 +551,8 @@ def _summary_changes(old: ChatSummary, new: ChatSummary) -> PartialChatSummary |
 
 _IDLE = int(SessionStatus.Idle)
 _ERROR = int(SessionStatus.Error)
+_IS_READ = int(SessionStatus.IsRead)
+_IS_ARCHIVED = int(SessionStatus.IsArchived)
 
 #: (position, name) of a session summary's fields that change; the identity
 #: fields never do (root.md).
@@ -696,6 +700,15 @@ class SessionActor(ChannelActor[SessionState]):
             self.uri, "session", None, self.created_at, codec.encode(self.summary)
         )
 
+    def _archive_with_default_chat(self, chat: str, status: int) -> None:
+        """Archiving the default chat "is equivalent to archiving the session"
+        (``ChatIsArchivedChangedAction``): the session's IsArchived follows a
+        change of the default chat's, and only a change (archiving the session
+        itself leaves its chats as they are)."""
+        archived = bool(status & _IS_ARCHIVED)
+        if chat == self.state.default_chat and archived != bool(self.state.status & _IS_ARCHIVED):
+            self.apply(SessionIsArchivedChangedAction(is_archived=archived))
+
     async def forget_chat(self, chat: str) -> None:
         """Drop the input-needed entries of a disposed chat."""
         await self.submit(_ChatChanged(chat, None, ()))
@@ -706,6 +719,8 @@ class SessionActor(ChannelActor[SessionState]):
             changes = _summary_changes(entry, message.summary)
             if changes is not None:
                 self.apply(SessionChatUpdatedAction(chat=message.chat, changes=changes))
+            if (entry.status ^ message.summary.status) & _IS_ARCHIVED:
+                self._archive_with_default_chat(message.chat, message.summary.status)
         current = {
             getattr(r, "id", ""): r
             for r in (
@@ -751,6 +766,9 @@ _MIRRORED = frozenset(
         "chat/inputRequested",
         "chat/inputAnswerChanged",
         "chat/inputCompleted",
+        # 1.0: the chat's own flags, projected into its catalogue entry.
+        "chat/isReadChanged",
+        "chat/isArchivedChanged",
     }
 )
 
@@ -1206,11 +1224,22 @@ class ChatActor(ChannelActor[ChatState]):
         mirrors: list[_ChatChanged] = []
         if message.final:
             self.runner = None
+            self._unread_if_unseen()
             self._mirror(message.action, mirrors)
             self._start_next(mirrors)
         else:
             self._mirror(message.action, mirrors)
         return mirrors
+
+    def _unread_if_unseen(self) -> None:
+        """A turn that ends while nobody is subscribed leaves its chat unread.
+
+        ``chat/turnStarted`` already clears IsRead; a client that marked the
+        chat read during the turn and left before its end has not seen the
+        end (docs/protocol.md "Read and archived chats").
+        """
+        if self.state.status & _IS_READ and not self.host.hub.subscribers(self.uri):
+            self.apply(ChatIsReadChangedAction(is_read=False))
 
     def _input_answer(self, request_id: str, response: str) -> InputAnswer:
         turn = self.state.active_turn

@@ -85,6 +85,7 @@ from ahp_server.protocol.types import (
 
 __all__ = [
     "CLIENT_DISPATCHABLE",
+    "CLIENT_DISPATCHABLE_0_7",
     "MAX_TERMINAL_SIZE",
     "Rejection",
     "RejectionCode",
@@ -94,9 +95,8 @@ __all__ = [
     "valid_terminal_size",
 ]
 
-#: Every action type a client may dispatch (WIRE-SUMMARY §7). Everything else,
-#: including action types this version does not know, is server-only.
-CLIENT_DISPATCHABLE: frozenset[str] = frozenset(
+#: Every action type a 0.7 client may dispatch (WIRE-SUMMARY §7).
+CLIENT_DISPATCHABLE_0_7: frozenset[str] = frozenset(
     {
         ActionType.RootConfigChanged,
         ActionType.SessionTitleChanged,
@@ -138,6 +138,18 @@ CLIENT_DISPATCHABLE: frozenset[str] = frozenset(
         ActionType.AnnotationsEntryRemoved,
     }
 )
+
+#: Every action type a client may dispatch here: 0.7's, and those 1.0 adds that
+#: this host serves — a chat's own read and archived flags (their schema texts:
+#: "Dispatched by a client"). The other 1.0 client actions (``chat/turnResume``,
+#: ``session/mcpServerBackgroundRequested``, the automation run's cancel) are
+#: refused as server-only until the host serves them (docs/protocol.md).
+#: Everything else, including action types this version does not know, is
+#: server-only.
+CLIENT_DISPATCHABLE: frozenset[str] = CLIENT_DISPATCHABLE_0_7 | {
+    ActionType.ChatIsReadChanged,
+    ActionType.ChatIsArchivedChanged,
+}
 
 _CHANNEL_PREFIX: dict[type, str] = {
     RootState: "root/",

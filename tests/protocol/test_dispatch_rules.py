@@ -25,6 +25,7 @@ from ahp_server.protocol import codec
 from ahp_server.protocol._base import UnknownVariant
 from ahp_server.protocol.dispatch_rules import (
     CLIENT_DISPATCHABLE,
+    CLIENT_DISPATCHABLE_0_7,
     Rejection,
     RejectionCode,
     check_dispatch,
@@ -51,6 +52,7 @@ from tests.protocol.builders import (
     OTHER_CLIENT,
     action,
 )
+from tests.wire_schema import SPEC_1_0, definition
 
 Code = RejectionCode
 
@@ -971,6 +973,8 @@ ACCEPTS: list[Case] = [
         b.session(),
         action("session/isArchivedChanged", isArchived=True),
     ),
+    accept("chat/isReadChanged", b.chat(), action("chat/isReadChanged", isRead=True)),
+    accept("chat/isArchivedChanged", b.chat(), action("chat/isArchivedChanged", isArchived=False)),
     accept(
         "session/configChanged",
         b.session(),
@@ -1231,9 +1235,17 @@ SPEC_CLIENT_DISPATCHABLE = {
 }
 
 
+#: The 1.0 action types the host lets clients dispatch beyond 0.7's: those their
+#: schema texts say a client dispatches, and the host serves (docs/protocol.md).
+SERVED_1_0_CLIENT_ACTIONS = {"chat/isReadChanged", "chat/isArchivedChanged"}
+
+
 def test_client_dispatchable_matches_the_spec() -> None:
-    assert set(CLIENT_DISPATCHABLE) == SPEC_CLIENT_DISPATCHABLE
+    assert set(CLIENT_DISPATCHABLE_0_7) == SPEC_CLIENT_DISPATCHABLE
+    assert set(CLIENT_DISPATCHABLE) == SPEC_CLIENT_DISPATCHABLE | SERVED_1_0_CLIENT_ACTIONS
     assert set(CLIENT_DISPATCHABLE) <= {t.value for t in ActionType}
+    for name in ("ChatIsReadChangedAction", "ChatIsArchivedChangedAction"):
+        assert "Dispatched by a client" in definition(SPEC_1_0, name)["description"]
 
 
 STATE_FOR_PREFIX: dict[str, Any] = {
