@@ -241,6 +241,56 @@ export const scenarios = {
     return { chat: await chatOf(a) };
   },
 
+  /**
+   * One chat seen by a 1.0 tab and a 0.7 tab (its `initialize` offer rewritten
+   * in flight to 0.7.0 only, so the host serves it the 0.7 shapes): a failed
+   * turn (1.0: a trailing error part; 0.7: `turn.error`), a confirmed tool call
+   * and a plain reply read the same in both.
+   */
+  async protocol_versions({ newPage, url }) {
+    const modern = await openPage(newPage, url);
+    assert.equal(await protocolOf(modern), '1.0.0');
+    await newSession(modern);
+    await modern.waitForFunction(() => window.location.hash.includes('chat='));
+    await send(modern, '/error');
+    await turnEnded(modern, 'error', 1);
+
+    const legacy = await newPage();
+    legacy.setDefaultTimeout(TIMEOUT);
+    await offerOnly(legacy, ['0.7.0']);
+    await legacy.goto(modern.url());
+    await connected(legacy);
+    assert.equal(await protocolOf(legacy), '0.7.0');
+    await turnEnded(legacy, 'error', 1);
+    await send(legacy, '/tool');
+    const onModern = modern.locator('.tool-call[data-status="pending-confirmation"]');
+    await onModern.waitFor();
+    await onModern.getByRole('button', { name: 'Allow' }).click();
+    await legacy.locator('.tool-call[data-status="completed"]').waitFor();
+    await turnEnded(legacy, 'complete', 2);
+    await send(modern, 'plain words');
+    await turnEnded(legacy, 'complete', 3);
+    await turnEnded(modern, 'complete', 3);
+
+    const failure = async (p) => (await turns(p).nth(0).locator('.turn-state.error').innerText()).trim();
+    const shown = await failure(modern);
+    assert.match(shown, /^Error: The echo agent was asked to fail/);
+    assert.equal(await failure(legacy), shown);
+    // A finished turn's error shows once, in its footer (not also as a part).
+    assert.equal(await modern.locator('.part-error').count(), 0);
+    const texts = async (p) => (await p.locator('.transcript').innerText()).replace(/\s+/g, ' ');
+    assert.equal(await texts(legacy), await texts(modern));
+    const directory = async (p) => p.locator('.chat .directory').allInnerTexts();
+    assert.deepEqual(await directory(legacy), await directory(modern));
+    return {
+      chat: await chatOf(modern),
+      protocols: [await protocolOf(modern), await protocolOf(legacy)],
+      error: shown,
+      directory: await directory(modern),
+      answers: await Promise.all((await turns(modern).all()).map(answerText)),
+    };
+  },
+
   /** Older turns page in; fork and side chat open new chats. */
   async paging_and_chats({ newPage, url }) {
     const page = await openPage(newPage, url);
@@ -349,6 +399,26 @@ export const scenarios = {
     return {};
   },
 };
+
+/** The protocol version the page shows it negotiated. */
+async function protocolOf(page) {
+  return page.locator('.top [data-protocol-version]').getAttribute('data-protocol-version');
+}
+
+/**
+ * Make `page` offer only `versions` in `initialize`, as an older client would:
+ * its WebSocket goes through Playwright, which rewrites that one message.
+ */
+async function offerOnly(page, versions) {
+  await page.routeWebSocket(/./, (socket) => {
+    const host = socket.connectToServer();
+    socket.onMessage((message) => {
+      const data = JSON.parse(String(message));
+      if (data.method === 'initialize') data.params.protocolVersions = versions;
+      host.send(JSON.stringify(data));
+    });
+  });
+}
 
 async function chatOf(page) {
   return new URLSearchParams(new URL(page.url()).hash.slice(1)).get('chat');
