@@ -291,7 +291,8 @@ async def test_a_1_0_tab_and_a_0_7_tab_show_one_chat_alike(host: Host) -> None:
     result = await run_scenario("protocol_versions", page_url(host))
     assert result["protocols"] == ["1.0.0", "0.7.0"]
     # Both tabs showed the chat's primary working directory (0.7 names it, 1.0 has it first).
-    assert len(result["directory"]) == 1 and result["directory"][0].startswith("In /")
+    assert len(result["directory"]) == 1
+    assert result["directory"][0].startswith("In /")
     assert result["error"].startswith("Error: The echo agent was asked to fail")
     state = await host_chat(host, result["chat"])
     assert [t.state for t in state.turns] == ["error", "complete", "complete"]
