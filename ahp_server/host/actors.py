@@ -512,6 +512,7 @@ _SUMMARY_FIELDS = (
     "origin",
     "interactivity",
     "working_directories",
+    "movable",
 )
 
 
@@ -526,6 +527,7 @@ def chat_summary(state: ChatState) -> ChatSummary:
         origin=state.origin,
         interactivity=state.interactivity,
         working_directories=state.working_directories,
+        movable=state.movable,
     )
 
 
@@ -769,6 +771,7 @@ _MIRRORED = frozenset(
         # 1.0: the chat's own flags, projected into its catalogue entry.
         "chat/isReadChanged",
         "chat/isArchivedChanged",
+        "chat/movableChanged",
     }
 )
 

@@ -802,6 +802,7 @@ class Commands:
             origin=origin,
             working_directories=UNSET if directories is None else _first(primary, directories),
             turns=turns,
+            movable=True,  # moveChat (host/moves.py): only a default chat is not
         )
         chat = ChatActor(host, uri, state, session=session, source=source_context)
         host.add_chat(chat)

@@ -28,6 +28,7 @@ from ahp_server.host.changesets import Changesets
 from ahp_server.host.commands import Commands
 from ahp_server.host.fanout import CLOSE_POLICY, Connection, ConnState, Transport
 from ahp_server.host.host import Host
+from ahp_server.host.moves import ChatMoves
 from ahp_server.host.resources import ResourceCommands
 from ahp_server.host.sequencer import response_frame
 from ahp_server.host.terminals import TerminalService
@@ -62,6 +63,7 @@ class Gateway:
         self.watches.register(self.commands.register)
         self.changesets = Changesets(host)
         self.changesets.register(self.commands.register)
+        ChatMoves(host).register(self.commands.register)
 
     def open(self, transport: Transport) -> Connection:
         """A new connection (its writer task starts now)."""

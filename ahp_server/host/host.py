@@ -40,6 +40,7 @@ from ahp_server.host.actors import (
     ChatActor,
     RootActor,
     SessionActor,
+    chat_summary,
     turns_cursor,
 )
 from ahp_server.host.fanout import (
@@ -64,6 +65,8 @@ from ahp_server.protocol.types import (
     RootState,
     RootTerminalsChangedAction,
     SessionActiveClientRemovedAction,
+    SessionChatAddedAction,
+    SessionChatRemovedAction,
     SessionState,
     SessionSummary,
     TerminalClientClaim,
@@ -770,7 +773,31 @@ class Host:
         self.sessions[uri] = actor
         actor.start()
         log.debug("session loaded", session=uri, replayed=len(loaded.envelopes))
+        if self._catalogue_drift(actor):
+            self.spawn(self._mend_catalogue(actor))
         return actor
+
+    def _catalogue_drift(self, session: SessionActor) -> bool:
+        """Whether a ready session's chat catalogue disagrees with the ownership rows:
+        a ``moveChat`` or ``disposeChat`` that a crash cut short (host/moves.py)."""
+        if session.state.lifecycle != "ready":
+            return False  # a session being created lists its default chat only when ready
+        return {c.resource for c in session.state.chats} != set(self.chats_of(session.uri))
+
+    async def _mend_catalogue(self, session: SessionActor) -> None:
+        """Bring ``session``'s catalogue in step with the ownership rows: chats owned
+        elsewhere or gone leave it, its own chats join it."""
+        listed = {c.resource for c in session.state.chats}
+        for uri in sorted(listed):
+            if self.chat_index.get(uri) != session.uri:
+                await session.apply_server(SessionChatRemovedAction(chat=uri))
+        for uri in self.chats_of(session.uri):
+            if uri not in listed:
+                chat = await self.chat(uri)
+                if chat is not None:
+                    summary = chat_summary(chat.state)
+                    await session.apply_server(SessionChatAddedAction(summary=summary))
+        log.warning("session catalogue mended", session=session.uri)
 
     async def _load_chat(self, uri: str) -> ChatActor | None:
         session = await self.session(self.chat_index[uri])

@@ -304,5 +304,6 @@ def new_default_chat(
         origin=ChatOriginUser(),
         working_directories=directories,
         turns=turns,
+        movable=False,  # a session's default chat never moves (MoveChatParams)
     )
     return ChatActor(host, state.resource, state, session=session)

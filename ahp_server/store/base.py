@@ -154,6 +154,9 @@ class Store:
     def set_unfinished(self, uri: str, marker: str | None) -> None:
         """Record what a channel is in the middle of (``ChannelRow.unfinished``), or ``None``."""
 
+    def set_channel_session(self, uri: str, session: str) -> None:
+        """Record that a chat now belongs to ``session`` (``moveChat``; ``ChannelRow.session``)."""
+
     def put_agent_state(self, uri: str, state: str | None) -> None:
         """Keep what a chat's agent needs across restarts (``LoadedChannel.agent_state``)."""
 

@@ -497,6 +497,9 @@ class PostgresStore(GroupCommit, Store):
     def set_unfinished(self, uri: str, marker: str | None) -> None:
         self._statement("UPDATE channels SET active_turn = $1 WHERE uri = $2", marker, uri)
 
+    def set_channel_session(self, uri: str, session: str) -> None:
+        self._statement("UPDATE channels SET session = $1 WHERE uri = $2", session, uri)
+
     def put_agent_state(self, uri: str, state: str | None) -> None:
         self._statement("UPDATE channels SET agent_state = $1 WHERE uri = $2", state, uri)
 

@@ -866,6 +866,11 @@ class SqliteStore(GroupCommit, Store):
             ("unfinished", uri), "UPDATE channels SET active_turn = ? WHERE uri = ?", (marker, uri)
         )
 
+    def set_channel_session(self, uri: str, session: str) -> None:
+        self._write_latest(
+            ("session", uri), "UPDATE channels SET session = ? WHERE uri = ?", (session, uri)
+        )
+
     def put_agent_state(self, uri: str, state: str | None) -> None:
         self._enqueue(
             lambda conn: conn.execute(

@@ -38,6 +38,7 @@ RESULTS: dict[str, str | None] = {
     "fetchTurns": "FetchTurnsResult",
     "createSession": None,
     "createChat": None,
+    "moveChat": "MoveChatResult",
     "disposeSession": None,
     "ping": None,
 }
@@ -359,7 +360,7 @@ async def test_commands_the_host_does_not_implement_get_32601_and_the_socket_liv
 ) -> None:
     """VS Code probes commands a host may lack and expects -32601, not a closed socket."""
     peer = await peers(["1.0.0", "0.10.0", "0.9.0"])
-    for method in ("moveChat", "listAutomationTriggerDefinitions", "runAutomation"):
+    for method in ("fetchAutomationRuns", "listAutomationTriggerDefinitions", "runAutomation"):
         with pytest.raises(AssertionError, match="-32601"):
             await peer.call(method, {"channel": ROOT})
     assert await peer.call("ping", {}) is None

@@ -1,0 +1,175 @@
+"""``moveChat``: a chat repositioned in its session's catalogue, or moved to another session.
+
+Layer: host (asyncio), above the ``Host`` registry and the actors, below the
+gateway, which builds one :class:`ChatMoves` beside the command dispatcher and
+lets it register ``moveChat`` (``Commands.register``). 1.0 only: a 0.7 client
+cannot call it (``views/v0_7.METHODS_NOT_IN_0_7``) and sees a moved chat as
+removed from one session and added to the other.
+
+``MoveChatParams`` (commands.schema.json) and docs/protocol.md "Moving and
+reordering chats" decide what follows:
+
+* the source must exist, be the caller's, and advertise ``movable: true`` —
+  every chat ``createChat`` makes does, a session's default chat never does;
+* a ``session`` destination that is the chat's own session moves only its
+  catalogue entry (``session/chatsReordered``); another session takes the
+  chat: it keeps its URI, state and origin, and it is refused (``-32602``,
+  nothing changed) while a turn of it runs, when the destination is not
+  ready, has another agent, or is full; an ``after`` anchor must be another
+  chat of the destination. The chat keeps those of its working directories
+  the destination has, or takes the destination's when it has none of them
+  (:func:`directories_in`);
+* a ``newSession`` destination is refused (``-32602``): this host allocates no
+  session for a move.
+
+The chat changes session inside its own actor (the one writer of a chat), so
+no turn can start between the check and the move. The ownership row is
+written before either catalogue changes; a session that loads with a
+catalogue out of step with the ownership rows (a crash between the two) is
+mended when it loads (``Host._load_session``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import structlog
+from msgspec import UnsetType
+
+from ahp_server.host.actors import ChatActor, SessionActor, chat_summary
+from ahp_server.host.fanout import Connection
+from ahp_server.host.host import Host
+from ahp_server.protocol import codec
+from ahp_server.protocol.errors import AhpErrorCode, InvalidParams, ProtocolError
+from ahp_server.protocol.types import (
+    ActiveTurn,
+    ChatMoveToSessionDestination,
+    ChatWorkingDirectoryRemovedAction,
+    ChatWorkingDirectorySetAction,
+    MoveChatParams,
+    MoveChatResult,
+    SessionChatAddedAction,
+    SessionChatRemovedAction,
+    SessionChatsReorderedAction,
+)
+
+__all__ = ["ChatMoves", "directories_in", "placed"]
+
+log = structlog.get_logger(__name__)
+
+Register = Callable[[str, Callable[[Connection, Any], Awaitable[bytes]], type[Any] | None], None]
+
+
+def placed(order: tuple[str, ...], chat: str, after: str | None) -> tuple[str, ...]:
+    """``order`` with ``chat`` right after ``after`` (first when ``None``), once."""
+    rest = tuple(uri for uri in order if uri != chat)
+    if after is None:
+        return (chat, *rest)
+    at = rest.index(after) + 1
+    return (*rest[:at], chat, *rest[at:])
+
+
+def directories_in(
+    mine: tuple[str, ...] | UnsetType, target: SessionActor
+) -> list[ChatWorkingDirectorySetAction | ChatWorkingDirectoryRemovedAction]:
+    """The actions that leave a chat with only working directories of ``target``:
+    those it has that ``target`` lacks removed, or, when none would remain,
+    ``target``'s own in their order (its primary first)."""
+    if isinstance(mine, UnsetType):
+        return []
+    held = target.state.working_directories
+    held = () if isinstance(held, UnsetType) else held
+    missing = [d for d in mine if d not in held]
+    removed = [ChatWorkingDirectoryRemovedAction(directory=d) for d in missing]
+    if len(missing) < len(mine) or not held:
+        return list(removed)
+    return [*(ChatWorkingDirectorySetAction(directory=d) for d in held), *removed]
+
+
+class ChatMoves:
+    """The ``moveChat`` command."""
+
+    def __init__(self, host: Host) -> None:
+        self.host = host
+
+    def register(self, register: Register) -> None:
+        register("moveChat", self.move_chat, MoveChatParams)
+
+    async def move_chat(self, connection: Connection, params: MoveChatParams) -> bytes:
+        host = self.host
+        chat = await host.chat(params.channel)
+        if chat is None:
+            raise ProtocolError(f"no chat {params.channel}", code=AhpErrorCode.NotFound)
+        host.check_access(connection, params.channel)
+        destination = params.destination
+        if not isinstance(destination, ChatMoveToSessionDestination):
+            kind = getattr(destination, "kind", None) or "unknown"
+            raise InvalidParams(f"destination kind {kind!r} is not supported by this host")
+        if chat.state.movable is not True:
+            raise InvalidParams(
+                f"chat {chat.uri} is not movable (a session's default chat never is)"
+            )
+        target = await host.session(destination.session)
+        if target is None:
+            raise ProtocolError(
+                f"no session {destination.session}", code=AhpErrorCode.SessionNotFound
+            )
+        host.check_access(connection, target.uri)
+        after = None if isinstance(destination.after, UnsetType) else destination.after
+        if after == chat.uri:
+            raise InvalidParams("a chat cannot be placed after itself")
+        if after is not None and after not in {c.resource for c in target.state.chats}:
+            raise InvalidParams(f"{after} is not a chat of {target.uri}")
+        if target is chat.session:
+            order = tuple(c.resource for c in target.state.chats)
+            wanted = placed(order, chat.uri, after)
+            await target.apply_server(SessionChatsReorderedAction(chats=wanted))
+        else:
+            await self._transfer(chat, target, after)
+        log.info("chat moved", chat=chat.uri, session=target.uri, client_id=connection.client_id)
+        return codec.encode(MoveChatResult(session=target.uri))
+
+    async def _transfer(self, chat: ChatActor, target: SessionActor, after: str | None) -> None:
+        """Move ``chat`` into ``target``: checked and rebound inside the chat's actor."""
+        host = self.host
+        self._check_destination(chat, target)
+        source = chat.session
+
+        async def rebind() -> None:
+            if isinstance(chat.state.active_turn, ActiveTurn):
+                raise InvalidParams(
+                    f"chat {chat.uri} has a turn running: cancel it or wait for its end, "
+                    "then move the chat"
+                )
+            self._check_destination(chat, target)  # again: the target may have changed
+            for action in directories_in(chat.state.working_directories, target):
+                chat.apply(action)
+            chat.session = target
+            source.chats.pop(chat.uri, None)
+            target.chats[chat.uri] = chat
+            host.chat_index[chat.uri] = target.uri
+            host.hub.store.set_channel_session(chat.uri, target.uri)
+
+        await chat.call(rebind)
+        await source.apply_server(SessionChatRemovedAction(chat=chat.uri))
+        await source.forget_chat(chat.uri)
+        await target.apply_server(SessionChatAddedAction(summary=chat_summary(chat.state)))
+        order = tuple(c.resource for c in target.state.chats)
+        wanted = placed(order, chat.uri, after)
+        if wanted != order:
+            await target.apply_server(SessionChatsReorderedAction(chats=wanted))
+
+    def _check_destination(self, chat: ChatActor, target: SessionActor) -> None:
+        """Why ``target`` cannot take ``chat`` (``InvalidParams``), if it cannot."""
+        if target.state.lifecycle != "ready":
+            raise InvalidParams(f"session {target.uri} is {target.state.lifecycle}, not ready")
+        if target.state.provider != chat.session.state.provider:
+            # The agent's own history of the chat is that agent's.
+            raise InvalidParams(
+                f"session {target.uri} runs another agent ({target.state.provider}): "
+                "a chat moves only between sessions of one agent"
+            )
+        limit = self.host.settings.max_chats_per_session
+        if len(self.host.chats_of(target.uri)) >= limit:
+            raise InvalidParams(f"session {target.uri} already has {limit} chats (the limit)")
