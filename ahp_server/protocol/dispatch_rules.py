@@ -141,14 +141,16 @@ CLIENT_DISPATCHABLE_0_7: frozenset[str] = frozenset(
 
 #: Every action type a client may dispatch here: 0.7's, and those 1.0 adds that
 #: this host serves — a chat's own read and archived flags (their schema texts:
-#: "Dispatched by a client"). The other 1.0 client actions (``chat/turnResume``,
-#: ``session/mcpServerBackgroundRequested``, the automation run's cancel) are
-#: refused as server-only until the host serves them (docs/protocol.md).
-#: Everything else, including action types this version does not know, is
-#: server-only.
+#: "Dispatched by a client") and the request to background a blocking MCP
+#: server start (accepted; this host never blocks on one, so the reducer's
+#: no-op is all it does). The other 1.0 client actions (``chat/turnResume``,
+#: the automation run's cancel) are refused as server-only until the host
+#: serves them (docs/protocol.md). Everything else, including action types
+#: this version does not know, is server-only.
 CLIENT_DISPATCHABLE: frozenset[str] = CLIENT_DISPATCHABLE_0_7 | {
     ActionType.ChatIsReadChanged,
     ActionType.ChatIsArchivedChanged,
+    ActionType.SessionMcpServerBackgroundRequested,
 }
 
 _CHANNEL_PREFIX: dict[type, str] = {

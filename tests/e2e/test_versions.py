@@ -380,3 +380,39 @@ async def test_a_0_7_client_sending_a_1_0_only_action_gets_it_back_refused(
     assert refused[0]["action"]["type"] == "chat/isReadChanged"
     assert "0.7" in refused[0]["rejectionReason"]
     await tool_turn(old, chat)  # the connection and the chat go on
+
+
+async def test_a_request_to_background_an_mcp_start_is_accepted_and_changes_nothing(
+    peers: Callable[..., Any],
+) -> None:
+    """``session/mcpServerBackgroundRequested`` (1.0): client-dispatchable, applied by the
+    reducer — a no-op here, where no MCP server start ever blocks messages."""
+    peer = await peers(["1.0.0", "0.9.0"])
+    session, _ = await new_chat(peer)
+    before = (await peer.call("subscribe", {"channel": session}))["snapshot"]["state"]
+    await peer.dispatch(session, {"type": "session/mcpServerBackgroundRequested", "id": "mcp-1"})
+    (echo,) = await peer.until(
+        lambda: [
+            e
+            for e in peer.envelopes
+            if e["action"]["type"] == "session/mcpServerBackgroundRequested"
+        ]
+    )
+    assert "rejectionReason" not in echo, echo
+    after = (await peer.call("subscribe", {"channel": session}))["snapshot"]["state"]
+    assert after == before
+    assert not peer.invalid, peer.invalid[:5]
+
+
+async def test_authenticate_with_an_expiry_gets_32602_and_the_socket_lives(
+    peers: Callable[..., Any],
+) -> None:
+    """This host advertises no protected resource, so no ``authenticate`` names one:
+    ``-32602`` whatever it carries (1.0 adds ``expiresIn``)."""
+    peer = await peers(["1.0.0", "0.9.0"])
+    params = {"channel": ROOT, "resource": "https://api.example", "token": "t", "expiresIn": 60}
+    with pytest.raises(RemoteFailure) as caught:
+        await peer.call("authenticate", params)
+    assert caught.value.error["code"] == -32602
+    assert "protected resource" in caught.value.error["message"]
+    assert await peer.call("ping", {}) is None

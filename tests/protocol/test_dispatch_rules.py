@@ -967,6 +967,11 @@ ACCEPTS: list[Case] = [
         b.session(),
         action("session/mcpServerStopRequested", id="mcp-1"),
     ),
+    accept(
+        "session/mcpServerBackgroundRequested",
+        b.session(),
+        action("session/mcpServerBackgroundRequested", id="mcp-1"),
+    ),
     accept("session/isReadChanged", b.session(), action("session/isReadChanged", isRead=True)),
     accept(
         "session/isArchivedChanged",
@@ -1237,7 +1242,11 @@ SPEC_CLIENT_DISPATCHABLE = {
 
 #: The 1.0 action types the host lets clients dispatch beyond 0.7's: those their
 #: schema texts say a client dispatches, and the host serves (docs/protocol.md).
-SERVED_1_0_CLIENT_ACTIONS = {"chat/isReadChanged", "chat/isArchivedChanged"}
+SERVED_1_0_CLIENT_ACTIONS = {
+    "chat/isReadChanged",
+    "chat/isArchivedChanged",
+    "session/mcpServerBackgroundRequested",
+}
 
 
 def test_client_dispatchable_matches_the_spec() -> None:
@@ -1246,6 +1255,9 @@ def test_client_dispatchable_matches_the_spec() -> None:
     assert set(CLIENT_DISPATCHABLE) <= {t.value for t in ActionType}
     for name in ("ChatIsReadChangedAction", "ChatIsArchivedChangedAction"):
         assert "Dispatched by a client" in definition(SPEC_1_0, name)["description"]
+    assert "Requests that the host background" in (
+        definition(SPEC_1_0, "SessionMcpServerBackgroundRequestedAction")["description"]
+    )
 
 
 STATE_FOR_PREFIX: dict[str, Any] = {
