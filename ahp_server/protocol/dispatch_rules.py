@@ -87,6 +87,7 @@ __all__ = [
     "CLIENT_DISPATCHABLE",
     "CLIENT_DISPATCHABLE_0_7",
     "MAX_TERMINAL_SIZE",
+    "NOT_SERVED",
     "Rejection",
     "RejectionCode",
     "check_dispatch",
@@ -143,15 +144,18 @@ CLIENT_DISPATCHABLE_0_7: frozenset[str] = frozenset(
 #: this host serves — a chat's own read and archived flags (their schema texts:
 #: "Dispatched by a client") and the request to background a blocking MCP
 #: server start (accepted; this host never blocks on one, so the reducer's
-#: no-op is all it does). The other 1.0 client actions (``chat/turnResume``,
-#: the automation run's cancel) are refused as server-only until the host
-#: serves them (docs/protocol.md). Everything else, including action types
-#: this version does not know, is server-only.
+#: no-op is all it does). ``chat/turnResume`` is refused as not served yet
+#: (:data:`NOT_SERVED`). Everything else, including action types this version
+#: does not know, is server-only.
 CLIENT_DISPATCHABLE: frozenset[str] = CLIENT_DISPATCHABLE_0_7 | {
     ActionType.ChatIsReadChanged,
     ActionType.ChatIsArchivedChanged,
     ActionType.SessionMcpServerBackgroundRequested,
 }
+
+#: 1.0 client actions on channels this host has, which it does not serve yet:
+#: refused as such rather than as server-only (docs/protocol.md "Every 1.0 action").
+NOT_SERVED: frozenset[str] = frozenset({ActionType.ChatTurnResume})
 
 _CHANNEL_PREFIX: dict[type, str] = {
     RootState: "root/",
@@ -196,6 +200,7 @@ class RejectionCode(StrEnum):
     TerminalUnavailable = "terminal-unavailable"
     UnknownFile = "unknown-file"
     OutsideRoots = "outside-roots"
+    NotServed = "not-served"
 
 
 @dataclass(frozen=True, slots=True)
@@ -255,6 +260,8 @@ def check_dispatch(
             RejectionCode.WrongChannel,
             f"{action_type} cannot be dispatched on a {prefix[:-1]} channel",
         )
+    if action_type in NOT_SERVED:
+        return Rejection(RejectionCode.NotServed, f"{action_type} is not served by this host yet")
     if action_type not in CLIENT_DISPATCHABLE:
         return Rejection(RejectionCode.ServerOnly, f"{action_type} is server-only")
     if isinstance(state, ChatState):

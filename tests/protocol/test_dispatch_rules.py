@@ -415,6 +415,14 @@ REJECTIONS: list[Case] = [
         Code.WrongChannel,
         "chat/delta",
     ),
+    # NotServed
+    reject(
+        "not-served/chat-turn-resume",
+        b.chat(),
+        action("chat/turnResume", turnId="turn-1"),
+        Code.NotServed,
+        "not served",
+    ),
     # ServerOnly
     reject(
         "server-only/chat-delta",
