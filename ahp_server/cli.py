@@ -4,6 +4,12 @@ Layer: cli (the outermost layer: it uses ``app`` to run a server and ``client``
 for ``chat``; nothing imports it).
 
 Commands: ``serve`` (the default), ``check-config``, ``backup``, ``chat``.
+``chat`` is a conversational client on :class:`~ahp_server.client.AhpClient`:
+it speaks AHP 1.0 (offering 1.0.0, 0.9.0, 0.7.0; the negotiated version is
+reported on stderr) and reads 1.0 actions and states whatever was negotiated.
+It streams the turn's text, asks tool confirmations at the terminal, and
+reports a failed turn's error (1.0: the turn's last response part, of kind
+``error``) on stderr with exit status 1.
 """
 
 from __future__ import annotations
@@ -31,7 +37,7 @@ from ahp_server.config import ConfigError, Settings, load_settings
 from ahp_server.host.host import DB_FILE
 from ahp_server.logging import configure_logging
 from ahp_server.protocol import PROTOCOL_VERSION
-from ahp_server.protocol.v0_7.types import (
+from ahp_server.protocol.types import (
     ChatDeltaAction,
     ChatResponsePartAction,
     ChatToolCallApprovedAction,
@@ -221,6 +227,8 @@ async def chat(url: str, message: str, token: str | None, agent: str | None) -> 
     agent's options by number (or y/n); no answer (end of input) denies it.
     """
     async with AhpClient.connect(url, token=token) as client:
+        version = client.protocol_version
+        print(f"ahp-server chat: connected to {url} (AHP {version})", file=sys.stderr)
         chat_uri = await client.open_chat(agent)
         asked: set[str] = set()
         questions: set[asyncio.Task[None]] = set()

@@ -31,7 +31,7 @@ import openai
 from ahp_server.client import AhpClient
 from ahp_server.config import AgentConfig, Settings
 from ahp_server.logging import configure_logging
-from ahp_server.protocol.v0_7.types import ChatDeltaAction, ChatResponsePartAction
+from ahp_server.protocol.types import ChatDeltaAction, ChatResponsePartAction
 from bench.persistence import machine_info, publish_results, sized_main
 
 RESULTS = Path(__file__).resolve().parent / "results" / "model.json"

@@ -59,6 +59,7 @@ from ahp_server.logging import configure_logging
 from ahp_server.protocol import codec
 from ahp_server.protocol.reducers import iso_timestamp, reduce_chat
 from ahp_server.protocol.types import (
+    ActionEnvelope,
     ActiveTurn,
     AgentCapabilities,
     AgentInfo,
@@ -73,7 +74,6 @@ from ahp_server.protocol.types import (
     MessageOrigin,
     MultipleChatsCapability,
 )
-from ahp_server.protocol.v0_7.types import ActionEnvelope as ClientEnvelope  # the client is 0.7
 from ahp_server.store.sqlite import SqliteStore
 
 __all__ = ["FULL", "QUICK", "FirehoseAgent", "Sizes", "main", "run"]
@@ -324,7 +324,7 @@ async def stream_turn(mode: str, deltas: int, size: int) -> dict[str, Any]:
                 chat = await client.open_chat(FirehoseAgent.provider)
                 received = 0
 
-                def count(envelope: ClientEnvelope) -> None:
+                def count(envelope: ActionEnvelope) -> None:
                     nonlocal received
                     if getattr(envelope.action, "type", "") in (
                         "chat/delta",

@@ -1,8 +1,14 @@
 """A Python AHP client: WebSocket + JSON-RPC, with write-ahead reconciliation.
 
 Layer: client (I/O layer on top of protocol). It imports
-:mod:`ahp_server.protocol` (wire types, codec, JSON-RPC framing, reducers) and
-nothing from the host, so it works against any spec-conformant AHP server.
+:mod:`ahp_server.protocol` (wire types, codec, JSON-RPC framing, reducers,
+views) and nothing from the host, so it works against any spec-conformant AHP
+server.
+
+It speaks AHP 1.0: it offers ``1.0.0``, ``0.9.0`` and ``0.7.0`` and always
+holds 1.0 states (:mod:`ahp_server.protocol.types`, the 1.0 reducers); on a
+0.7 connection it lifts what arrives and projects what it sends with the pure
+:mod:`ahp_server.protocol.views.v0_7` (see :mod:`~ahp_server.client.connection`).
 
 * :mod:`~ahp_server.client.state` — pure reconciliation model (confirmed
   state, pending actions, optimistic view; WIRE-SUMMARY §7).
@@ -19,6 +25,7 @@ Typical use::
 
 from ahp_server.client.connection import (
     CLIENT_NAME,
+    DEFAULT_PROTOCOL_VERSIONS,
     AhpClient,
     EnvelopeListener,
     NotificationListener,
@@ -26,6 +33,7 @@ from ahp_server.client.connection import (
     ReconnectPath,
     RequestHandler,
     ServerNotification,
+    turn_error,
 )
 from ahp_server.client.errors import (
     ClientError,
@@ -51,6 +59,7 @@ from ahp_server.client.state import (
 
 __all__ = [
     "CLIENT_NAME",
+    "DEFAULT_PROTOCOL_VERSIONS",
     "ROOT_CHANNEL",
     "AhpClient",
     "ChannelKind",
@@ -74,5 +83,6 @@ __all__ = [
     "TurnFailedError",
     "UnknownChannelError",
     "channel_kind",
+    "turn_error",
     "wall_clock_ms",
 ]

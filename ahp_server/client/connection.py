@@ -4,6 +4,20 @@ Layer: client (I/O layer on top of protocol). Imports :mod:`ahp_server.protocol`
 and :mod:`ahp_server.client.state`; nothing in the host imports it. Used by
 end-to-end tests, the CLI and anyone scripting an AHP server.
 
+Protocol versions: the client offers ``1.0.0``, ``0.9.0`` and ``0.7.0`` (most
+preferred first; :data:`DEFAULT_PROTOCOL_VERSIONS`) and records the one the
+server chose (:attr:`AhpClient.protocol_version`). Whatever it negotiated, it
+holds and exposes 1.0 values only (:mod:`ahp_server.protocol.types`, reduced
+with the 1.0 reducers). A 0.9 connection carries 1.0-shaped frames (the host
+merely withholds the actions newer than 0.9), so it is treated like 1.0. A
+connection whose version has the 0.7 view (0.7.0, 0.6.0, 0.5.x) is translated
+at this edge by the pure functions of :mod:`ahp_server.protocol.views.v0_7`:
+every snapshot, envelope, notification and command result is lifted to 1.0 as
+it arrives (``lift_envelope``, ``lift_notification``, ``lift_result``), and
+every command and action is projected to 0.7 as it leaves (``client_params``,
+``action``; a 1.0-only action type is refused locally with
+:class:`ClientError`, since a 0.7 host does not know it).
+
 One connection ("link") has two tasks:
 
 * the **reader** parses each text frame once with
@@ -76,16 +90,17 @@ from ahp_server.client.state import (
 )
 from ahp_server.protocol import codec, jsonrpc
 from ahp_server.protocol.errors import InternalError, MethodNotFound, ProtocolError
-from ahp_server.protocol.v0_7.reducers import Clock, iso_timestamp
-from ahp_server.protocol.v0_7.types import (
+from ahp_server.protocol.reducers import Clock, iso_timestamp
+from ahp_server.protocol.types import (
     ActionEnvelope,
     ChatState,
     ChatTurnStartedAction,
     CreateChatParams,
     CreateSessionParams,
-    DispatchActionParams,
     DisposeChatParams,
     DisposeSessionParams,
+    ErrorInfo,
+    ErrorResponsePart,
     ForkChatSource,
     Implementation,
     InitializeParams,
@@ -108,12 +123,15 @@ from ahp_server.protocol.v0_7.types import (
     SubscribeResult,
     SubscribeView,
     SubscriptionDeliveryOptions,
+    Turn,
     UnsubscribeParams,
 )
-from ahp_server.protocol.versions import VERSIONS_0_7
+from ahp_server.protocol.versions import View, row_for
+from ahp_server.protocol.views import v0_7
 
 __all__ = [
     "CLIENT_NAME",
+    "DEFAULT_PROTOCOL_VERSIONS",
     "AhpClient",
     "EnvelopeListener",
     "NotificationListener",
@@ -121,6 +139,7 @@ __all__ = [
     "ReconnectPath",
     "RequestHandler",
     "ServerNotification",
+    "turn_error",
 ]
 
 log = structlog.get_logger("ahp_server.client")
@@ -130,6 +149,10 @@ S = TypeVar("S", RootState, SessionState, ChatState)
 
 #: ``clientInfo.name`` sent in ``initialize``.
 CLIENT_NAME: Final = "ahp-server-client"
+
+#: The protocol versions offered by default, most preferred first: 1.0 and 0.9
+#: (1.0-shaped frames), then 0.7 (lifted to 1.0 at this edge).
+DEFAULT_PROTOCOL_VERSIONS: Final[tuple[str, ...]] = ("1.0.0", "0.9.0", "0.7.0")
 
 #: A request's or notification's ``params``: a wire struct or a JSON-like mapping.
 Params: TypeAlias = msgspec.Struct | Mapping[str, Any]
@@ -260,7 +283,7 @@ class AhpClient:
         url: str,
         *,
         client_id: str | None = None,
-        protocol_versions: Sequence[str] = VERSIONS_0_7,
+        protocol_versions: Sequence[str] = DEFAULT_PROTOCOL_VERSIONS,
         headers: Mapping[str, str] | None = None,
         token: str | None = None,
         timeout: float = DEFAULT_TIMEOUT,
@@ -299,6 +322,8 @@ class AhpClient:
         self._link: _Link | None = None
         self._initialize_result: InitializeResult | None = None
         self._protocol_version: str | None = None
+        # Whether the negotiated version has the 0.7 view (lift in, project out).
+        self._legacy = False
         # Envelopes held while a handshake answer is outstanding (None: not handshaking).
         self._hold: list[ActionEnvelope] | None = None
         # Envelopes held per channel while its subscribe answer is outstanding.
@@ -317,7 +342,7 @@ class AhpClient:
         url: str,
         *,
         client_id: str | None = None,
-        protocol_versions: Sequence[str] = VERSIONS_0_7,
+        protocol_versions: Sequence[str] = DEFAULT_PROTOCOL_VERSIONS,
         subscriptions: Iterable[str] = (),
         headers: Mapping[str, str] | None = None,
         token: str | None = None,
@@ -335,8 +360,10 @@ class AhpClient:
         """Open a WebSocket to ``url`` and run ``initialize`` (WIRE-SUMMARY §3.1).
 
         * ``client_id``: reused on ``reconnect``; a fresh uuid4 by default.
-        * ``protocol_versions``: offered, most preferred first; by default the
-          0.7-era ones, the shapes this client's (0.7) reducers compute.
+        * ``protocol_versions``: offered, most preferred first; by default
+          :data:`DEFAULT_PROTOCOL_VERSIONS`. Restrict it to act as an older
+          client (e.g. ``["0.7.0"]``): the state exposed is 1.0 all the same,
+          lifted from what the 0.7 connection carries.
         * ``subscriptions``: ``initialSubscriptions`` (e.g. ``["ahp-root://"]``
           to get ``root/*`` notifications); their snapshots are loaded.
         * ``headers`` / ``token``: extra upgrade-request headers; ``token`` is
@@ -471,10 +498,15 @@ class AhpClient:
 
     @property
     def protocol_version(self) -> str:
-        """The version the server chose at ``initialize``."""
+        """The version the server chose at ``initialize`` (kept across ``reconnect``)."""
         if self._protocol_version is None:
             raise ClientError("not initialized")
         return self._protocol_version
+
+    @property
+    def lifts_0_7(self) -> bool:
+        """Whether the connection carries the 0.7 view, lifted to 1.0 by this client."""
+        return self._legacy
 
     @property
     def initialize_result(self) -> InitializeResult:
@@ -552,7 +584,8 @@ class AhpClient:
     async def notify(self, method: str, params: Params, *, timeout: float | None = None) -> None:
         """Send a notification (no response). Returns once it is queued for sending."""
         link = self._require_link()
-        frame = codec.encode({"jsonrpc": "2.0", "method": method, "params": params})
+        wire = self._outbound(method, params)
+        frame = codec.encode({"jsonrpc": "2.0", "method": method, "params": wire})
         await self._enqueue(link, frame, timeout, method)
 
     def on_request(self, method: str, handler: RequestHandler | None) -> None:
@@ -696,21 +729,30 @@ class AhpClient:
     ) -> int:
         """Apply ``action`` optimistically and send ``dispatchAction``; returns its ``clientSeq``.
 
-        ``action`` is a wire struct or a wire-shaped mapping (``{"type": …}``).
+        ``action`` is a 1.0 wire struct or a wire-shaped mapping (``{"type": …}``).
+        On a 0.7 connection it is sent in its 0.7 form; an action type 0.7 does
+        not have raises :class:`ClientError` before anything is sent.
         The server's echo (same ``clientSeq`` in ``origin``) confirms or
         rejects it (WIRE-SUMMARY §7); watch :meth:`view`/:meth:`confirmed` or
         :attr:`envelopes`.
         """
         link = self._require_link()
         decoded = _build(action, _STATE_ACTION) if isinstance(action, Mapping) else action
+        wire: Any = decoded
+        if self._legacy:
+            builtins = codec.to_builtins(decoded)
+            wire = v0_7.action(builtins)
+            if wire is None:
+                raise ClientError(
+                    f"{builtins.get('type')} does not exist at protocol {self._protocol_version}: "
+                    "a 0.7 host does not know it"
+                )
         entry = self.state.dispatch(channel, decoded)
         frame = codec.encode(
             {
                 "jsonrpc": "2.0",
                 "method": "dispatchAction",
-                "params": DispatchActionParams(
-                    channel=channel, client_seq=entry.client_seq, action=decoded
-                ),
+                "params": {"channel": channel, "clientSeq": entry.client_seq, "action": wire},
             }
         )
         try:
@@ -733,23 +775,21 @@ class AhpClient:
         working_directories: Sequence[str] | None = None,
         *,
         session: str | None = None,
-        primary_working_directory: str | None = None,
         config: Mapping[str, Any] | None = None,
         subscribe: bool = False,
         timeout: float | None = None,
     ) -> str:
         """``createSession`` on a client-chosen ``ahp-session:/<uuid4>`` URI; returns the URI.
 
-        With ``subscribe=True`` the new session is subscribed right after.
+        Index 0 of ``working_directories`` is the primary one, for agents that
+        have one (1.0). With ``subscribe=True`` the new session is subscribed
+        right after.
         """
         uri = session or f"ahp-session:/{uuid.uuid4()}"
         params = CreateSessionParams(
             channel=uri,
             provider=UNSET if provider is None else provider,
             working_directories=_tuple_or_unset(working_directories),
-            primary_working_directory=(
-                UNSET if primary_working_directory is None else primary_working_directory
-            ),
             config=UNSET if config is None else dict(config),
         )
         await self.request("createSession", params, timeout=timeout)
@@ -765,7 +805,6 @@ class AhpClient:
         initial_message: str | None = None,
         source: ForkChatSource | SideChatSource | Mapping[str, Any] | None = None,
         working_directories: Sequence[str] | None = None,
-        primary_working_directory: str | None = None,
         subscribe: bool = False,
         timeout: float | None = None,
     ) -> str:
@@ -784,8 +823,6 @@ class AhpClient:
             )
         if working_directories is not None:
             data["workingDirectories"] = list(working_directories)
-        if primary_working_directory is not None:
-            data["primaryWorkingDirectory"] = primary_working_directory
         params = _build(data, CreateChatParams)
         await self.request("createChat", params, timeout=timeout)
         if subscribe:
@@ -839,7 +876,7 @@ class AhpClient:
             return state.lifecycle != "creating" and isinstance(state.default_chat, str)
 
         await self.wait_for(
-            lambda c: settled(c) or c.view(session, SessionState).lifecycle == "creationFailed",
+            lambda c: settled(c) or c.view(session, SessionState).lifecycle == "failed",
             timeout=timeout,
         )
         state = self.view(session, SessionState)
@@ -852,7 +889,8 @@ class AhpClient:
         """Send ``text`` to a subscribed chat and wait for the turn to end.
 
         Returns the Markdown of the answer. Raises :class:`TurnFailedError`
-        when the turn ends with ``chat/error`` or is cancelled.
+        when the turn ends with ``chat/error`` (its message is the error of the
+        turn's last response part, :func:`turn_error`) or is cancelled.
         """
         turn_id = await self.send_message(chat, text, timeout=timeout)
 
@@ -862,8 +900,8 @@ class AhpClient:
         await self.wait_for(finished, timeout=timeout)
         turn = next(t for t in self.confirmed(chat, ChatState).turns if t.id == turn_id)
         if turn.state != "complete":
-            error = turn.error
-            message = error.message if not isinstance(error, msgspec.UnsetType) else turn.state
+            error = turn_error(turn)
+            message = turn.state if error is None else error.message
             raise TurnFailedError(turn_id, turn.state, message)
         parts = turn.response_parts
         return "".join(p.content for p in parts if isinstance(p, MarkdownResponsePart))
@@ -882,12 +920,18 @@ class AhpClient:
         )
 
         def on_result(raw: Any) -> InitializeResult:
-            result = _convert(raw, InitializeResult, "initialize")
-            if result.protocol_version not in self.protocol_versions:
+            chosen = raw.get("protocolVersion") if isinstance(raw, dict) else None
+            if isinstance(chosen, str) and chosen not in self.protocol_versions:
                 raise ProtocolViolationError(
-                    f"server chose protocol version {result.protocol_version!r}, "
+                    f"server chose protocol version {chosen!r}, "
                     f"which was not offered ({', '.join(self.protocol_versions)})"
                 )
+            row = row_for(chosen) if isinstance(chosen, str) else None
+            legacy = row is not None and row.view is View.V0_7
+            if legacy:
+                raw = v0_7.lift_result("initialize", raw, chat_of=self._chat_of)
+            result = _convert(raw, InitializeResult, "initialize")
+            self._legacy = legacy
             self._initialize_result = result
             self._protocol_version = result.protocol_version
             self.state.reset_from_initialize(result.server_seq, result.snapshots, subscriptions)
@@ -1038,12 +1082,11 @@ class AhpClient:
         link = self._require_link()
         if len(link.calls) >= self._max_outstanding:
             raise ClientError(f"{len(link.calls)} requests are already outstanding")
+        wire = self._outbound(method, params)
         request_id = next(self._ids)
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         link.calls[request_id] = _Call(method, future, on_result)
-        frame = codec.encode(
-            {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
-        )
+        frame = codec.encode({"jsonrpc": "2.0", "id": request_id, "method": method, "params": wire})
         limit = self.request_timeout if timeout is None else timeout
         scope = asyncio.timeout(limit)
         try:
@@ -1058,6 +1101,32 @@ class AhpClient:
             raise
         finally:
             link.calls.pop(request_id, None)
+
+    def _outbound(self, method: str, params: Params) -> Any:
+        """``params`` as the connection's version has them: 1.0 as given, 0.7 projected."""
+        if not self._legacy or method not in v0_7.CLIENT_PARAMS:
+            return params
+        wire = v0_7.client_params(method, codec.to_builtins(params))
+        if wire is None:
+            raise ClientError(f"{method}: no 0.7 form (protocol {self._protocol_version})")
+        return wire
+
+    def _chat_of(self, session: str, turn_id: str | None) -> str | None:
+        """The chat of ``session`` holding turn ``turn_id`` (its default chat when
+        ``turn_id`` is ``None`` or no mirrored chat holds it), from the mirrored
+        states: what lifting a 0.7 session terminal claim or annotation needs."""
+        if not self.state.has_state(session):
+            return None
+        state = self.state.confirmed(session)
+        if not isinstance(state, SessionState):
+            return None
+        if turn_id is not None:
+            for summary in state.chats:
+                if self.state.has_state(summary.resource):
+                    chat = self.state.confirmed(summary.resource)
+                    if isinstance(chat, ChatState) and _holds_turn(chat, turn_id):
+                        return summary.resource
+        return state.default_chat if isinstance(state.default_chat, str) else None
 
     async def _enqueue(self, link: _Link, frame: bytes, timeout: float | None, what: str) -> None:
         limit = self.request_timeout if timeout is None else timeout
@@ -1136,6 +1205,8 @@ class AhpClient:
             )
             return
         result = message.result
+        if self._legacy and call.method != "initialize":  # initialize lifts once negotiated
+            result = v0_7.lift_result(call.method, result, chat_of=self._chat_of)
         if call.on_result is not None:
             try:
                 result = call.on_result(result)
@@ -1147,13 +1218,19 @@ class AhpClient:
     def _on_notification(self, message: jsonrpc.JsonRpcNotification) -> None:
         if message.method == "action":
             try:
-                envelope = jsonrpc.decode_params(message.params, ActionEnvelope)
-            except ProtocolError as exc:
-                log.error("ahp client: dropping an invalid action envelope", error=exc.message)
+                if self._legacy:
+                    lifted = v0_7.lift_envelope(_raw_params(message.params), chat_of=self._chat_of)
+                    envelope = codec.convert(lifted, ActionEnvelope)
+                else:
+                    envelope = jsonrpc.decode_params(message.params, ActionEnvelope)
+            except (ProtocolError, msgspec.ValidationError) as exc:
+                log.error("ahp client: dropping an invalid action envelope", error=str(exc))
                 return
             self._on_envelope(envelope)
             return
         params = _raw_params(message.params)
+        if self._legacy:
+            params = v0_7.lift_notification(message.method, params, chat_of=self._chat_of)
         if not isinstance(params, dict):
             log.warning("ahp client: notification params are not an object", method=message.method)
             return
@@ -1261,6 +1338,22 @@ def _raw_params(params: msgspec.Raw | msgspec.UnsetType) -> Any:
     if isinstance(params, msgspec.UnsetType):
         return {}
     return msgspec.json.decode(memoryview(params))
+
+
+def turn_error(turn: Turn) -> ErrorInfo | None:
+    """The error a turn ended with: its last response part, when that is of kind
+    ``error`` (1.0 appends the ``chat/error`` part there); ``None`` otherwise."""
+    parts = turn.response_parts
+    if parts and isinstance(parts[-1], ErrorResponsePart):
+        return parts[-1].error
+    return None
+
+
+def _holds_turn(chat: ChatState, turn_id: str) -> bool:
+    active = chat.active_turn
+    if not isinstance(active, msgspec.UnsetType) and active.id == turn_id:
+        return True
+    return any(turn.id == turn_id for turn in chat.turns)
 
 
 def _user_message(text: str) -> Message:

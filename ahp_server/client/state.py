@@ -4,11 +4,18 @@ Layer: client (pure — no I/O, no asyncio), on top of :mod:`ahp_server.protocol
 :class:`~ahp_server.client.connection.AhpClient` feeds it what arrives on the
 wire; tests drive it directly.
 
+Everything here is protocol 1.0: the states are
+:mod:`ahp_server.protocol.types` structs reduced with the 1.0 reducers
+(:mod:`ahp_server.protocol.reducers`), the pending actions are 1.0 actions.
+Whatever version the connection negotiated, the owner hands it 1.0 values: on a
+0.7 connection :class:`~ahp_server.client.connection.AhpClient` lifts what it
+receives first (``protocol/views/v0_7.py``).
+
 The model is WIRE-SUMMARY §7 and ``docs/guide/reconciliation.md``. For every
 subscribed root, session or chat channel we mirror:
 
 * a **confirmed** state: the channel's snapshot, then every received
-  :class:`~ahp_server.protocol.v0_7.types.ActionEnvelope` for that channel reduced
+  :class:`~ahp_server.protocol.types.ActionEnvelope` for that channel reduced
   into it with the protocol's own reducers — except envelopes carrying
   ``rejectionReason``, which nobody applies;
 * the **pending** actions this client dispatched (``clientSeq`` + action) and
@@ -46,8 +53,8 @@ from typing import Final, Literal, TypeAlias, TypeVar, overload
 from msgspec import UNSET
 
 from ahp_server.client.errors import PendingOverflowError, UnknownChannelError
-from ahp_server.protocol.v0_7.reducers import Clock, reduce
-from ahp_server.protocol.v0_7.types import (
+from ahp_server.protocol.reducers import Clock, reduce
+from ahp_server.protocol.types import (
     ActionEnvelope,
     ActionOrigin,
     ChatState,

@@ -17,14 +17,15 @@ from typing import Any
 
 import pytest
 
-from ahp_server.client import AhpClient, TurnFailedError
+from ahp_server.client import AhpClient, TurnFailedError, turn_error
 from ahp_server.config import AgentConfig, Settings
-from ahp_server.protocol.v0_7.types import (
+from ahp_server.protocol.types import (
     ActiveTurn,
     ChatState,
     ChatToolCallApprovedAction,
     ChatToolCallDeniedAction,
     ChatTurnCancelledAction,
+    ErrorInfo,
     MarkdownResponsePart,
     ReasoningResponsePart,
     RootState,
@@ -96,6 +97,13 @@ async def open_chat(client: AhpClient, work: Path, provider: str = "scripted") -
 
 def last_turn(client: AhpClient, chat: str) -> Turn:
     return client.confirmed(chat, ChatState).turns[-1]
+
+
+def error_of(turn: Turn) -> ErrorInfo:
+    """A failed turn's error: at 1.0 its last response part, of kind ``error``."""
+    error = turn_error(turn)
+    assert error is not None, turn
+    return error
 
 
 def tools(turn: Turn | ActiveTurn) -> list[Any]:
@@ -395,7 +403,7 @@ async def test_a_hung_agent_is_ended_by_cancel_and_by_the_turn_timeout(tmp_path:
             chat = await open_chat(client, started.work)
             with pytest.raises(TurnFailedError, match=r"within 0.5 s"):
                 await client.ask(chat, "/hang", timeout=TIMEOUT)
-            assert last_turn(client, chat).error.error_type == "timeout"
+            assert error_of(last_turn(client, chat)).error_type == "timeout"
             turn_id = await client.send_message(chat, "/hang")
             await asyncio.sleep(0.1)
             await client.dispatch(chat, ChatTurnCancelledAction(turn_id=turn_id, duration=1))
@@ -416,7 +424,7 @@ async def test_a_crash_mid_turn_fails_it_and_the_next_turn_starts_the_agent_agai
         message = str(failed.value)
         assert "exited with code 3" in message
         assert "crashing on purpose" in message  # the tail of its stderr
-        assert last_turn(client, chat).error.error_type == "agentCrashed"
+        assert error_of(last_turn(client, chat)).error_type == "agentCrashed"
         assert "still fine" in await client.ask(other, "still fine", timeout=TIMEOUT)
         assert await client.ask(chat, "back", timeout=TIMEOUT) == "scripted: back"
 
@@ -441,7 +449,7 @@ async def test_an_agent_that_cannot_start_fails_the_session_naming_command_and_s
                 timeout=TIMEOUT,
             )
             state = client.confirmed(session, SessionState)
-            assert state.lifecycle == "creationFailed"
+            assert state.lifecycle == "failed"
             message = state.creation_error.message
             assert SCRIPT in message
             assert "boom: no API key in SCRIPTED_KEY" in message

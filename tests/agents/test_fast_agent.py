@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from ahp_server.client import AhpClient
+from ahp_server.client import AhpClient, turn_error
 from ahp_server.config import AgentConfig
-from ahp_server.protocol.v0_7.types import (
+from ahp_server.protocol.types import (
     ToolCallCompletedState,
 )
 from tests.agents.test_acp import (
@@ -93,7 +93,7 @@ async def run_the_tool(client: AhpClient, started: Bench) -> None:
     call = await pending_confirmation(client, chat)
     await approve_and_finish(client, chat, turn_id, call.tool_call_id, "allow_once")
     turn = last_turn(client, chat)
-    assert turn.state == "complete", turn.error
+    assert turn.state == "complete", turn_error(turn)
     shown = [
         c.text
         for call in tools(turn)

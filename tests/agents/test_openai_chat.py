@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 from msgspec import UNSET
 
-from ahp_server.client import AhpClient, TurnFailedError
+from ahp_server.client import AhpClient, TurnFailedError, turn_error
 from ahp_server.config import AgentConfig, Settings
-from ahp_server.protocol.v0_7.types import (
+from ahp_server.protocol.types import (
     ActiveTurn,
     ChatState,
     ChatToolCallCompleteAction,
@@ -112,7 +112,8 @@ async def chat_with(client: AhpClient, *, with_tools: bool = False) -> str:
 async def fails(client: AhpClient, chat: str, text: str) -> Any:
     with pytest.raises(TurnFailedError) as failed:
         await client.ask(chat, text, timeout=TIMEOUT)
-    error = last_turn(client, chat).error
+    error = turn_error(last_turn(client, chat))
+    assert error is not None
     assert error.message in str(failed.value)
     return error
 
@@ -272,7 +273,8 @@ async def test_tool_rounds_are_bounded(server: OpenAIServer) -> None:
                 lambda c: any(t.id == turn_id for t in c.confirmed(chat, ChatState).turns),
                 timeout=TIMEOUT,
             )
-            error = last_turn(client, chat).error
+            error = turn_error(last_turn(client, chat))
+            assert error is not None
             assert error.error_type == "toolRoundsExceeded"
     finally:
         await running.stop()

@@ -23,7 +23,7 @@ import pytest
 
 from ahp_server.client import AhpClient
 from ahp_server.config import AgentConfig, Settings
-from ahp_server.protocol.v0_7.types import ChatDeltaAction
+from ahp_server.protocol.types import ChatDeltaAction
 from tests.agents.test_acp import last_turn
 from tests.conftest import start_host
 

@@ -51,7 +51,7 @@ class FakeServer:
     def __init__(self) -> None:
         self.url = ""
         self.server_seq = 0
-        self.protocol_version = "0.7.0"
+        self.protocol_version = "1.0.0"
         #: Channel URI -> state JSON, for initialize/subscribe snapshots.
         self.states: dict[str, dict[str, Any]] = {ROOT: root_json()}
         self.handlers: dict[str, Handler] = {

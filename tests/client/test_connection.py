@@ -24,17 +24,18 @@ from ahp_server.client import (
     RemoteError,
     ServerNotification,
     UnknownChannelError,
+    turn_error,
 )
+from ahp_server.protocol import codec
 from ahp_server.protocol.errors import InvalidParams
-from ahp_server.protocol.v0_7.reducers import iso_timestamp
-from ahp_server.protocol.v0_7.types import (
+from ahp_server.protocol.reducers import iso_timestamp
+from ahp_server.protocol.types import (
     ActionEnvelope,
     ChatState,
     ListSessionsResult,
     RootState,
     SessionState,
 )
-from ahp_server.protocol.versions import VERSIONS_0_7
 from tests.client.fake_server import FakeServer, Received
 from tests.client.wire import (
     CHAT,
@@ -79,12 +80,13 @@ async def test_connect_sends_initialize_and_loads_snapshots(server: FakeServer) 
         assert isinstance(first.message["id"], int)
         assert first.params == {
             "channel": ROOT,
-            "protocolVersions": list(VERSIONS_0_7),
+            "protocolVersions": ["1.0.0", "0.9.0", "0.7.0"],
             "clientId": client.client_id,
             "clientInfo": {"name": CLIENT_NAME, "version": first.params["clientInfo"]["version"]},
             "initialSubscriptions": [ROOT, SESSION],
         }
-        assert client.protocol_version == "0.7.0"
+        assert client.protocol_version == "1.0.0"
+        assert not client.lifts_0_7
         assert client.server_seq == 7
         assert client.subscriptions == (ROOT, SESSION)
         assert isinstance(client.confirmed(ROOT), RootState)
@@ -95,6 +97,7 @@ async def test_connect_sends_initialize_and_loads_snapshots(server: FakeServer) 
 
 
 async def test_connect_uses_given_client_id_versions_and_token(server: FakeServer) -> None:
+    server.protocol_version = "0.7.0"
     async with (
         asyncio.timeout(LIMIT),
         connected(
@@ -108,6 +111,8 @@ async def test_connect_uses_given_client_id_versions_and_token(server: FakeServe
         first = server.log[0]
         assert first.params["clientId"] == "me" == client.client_id
         assert first.params["protocolVersions"] == ["0.7.0"]
+        assert client.protocol_version == "0.7.0"
+        assert client.lifts_0_7
         assert first.ws.request is not None
         assert first.ws.request.headers["Authorization"] == "Bearer s3cret"
         assert first.ws.request.headers["X-A"] == "1"
@@ -677,3 +682,102 @@ async def test_context_manager_on_an_instance(server: FakeServer) -> None:
         assert client.closed
         with pytest.raises(ClientError, match="not initialized"):
             _ = AhpClient(server.url).protocol_version
+
+
+# -- a 0.7 server: lifted in, projected out ----------------------------------------------------
+
+
+async def test_an_answer_with_a_version_the_client_did_not_offer_is_refused(
+    server: FakeServer,
+) -> None:
+    server.protocol_version = "0.7.0"  # a version it knows, but was not offered
+    async with asyncio.timeout(LIMIT):
+        with pytest.raises(ProtocolViolationError, match=r"'0\.7\.0'.*not offered \(1\.0\.0\)"):
+            await AhpClient.connect(server.url, protocol_versions=["1.0.0"], timeout=LIMIT)
+
+
+async def test_a_0_7_server_is_lifted_to_1_0_and_spoken_to_in_0_7(server: FakeServer) -> None:
+    server.protocol_version = "0.7.0"
+    failed = {
+        "id": "t0",
+        "message": {"text": "hi", "origin": {"kind": "user"}},
+        "responseParts": [],
+        "state": "error",
+        "error": {"errorType": "old", "message": "it broke before"},
+    }
+    server.states[CHAT] = chat_json(
+        turns=[failed],
+        workingDirectories=["file:///b", "file:///a"],
+        primaryWorkingDirectory="file:///a",
+    )
+    server.states[SESSION] = session_json(lifecycle="creationFailed")
+    notes: list[ServerNotification] = []
+    async with (
+        asyncio.timeout(LIMIT),
+        connected(server, subscriptions=[SESSION, CHAT]) as client,
+    ):
+        client.on_notification(notes.append)
+        assert client.lifts_0_7
+        # Snapshots: 0.7 shapes in, 1.0 states out.
+        chat = client.confirmed(CHAT, ChatState)
+        assert chat.working_directories == ("file:///a", "file:///b")  # the primary first
+        (turn,) = chat.turns
+        error = turn_error(turn)
+        assert error is not None
+        assert error.message == "it broke before"
+        assert client.confirmed(SESSION, SessionState).lifecycle == "failed"
+
+        # What the client sends is 0.7: a toggle's enablement becomes `enabled` ...
+        await client.dispatch(
+            SESSION,
+            {
+                "type": "session/customizationToggled",
+                "id": "plug",
+                "enablement": [{"kind": "global", "enabled": False}],
+            },
+        )
+        sent = await server.next("dispatchAction")
+        assert sent.params["action"] == {
+            "type": "session/customizationToggled",
+            "id": "plug",
+            "enabled": False,
+        }
+        # ... and an action 0.7 does not have is never sent.
+        with pytest.raises(ClientError, match="chat/isReadChanged"):
+            await client.dispatch(CHAT, {"type": "chat/isReadChanged", "isRead": True})
+        assert client.state.pending(CHAT) == ()
+
+        # Envelopes: a 0.7 chat/error becomes the 1.0 trailing error part.
+        ws = await client_ws(server)
+        await server.action(ws, envelope_json(CHAT, turn_started_json("t1"), 1))
+        await server.action(
+            ws,
+            envelope_json(
+                CHAT,
+                {
+                    "type": "chat/error",
+                    "turnId": "t1",
+                    "duration": 5,
+                    "error": {"errorType": "boom", "message": "it broke"},
+                },
+                2,
+            ),
+        )
+        await client.wait_for(lambda c: len(c.confirmed(CHAT, ChatState).turns) == 2)
+        last = client.confirmed(CHAT, ChatState).turns[-1]
+        assert last.state == "error"
+        assert codec.to_builtins(last.response_parts[-1]) == {
+            "kind": "error",
+            "error": {"errorType": "boom", "message": "it broke"},
+        }
+        assert codec.to_builtins(client.envelopes[-1].action)["part"]["kind"] == "error"
+
+        # Notifications: auth/required carries 1.0 ProtectedResourceMetadata.
+        await server.notify(
+            ws, "auth/required", {"channel": ROOT, "resource": "https://api.example.com"}
+        )
+        await client.wait_for(lambda c: bool(notes))
+        assert notes[-1].params == {
+            "channel": ROOT,
+            "resource": {"resource": "https://api.example.com"},
+        }

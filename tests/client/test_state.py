@@ -20,8 +20,8 @@ from ahp_server.client import (
     UnknownChannelError,
     channel_kind,
 )
-from ahp_server.protocol.v0_7.reducers import iso_timestamp, reduce
-from ahp_server.protocol.v0_7.types import ChatState, RootState, SessionState
+from ahp_server.protocol.reducers import iso_timestamp, reduce
+from ahp_server.protocol.types import ChatState, RootState, SessionState
 from tests.client.wire import (
     CHAT,
     ME,
@@ -123,11 +123,13 @@ def test_expected_type_is_checked() -> None:
 
 def test_dispatch_applies_optimistically_and_leaves_confirmed_alone() -> None:
     state = fresh()
-    first = state.dispatch(CHAT, as_action(turn_started_json("turn-1")))
+    started = {**turn_started_json("turn-1"), "startedAt": iso_timestamp(CLOCK_MS)}
+    first = state.dispatch(CHAT, as_action(started))
     assert first.client_seq == 1
     assert state.view(CHAT, ChatState).active_turn is not UNSET
     assert state.confirmed(CHAT, ChatState).active_turn is UNSET
-    # The injected clock stamps modifiedAt in the optimistic view.
+    # 1.0: the turn's startedAt stamps modifiedAt in the optimistic view (no clock).
+    assert state.confirmed(CHAT, ChatState).modified_at != iso_timestamp(CLOCK_MS)
     assert state.view(CHAT, ChatState).modified_at == iso_timestamp(CLOCK_MS)
     second = state.dispatch(SESSION, as_action(title_json("Mine")))
     assert second.client_seq == 2

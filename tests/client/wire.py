@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ahp_server.protocol import codec
-from ahp_server.protocol.v0_7.types import ActionEnvelope, Snapshot, StateAction
+from ahp_server.protocol.types import ActionEnvelope, Snapshot, StateAction
 
 NOW = "2025-03-10T18:42:03.123Z"
 ROOT = "ahp-root://"
@@ -50,7 +50,12 @@ def chat_json(resource: str = CHAT, **fields: Any) -> dict[str, Any]:
 
 
 def terminal_json() -> dict[str, Any]:
-    return {"title": "bash", "content": [], "claim": {"kind": "client", "clientId": ME}}
+    return {
+        "title": "bash",
+        "content": [],
+        "claim": {"kind": "client", "clientId": ME},
+        "lifecycle": {"status": "running"},
+    }
 
 
 def snapshot_json(resource: str, state: dict[str, Any], from_seq: int) -> dict[str, Any]:

@@ -34,7 +34,7 @@ from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
 from ahp_server.client import AhpClient
-from ahp_server.protocol.v0_7.types import ChatState
+from ahp_server.protocol.types import ChatState
 from ahp_server.transport.relay import BusWarnings
 from ahp_server.transport.relay_format import (
     MAC_BYTES,

@@ -22,7 +22,7 @@ import pytest
 from websockets.exceptions import InvalidStatus
 
 from ahp_server.client import AhpClient
-from ahp_server.protocol.v0_7.types import ChatState
+from ahp_server.protocol.types import ChatState
 from ahp_server.transport.relay_format import Signer, Subjects
 from tests.cluster.helpers import (
     CLUSTER_SECRET,

@@ -22,7 +22,7 @@ from msgspec import UnsetType
 from websockets.exceptions import InvalidStatus
 
 from ahp_server.client import AhpClient, RemoteError
-from ahp_server.protocol.v0_7.types import (
+from ahp_server.protocol.types import (
     ActionEnvelope,
     ChatDraftChangedAction,
     ChatState,

@@ -14,9 +14,7 @@ from typing import Any
 from ahp_server.client import AhpClient
 from ahp_server.host.host import Host
 from ahp_server.protocol import codec
-from ahp_server.protocol import types as types_1_0
-from ahp_server.protocol.v0_7.types import ActiveTurn, ChatState, SessionState
-from ahp_server.protocol.views import v0_7
+from ahp_server.protocol.types import ActiveTurn, ChatState, SessionState
 from tests.conftest import TEST_ROOTS
 
 TIMEOUT = 10.0
@@ -34,33 +32,13 @@ def host_state(host: Host, channel: str) -> Any:
 
 
 def comparable(state: Any) -> Any:
-    """A state as 0.7 JSON, minus the one field each peer computes from its own clock.
+    """A state as 1.0 JSON: the shape the host keeps and every ``AhpClient`` holds.
 
-    The host's states are canonical 1.0 (``protocol/types.py``): they are compared
-    in the 0.7 view the client speaks (``protocol/views/v0_7``). The 0.7
-    reducers stamp a chat's ``modifiedAt`` with the local clock (the fixtures
-    require it), so a client's copy differs from the host's; the session
-    catalogue carries the host's value explicitly (``session/chatUpdated``)
-    and is compared exactly. docs/protocol.md.
+    Both peers reduce with the 1.0 reducers, which read no clock (a chat's
+    ``modifiedAt`` comes from the actions themselves), so states compare whole.
+    docs/protocol.md.
     """
-    data = json.loads(codec.encode(state))
-    kind = _CANONICAL_KINDS.get(type(state))
-    if kind is not None:
-        data = v0_7.state(kind, data)
-    if isinstance(state, (ChatState, types_1_0.ChatState)):
-        data.pop("modifiedAt", None)
-    return data
-
-
-#: The host's canonical (1.0) state types, by channel kind.
-_CANONICAL_KINDS: dict[type, str] = {
-    types_1_0.RootState: "root",
-    types_1_0.SessionState: "session",
-    types_1_0.ChatState: "chat",
-    types_1_0.TerminalState: "terminal",
-    types_1_0.ChangesetState: "changeset",
-    types_1_0.AnnotationsState: "annotations",
-}
+    return json.loads(codec.encode(state))
 
 
 async def assert_mirrors_host(client: AhpClient, host: Host, *channels: str) -> None:
@@ -94,6 +72,20 @@ def session_state(client: AhpClient, session: str) -> SessionState:
 def turn_done(client: AhpClient, chat: str, count: int = 1) -> bool:
     state = chat_state(client, chat)
     return len(state.turns) >= count and not isinstance(state.active_turn, ActiveTurn)
+
+
+async def default_chat_of(client: AhpClient, session: str) -> str:
+    """A session's default chat, read from its state (subscribing when needed):
+    never assume how the host spells it."""
+    if not client.state.has_state(session):
+        await client.subscribe(session, timeout=TIMEOUT)
+    await client.wait_for(
+        lambda c: isinstance(c.confirmed(session, SessionState).default_chat, str),
+        timeout=TIMEOUT,
+    )
+    chat = client.confirmed(session, SessionState).default_chat
+    assert isinstance(chat, str)
+    return chat
 
 
 def session_of(host: Host, chat: str) -> str:

@@ -20,7 +20,7 @@ from msgspec import UNSET
 
 from ahp_server.client import AhpClient, RemoteError
 from ahp_server.config import Settings
-from ahp_server.protocol.v0_7.types import (
+from ahp_server.protocol.types import (
     ActionEnvelope,
     ChangesetCapabilities,
     ChangesetClearedAction,
@@ -28,7 +28,7 @@ from ahp_server.protocol.v0_7.types import (
     ChangesetFileSetAction,
     ChangesetState,
     ChatState,
-    FileEditDiff,
+    FileEditDiffStats,
     FileEditSide,
     SessionState,
 )
@@ -146,7 +146,7 @@ async def test_a_write_through_the_host_is_listed_with_before_and_after(bench: B
         assert file.id == uri_of(existing)
         assert text(file.edit.before) == "one\ntwo\n"
         assert text(file.edit.after) == "one\nTWO\nthree\n"
-        assert file.edit.diff == FileEditDiff(added=2, removed=1)
+        assert file.edit.diff == FileEditDiffStats(added=2, removed=1)
         assert file.meta == {"status": "modified", "turnId": turn, "chat": chat}
 
         created = bench.work / "b.txt"

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from ahp_server.client import AhpClient, ConnectionClosedError
-from ahp_server.protocol.v0_7.types import ActiveTurn, ChatState, MarkdownResponsePart, RootState
+from ahp_server.protocol.types import ActiveTurn, ChatState, MarkdownResponsePart, RootState
 from tests.e2e.helpers import TIMEOUT, Daemon
 
 
@@ -111,12 +111,24 @@ async def test_chat_with_a_chosen_agent_answers_its_confirmation_at_the_terminal
         agent_daemon, "--agent", "scripted", "/permission", stdin=answer
     )
     assert code == 0, err
+    assert f"connected to {agent_daemon} (AHP 1.0.0)" in err  # the client speaks 1.0
     assert "[confirm] Allow Delete a file?" in out
     assert "1. Allow once" in out
     assert "4. Never" in out
     assert said in out
     # No answer denies: the agent is told its first reject option.
     assert f"permission: {outcome or 'reject-once'}" in out
+
+
+async def test_chat_reports_a_failed_turns_error(
+    daemon: tuple[asyncio.subprocess.Process, str],
+) -> None:
+    _, url = daemon
+    code, _, err = await run_chat(url, "/error")
+    assert code == 1
+    assert "(AHP 1.0.0)" in err
+    # 1.0: the turn's last response part, of kind error, carries the message.
+    assert "ended error: The echo agent was asked to fail (/error)." in err
 
 
 async def test_chat_with_an_unknown_agent_says_so(agent_daemon: str) -> None:

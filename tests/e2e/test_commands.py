@@ -7,7 +7,7 @@ import uuid
 import pytest
 
 from ahp_server.client import AhpClient, RemoteError
-from ahp_server.protocol.v0_7.types import (
+from ahp_server.protocol.types import (
     ChatOriginFork,
     ChatOriginSideChat,
     ChatState,
@@ -60,9 +60,17 @@ async def test_create_session_errors(running_host: RunningHost) -> None:
         with pytest.raises(RemoteError) as provider:
             await client.create_session("no-such-agent")
         assert provider.value.code == -32002
+    # A primary outside the working directories can only be said at 0.7 (1.0's
+    # primary is index 0 of workingDirectories): a 0.7 client's request.
+    async with AhpClient.connect(running_host.url, protocol_versions=["0.7.0"]) as older:
         with pytest.raises(RemoteError) as primary:
-            await client.create_session(
-                working_directories=["file:///tmp/a"], primary_working_directory="file:///tmp/b"
+            await older.request(
+                "createSession",
+                {
+                    "channel": f"ahp-session:/{uuid.uuid4()}",
+                    "workingDirectories": ["file:///tmp/a"],
+                    "primaryWorkingDirectory": "file:///tmp/b",
+                },
             )
         assert primary.value.code == -32602
 
@@ -175,7 +183,7 @@ async def test_chat_working_directories_must_belong_to_the_session(
         )
         state = client.confirmed(chat, ChatState)
         assert state.working_directories == ("file:///tmp/a",)
-        assert state.primary_working_directory == "file:///tmp/a"
+        assert state.working_directories[0] == "file:///tmp/a"  # 1.0: the primary is index 0
         await client.dispatch(chat, ChatWorkingDirectorySetAction(directory="file:///tmp/b"))
         await client.dispatch(chat, ChatWorkingDirectorySetAction(directory="file:///tmp/nope"))
         await client.wait_for(

@@ -17,7 +17,7 @@ from websockets.exceptions import InvalidStatus
 
 from ahp_server.client import AhpClient, RemoteError
 from ahp_server.config import Settings
-from ahp_server.protocol.v0_7.types import ChatDraftChangedAction, Message, MessageOrigin
+from ahp_server.protocol.types import ChatDraftChangedAction, Message, MessageOrigin
 from tests.conftest import RunningHost, start_host
 from tests.e2e.helpers import TIMEOUT
 

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from ahp_server.client import AhpClient
+from ahp_server.client import AhpClient, turn_error
 from ahp_server.protocol import codec
-from ahp_server.protocol.v0_7.types import (
+from ahp_server.protocol.types import (
     ActiveTurn,
     ChatState,
     MarkdownResponsePart,
@@ -94,7 +94,7 @@ async def test_kill_9_mid_stream_loses_nothing_any_client_saw(daemon: Daemon) ->
             interrupted = state.turns[-1]
             assert interrupted.id == turn_id
             assert interrupted.state == "error"
-            assert getattr(interrupted.error, "error_type", None) == "interrupted"
+            assert getattr(turn_error(interrupted), "error_type", None) == "interrupted"
             assert not isinstance(state.active_turn, ActiveTurn)
             # Everything this client saw before the kill is there, in order.
             assert markdown(interrupted).startswith(text_before)

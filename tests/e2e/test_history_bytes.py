@@ -18,7 +18,7 @@ from ahp_server.client import AhpClient
 from ahp_server.config import Settings
 from ahp_server.host.actors import ChatActor
 from ahp_server.protocol import codec
-from ahp_server.protocol.v0_7.types import ChatState, ChatTurnsLoadedAction, Turn
+from ahp_server.protocol.types import ChatState, ChatTurnsLoadedAction, Turn
 from tests.conftest import start_host
 from tests.e2e.helpers import TIMEOUT, Daemon
 

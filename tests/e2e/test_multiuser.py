@@ -22,7 +22,7 @@ from websockets.exceptions import InvalidStatus
 
 from ahp_server.client import AhpClient, RemoteError
 from ahp_server.config import Settings, UserConfig
-from ahp_server.protocol.v0_7.types import (
+from ahp_server.protocol.types import (
     ChatDraftChangedAction,
     ChatState,
     CreateTerminalParams,
@@ -34,7 +34,7 @@ from ahp_server.protocol.v0_7.types import (
     TerminalSessionClaim,
 )
 from tests.conftest import RunningHost, start_host
-from tests.e2e.helpers import TIMEOUT, session_of, turn_done
+from tests.e2e.helpers import TIMEOUT, default_chat_of, session_of, turn_done
 from tests.e2e.test_identity import echoed
 from tests.e2e.test_resource_watch import watch
 from tests.e2e.test_terminals import create_terminal
@@ -177,7 +177,12 @@ async def test_root_notifications_only_tell_of_visible_sessions(shared: RunningH
 async def test_another_users_session_and_chats_refuse_every_command(
     shared: RunningHost,
 ) -> None:
-    async with as_user(shared, ALICE) as alice, as_user(shared, BOB) as bob:
+    async with (
+        as_user(shared, ALICE) as alice,
+        as_user(shared, BOB) as bob,
+        # A session fork (createSession.fork) exists only at 0.7.
+        as_user(shared, BOB, protocol_versions=["0.7.0"]) as older_bob,
+    ):
         chat = await alice.open_chat()
         session = session_of(shared.host, chat)
         for call in (
@@ -187,7 +192,7 @@ async def test_another_users_session_and_chats_refuse_every_command(
             bob.create_chat(session, timeout=TIMEOUT),
             bob.dispose_chat(chat, timeout=TIMEOUT),
             bob.dispose_session(session, timeout=TIMEOUT),
-            bob.request(
+            older_bob.request(
                 "createSession",
                 {
                     "channel": "ahp-session:/00000000-0000-4000-8000-000000000001",
@@ -469,7 +474,7 @@ async def test_a_terminal_claimed_by_another_users_session_is_refused(
     async with as_user(shared, ALICE) as alice, as_user(shared, BOB) as bob:
         session = await alice.create_session(working_directories=[work.as_uri()])
         terminal = "ahp-terminal:/00000000-0000-4000-8000-0000000000aa"
-        claim = TerminalSessionClaim(session=session)
+        claim = TerminalSessionClaim(session=session, chat=await default_chat_of(alice, session))
         error = await refused(
             bob.request(
                 "createTerminal",
@@ -516,7 +521,10 @@ async def test_each_user_sees_only_their_own_terminals_in_the_root_channel(
     ):
         session = await alice.create_session(working_directories=[hers.as_uri()])
         await bob.create_session(working_directories=[his.as_uri()])
-        by_session = await create_terminal(alice, claim=TerminalSessionClaim(session=session))
+        chat = await default_chat_of(alice, session)
+        by_session = await create_terminal(
+            alice, claim=TerminalSessionClaim(session=session, chat=chat)
+        )
         by_alice = await create_terminal(alice, cwd=hers.as_uri())
         by_bob = await create_terminal(bob, cwd=his.as_uri())
         await admin.wait_for(
@@ -547,7 +555,7 @@ async def test_each_user_sees_only_their_own_terminals_in_the_root_channel(
             assert error.code == PERMISSION_DENIED
         # Nor can bob hand his terminal to alice's session: he would lose it to her.
         seq = await bob.dispatch(
-            by_bob, TerminalClaimedAction(claim=TerminalSessionClaim(session=session))
+            by_bob, TerminalClaimedAction(claim=TerminalSessionClaim(session=session, chat=chat))
         )
         assert "permission denied" in str((await echoed(bob, seq)).rejection_reason)
         assert terminals(bob) == {by_bob}

@@ -14,7 +14,7 @@ from msgspec import UNSET
 
 from ahp_server.client import AhpClient
 from ahp_server.config import Settings
-from ahp_server.protocol.v0_7.types import (
+from ahp_server.protocol.types import (
     ActionOrigin,
     ChatDraftChangedAction,
     ChatTurnCancelledAction,

@@ -20,7 +20,7 @@ from ahp_server.client import AhpClient, RemoteError
 from ahp_server.config import Settings
 from ahp_server.host.host import DB_FILE
 from ahp_server.host.watches import ResourceWatches
-from ahp_server.protocol.v0_7.types import (
+from ahp_server.protocol.types import (
     ActionEnvelope,
     ResourceWatchChangedAction,
     ResourceWatchState,

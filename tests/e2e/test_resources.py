@@ -24,7 +24,7 @@ from websockets.asyncio.client import connect
 
 from ahp_server.client import AhpClient, RemoteError
 from ahp_server.config import ConfigError, Settings, load_settings
-from ahp_server.protocol.v0_7.types import SessionState
+from ahp_server.protocol.types import SessionState
 from tests.conftest import RunningHost, captured_logs, start_host
 from tests.e2e.helpers import TIMEOUT, Daemon
 

@@ -21,14 +21,14 @@ import pytest
 from ahp_server.app import App
 from ahp_server.client import AhpClient, RemoteError
 from ahp_server.config import Settings, load_settings
-from ahp_server.protocol.v0_7.types import (
+from ahp_server.protocol.types import (
     ActionEnvelope,
     SessionState,
     SessionWorkingDirectorySetAction,
     TerminalSessionClaim,
 )
 from tests.conftest import RunningHost, start_host
-from tests.e2e.helpers import TIMEOUT, Daemon
+from tests.e2e.helpers import TIMEOUT, Daemon, default_chat_of
 from tests.e2e.test_terminals import create_terminal
 
 PERMISSION_DENIED = -32009
@@ -235,10 +235,11 @@ async def test_a_directory_stored_before_the_roots_were_narrowed_no_longer_count
             assert session in {s.resource for s in (await client.list_sessions()).items}
             error = await refused(client, "resourceRead", uri=(outside / "secret.txt").as_uri())
             assert error.code == PERMISSION_DENIED
+            claim = TerminalSessionClaim(
+                session=session, chat=await default_chat_of(client, session)
+            )
             with pytest.raises(RemoteError) as caught:
-                await create_terminal(
-                    client, claim=TerminalSessionClaim(session=session), cwd=outside.as_uri()
-                )
+                await create_terminal(client, claim=claim, cwd=outside.as_uri())
             assert caught.value.code == PERMISSION_DENIED
     finally:
         await narrow.stop()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ahp_server.client import AhpClient
-from ahp_server.protocol.v0_7.types import (
+from ahp_server.protocol.types import (
     ActionEnvelope,
     ChatDraftChangedAction,
     ChatState,

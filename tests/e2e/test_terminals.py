@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
 from ahp_server.client import AhpClient, RemoteError
@@ -24,8 +25,8 @@ from ahp_server.config import AgentConfig, Settings
 from ahp_server.host.terminals import TerminalActor, trim_content
 from ahp_server.protocol import reducers as reducers_1_0
 from ahp_server.protocol import types as types_1_0
-from ahp_server.protocol.v0_7.reducers import reduce_terminal
-from ahp_server.protocol.v0_7.types import (
+from ahp_server.protocol.reducers import reduce_terminal
+from ahp_server.protocol.types import (
     ActionEnvelope,
     CreateTerminalParams,
     DisposeTerminalParams,
@@ -74,6 +75,16 @@ def text_of(state: TerminalState | types_1_0.TerminalState) -> str:
             ),
         )
     )
+
+
+def exit_code(terminal: Any) -> int | float | None:
+    """A terminal's exit code (1.0: ``lifecycle.exitCode`` once exited), else ``None``."""
+    lifecycle = terminal.lifecycle
+    if isinstance(lifecycle, types_1_0.TerminalExitedLifecycleState) and not isinstance(
+        lifecycle.exit_code, msgspec.UnsetType
+    ):
+        return lifecycle.exit_code
+    return None
 
 
 def content_bytes(state: TerminalState | types_1_0.TerminalState) -> int:
@@ -187,6 +198,8 @@ class Bench:
     running: RunningHost
     work: Path
     session: str
+    #: The session's default chat (1.0 session claims name a chat).
+    chat: str
 
     @property
     def uri(self) -> str:
@@ -204,8 +217,16 @@ async def bench(tmp_path: Path) -> AsyncIterator[Bench]:
     running, work = await open_bench(tmp_path)
     try:
         async with AhpClient.connect(running.url) as client:
-            session = await client.create_session(working_directories=[work.as_uri()])
-        yield Bench(running, work, session)
+            session = await client.create_session(
+                working_directories=[work.as_uri()], subscribe=True
+            )
+            await client.wait_for(
+                lambda c: isinstance(c.confirmed(session, SessionState).default_chat, str),
+                timeout=TIMEOUT,
+            )
+            chat = client.confirmed(session, SessionState).default_chat
+            assert isinstance(chat, str)
+        yield Bench(running, work, session, chat)
     finally:
         await running.stop()
 
@@ -271,10 +292,10 @@ async def test_exit_code_reaches_the_terminal_and_the_catalogue(bench: Bench) ->
         watched = Watched(client, await create_terminal(client, cwd=bench.uri))
         await watched.subscribe()
         await watched.type("exit 3\n")
-        await watched.until(lambda w: w.state is not None and w.state.exit_code == 3, "exit 3")
+        await watched.until(lambda w: w.state is not None and exit_code(w.state) == 3, "exit 3")
         assert watched.applied[-1].action == TerminalExitedAction(exit_code=3)
         await client.wait_for(
-            lambda c: root_terminals(c)[watched.uri].exit_code == 3, timeout=TIMEOUT
+            lambda c: exit_code(root_terminals(c)[watched.uri]) == 3, timeout=TIMEOUT
         )
         await watched.type("echo too late\n")  # no process to take it
         await watched.until(lambda w: bool(w.rejected), "a rejected input")
@@ -287,7 +308,7 @@ async def test_start_and_end_are_audited_without_any_content(bench: Bench) -> No
             watched = Watched(client, await create_terminal(client, cwd=bench.uri))
             await watched.subscribe()
             await watched.type("echo secret-$((5*5)); exit 4\n")
-            await watched.until(lambda w: w.state is not None and w.state.exit_code == 4, "exit")
+            await watched.until(lambda w: w.state is not None and exit_code(w.state) == 4, "exit")
             assert "secret-25" in watched.text
     (started,) = [e for e in logs if e["event"] == "terminal started"]
     assert started["terminal"] == watched.uri
@@ -307,7 +328,7 @@ async def test_the_root_catalogue_follows_create_and_dispose(bench: Bench) -> No
     async with AhpClient.connect(bench.running.url, subscriptions=[ROOT]) as client:
         first = await create_terminal(client, cwd=bench.uri, name="one")
         second = await create_terminal(
-            client, claim=TerminalSessionClaim(session=bench.session), name="two"
+            client, claim=TerminalSessionClaim(session=bench.session, chat=bench.chat), name="two"
         )
         assert [(t.resource, t.title) for t in root_terminals(client).values()] == [
             (first, "one"),
@@ -328,7 +349,9 @@ async def test_the_root_catalogue_follows_create_and_dispose(bench: Bench) -> No
 
 async def test_a_session_claim_starts_in_the_sessions_primary_directory(bench: Bench) -> None:
     async with AhpClient.connect(bench.running.url) as client:
-        uri = await create_terminal(client, claim=TerminalSessionClaim(session=bench.session))
+        uri = await create_terminal(
+            client, claim=TerminalSessionClaim(session=bench.session, chat=bench.chat)
+        )
         watched = Watched(client, uri)
         state = await watched.subscribe()
         assert state.cwd == bench.uri
@@ -356,7 +379,7 @@ async def test_create_terminal_refuses_what_it_must(bench: Bench, tmp_path: Path
         assert await refused() == -32602  # a client claim has no default directory
         other = TerminalClientClaim(client_id="someone-else")
         assert await refused(claim=other, cwd=bench.uri) == -32602
-        nobody = TerminalSessionClaim(session="ahp-session:/nobody")
+        nobody = TerminalSessionClaim(session="ahp-session:/nobody", chat="ahp-chat:/nobody")
         assert await refused(claim=nobody) == -32001
         assert await refused(cwd=bench.uri, cols=0) == -32602
         uri = await create_terminal(client, cwd=bench.uri)
@@ -404,7 +427,7 @@ async def test_server_only_actions_and_foreign_claims_are_rejected(bench: Bench)
         assert reasons["terminal/exited"] == "terminal/exited is server-only"
         assert "claimed by client" in reasons["terminal/claimed"]
         # The holder may hand it to a session; then the other client may take it.
-        to_session = TerminalSessionClaim(session=bench.session)
+        to_session = TerminalSessionClaim(session=bench.session, chat=bench.chat)
         await alice.dispatch(uri, TerminalClaimedAction(claim=to_session))
         bobs = TerminalClientClaim(client_id=bob.client_id)
         await theirs.until(lambda w: w.state is not None and w.state.claim == to_session, "to it")
@@ -432,7 +455,7 @@ async def test_a_client_claim_names_only_the_dispatching_clients_own_id(bench: B
         AhpClient.connect(bench.running.url) as alice,
         AhpClient.connect(bench.running.url) as bob,
     ):
-        held = TerminalSessionClaim(session=bench.session)
+        held = TerminalSessionClaim(session=bench.session, chat=bench.chat)
         uri = await create_terminal(alice, claim=held)
         watched = Watched(alice, uri)
         await watched.subscribe()
@@ -541,7 +564,9 @@ async def test_dispose_kills_the_shell_and_its_jobs(bench: Bench) -> None:
 async def test_disposing_a_session_disposes_its_terminals(bench: Bench) -> None:
     before = children()
     async with AhpClient.connect(bench.running.url, subscriptions=[ROOT]) as client:
-        await create_terminal(client, claim=TerminalSessionClaim(session=bench.session))
+        await create_terminal(
+            client, claim=TerminalSessionClaim(session=bench.session, chat=bench.chat)
+        )
         kept = await create_terminal(client, cwd=bench.uri)
         assert len(children() - before) == 2
         await client.dispose_session(bench.session)
@@ -585,7 +610,7 @@ async def test_terminals_survive_restarts_as_readable_exited_channels(tmp_path: 
             done = Watched(client, await create_terminal(client, cwd=work.as_uri(), name="done"))
             await done.subscribe()
             await done.type("echo stored-$((2+3)); exit 3\n")
-            await done.until(lambda w: w.state is not None and w.state.exit_code == 3, "exit")
+            await done.until(lambda w: w.state is not None and exit_code(w.state) == 3, "exit")
             running = Watched(client, await create_terminal(client, cwd=work.as_uri()))
             await running.subscribe()
             await running.type("echo alive-$((1+1))\n")
@@ -596,10 +621,10 @@ async def test_terminals_survive_restarts_as_readable_exited_channels(tmp_path: 
         async with AhpClient.connect(url, subscriptions=[ROOT]) as client:
             listed = root_terminals(client)
             assert set(listed) == {done.uri, running.uri}
-            assert listed[done.uri].exit_code == 3
+            assert exit_code(listed[done.uri]) == 3
             state = await Watched(client, done.uri).subscribe()
             assert "stored-5" in text_of(state)
-            assert state.exit_code == 3
+            assert exit_code(state) == 3
             lost = Watched(client, running.uri)
             state = await lost.subscribe()
             assert "alive-2" in text_of(state)
@@ -648,13 +673,15 @@ async def test_an_agents_command_is_shown_as_a_terminal_channel(tmp_path: Path) 
             watched = Watched(client, uri)
             await watched.subscribe()
             await watched.until(
-                lambda w: w.state is not None and w.state.exit_code == 0, "the command's exit"
+                lambda w: w.state is not None and exit_code(w.state) == 0, "the command's exit"
             )
             state = watched.state
             assert state is not None
             assert state.is_pty is False
             assert state.title == "echo"
-            assert state.claim == TerminalSessionClaim(session=session)  # narrowed at exit
+            assert state.claim == TerminalSessionClaim(
+                session=session, chat=chat
+            )  # narrowed at exit
             assert "shown-to-users" in watched.text
             await watched.type("more\n")
             await watched.until(lambda w: bool(w.rejected), "a rejected input")

@@ -20,11 +20,10 @@ import pytest
 
 from ahp_server.agents.base import AgentError, SessionContext, TurnIO, TurnRequest
 from ahp_server.agents.echo import EchoAgent
-from ahp_server.client import AhpClient, TurnFailedError
+from ahp_server.client import AhpClient, TurnFailedError, turn_error
 from ahp_server.config import Settings
 from ahp_server.host.host import DB_FILE
-from ahp_server.protocol.uris import default_chat
-from ahp_server.protocol.v0_7.types import (
+from ahp_server.protocol.types import (
     AgentCapabilities,
     AgentInfo,
     ChatState,
@@ -33,6 +32,7 @@ from ahp_server.protocol.v0_7.types import (
     SessionState,
     Turn,
 )
+from ahp_server.protocol.uris import default_chat
 from tests.conftest import RunningHost, start_host
 
 TIMEOUT = 10.0
@@ -157,7 +157,7 @@ async def test_a_failing_open_fails_the_creation_and_nothing_else(
         async with AhpClient.connect(running.url) as client:
             session = await client.create_session(PROVIDER, subscribe=True)
             state = await settled(client, session)
-            assert state.lifecycle == "creationFailed"
+            assert state.lifecycle == "failed"
             assert state.creation_error is not None
             assert state.creation_error.error_type == error_type
             assert words in state.creation_error.message
@@ -317,8 +317,9 @@ async def test_a_failing_restore_fails_the_turn_and_the_next_turn_tries_again(
                 await client.ask(chat, "first", timeout=TIMEOUT)
             failed = client.confirmed(chat, ChatState).turns[-1]
             assert failed.state == "error"
-            assert failed.error is not None
-            assert failed.error.error_type == error_type
+            error = turn_error(failed)  # 1.0: the error is the turn's last response part
+            assert error is not None
+            assert error.error_type == error_type
             assert agent.hooks(session) == ["restore"]  # the provider never ran the turn
             agent.behaviour["restore"] = "ok"
             assert await client.ask(chat, "second", timeout=TIMEOUT) == "ok: second"
@@ -402,7 +403,7 @@ async def crash_while_opening(tmp_path: Path) -> str:
     return session
 
 
-@pytest.mark.parametrize(("behaviour", "outcome"), [("ok", "ready"), ("raise", "creationFailed")])
+@pytest.mark.parametrize(("behaviour", "outcome"), [("ok", "ready"), ("raise", "failed")])
 async def test_a_session_a_crash_left_in_creating_is_opened_again_at_start(
     tmp_path: Path, behaviour: str, outcome: str
 ) -> None:

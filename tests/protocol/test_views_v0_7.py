@@ -1775,3 +1775,147 @@ def test_entry_points_for_snapshots_states_and_named_types() -> None:
     assert view.snapshot(other) is other
     assert view.project("NotAType", {"a": 1}) == {"a": 1}
     assert view.project("ErrorResponsePart", error_part()) is None
+
+
+# ==============================================================================================
+# A 1.0 client on a 0.7 connection: lifting what a 0.7 host sends, projecting what it sends
+# ==============================================================================================
+
+#: Channel kind → (a channel of that kind, its state's ``$def``).
+_CHANNELS = {
+    "root": ("ahp-root://", "RootState"),
+    "session": (SESSION, "SessionState"),
+    "chat": (CHAT, "ChatState"),
+    "terminal": (TERMINAL, "TerminalState"),
+    "changeset": (session_changeset(SESSION), "ChangesetState"),
+    "annotations": (ANNOTATIONS, "AnnotationsState"),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(_CHANNELS))
+def test_every_lifted_0_7_snapshot_is_a_valid_1_0_snapshot(kind: str) -> None:
+    resource, name = _CHANNELS[kind]
+    for state in samples("0.7", name):
+        if name == "ChatState":  # a 0.7 Turn.error belongs to a failed turn
+            for t in state.get("turns", []):
+                if "error" in t:
+                    t["state"] = "error"
+        snapshot = {"resource": resource, "state": state, "fromSeq": 3}
+        assert_valid("0.7", "Snapshot", snapshot, strict=False)
+        before = copy.deepcopy(snapshot)
+        out = view.lift_snapshot(snapshot, chat_of=chat_of)
+        assert snapshot == before, "lifting mutated its input"
+        assert_valid("1.0", name, _without(out["state"], _LEFT_IN))
+        assert out["resource"] == resource
+        assert out["fromSeq"] == 3
+
+
+def test_lifting_a_state_undoes_its_0_7_view() -> None:
+    failed = turn([markdown(), error_part()], state="error")
+    chat = chat_state(turns=[failed], workingDirectories=[DIR_B, DIR_A])
+    session = session_state(lifecycle="failed", creationError=ERROR)
+    capabilities = {"multipleWorkingDirectories": {"immutablePrimary": True}}
+    terminal = {**terminal_state({"status": "exited", "exitCode": 2}), "resource": TERMINAL}
+    root = {"agents": [agent(capabilities=capabilities)], "terminals": [terminal]}
+    for kind, state in (("chat", chat), ("session", session), ("root", root)):
+        legacy = view.state(kind, state)
+        assert legacy != state  # each has something the 0.7 view changes
+        assert view.lift_state(kind, legacy, chat_of=chat_of) == state
+    # The claim a 0.7 host sends names no chat: the client's lookup supplies it.
+    claimed = {**root, "terminals": [{**terminal, "claim": session_claim()}]}
+    assert view.lift_state("root", view.state("root", claimed), chat_of=chat_of) == claimed
+    assert view.lift_state("canvas", {"x": 1}) == {"x": 1}
+
+
+def test_lifting_envelopes_notifications_and_results() -> None:
+    error = {"type": "chat/error", "turnId": "t1", "duration": 1, "part": error_part()}
+    envelope = {"channel": CHAT, "action": error, "serverSeq": 5}
+    legacy = view.envelope(envelope)
+    assert legacy is not None
+    assert view.lift_envelope(legacy) == envelope
+    assert view.lift_notification("action", legacy) == envelope
+    delta = {"channel": CHAT, "action": {"type": "chat/delta"}, "serverSeq": 6}
+    assert view.lift_envelope(delta) is delta
+
+    auth = {"channel": "ahp-root://", "resource": "https://api.example.com", "reason": "expired"}
+    lifted = view.lift_notification("auth/required", auth)
+    assert lifted == {**auth, "resource": {"resource": "https://api.example.com"}}
+    assert_valid("1.0", "AuthRequiredParams", lifted)
+    added = {"channel": "ahp-root://", "summary": session_summary()}
+    assert view.lift_notification("root/sessionAdded", added) is added
+
+    chat = chat_state(turns=[turn([markdown(), error_part()], state="error")])
+    snapshot = {"resource": CHAT, "state": chat, "fromSeq": 2}
+    legacy_snapshot = view.snapshot(snapshot)
+    init = {"protocolVersion": "0.7.0", "serverSeq": 2, "snapshots": [legacy_snapshot]}
+    assert view.lift_result("initialize", init)["snapshots"] == [snapshot]
+    subscribed = view.lift_result("subscribe", {"snapshot": legacy_snapshot})
+    assert subscribed == {"snapshot": snapshot}
+    replay = {"type": "replay", "actions": [legacy], "missing": []}
+    assert view.lift_result("reconnect", replay)["actions"] == [envelope]
+    fresh = {"type": "snapshot", "snapshots": [legacy_snapshot]}
+    assert view.lift_result("reconnect", fresh)["snapshots"] == [snapshot]
+    listing = {"items": [session_summary()]}
+    assert view.lift_result("listSessions", listing) is listing
+
+
+def test_a_1_0_clients_commands_in_their_0_7_form() -> None:
+    toggled = {
+        "channel": SESSION,
+        "clientSeq": 1,
+        "action": {
+            "type": "session/customizationToggled",
+            "id": "plug",
+            "enablement": [{"kind": "global", "enabled": False}],
+        },
+    }
+    out = view.client_params("dispatchAction", toggled)
+    assert out == {
+        **toggled,
+        "action": {"type": "session/customizationToggled", "id": "plug", "enabled": False},
+    }
+    assert_valid("0.7", "DispatchActionParams", out)
+    # A 1.0-only action has no 0.7 form: the client must not send it.
+    read = {
+        "channel": CHAT,
+        "clientSeq": 2,
+        "action": {"type": "chat/isReadChanged", "isRead": True},
+    }
+    assert view.client_params("dispatchAction", read) is None
+    started = {
+        "channel": CHAT,
+        "clientSeq": 3,
+        "action": {
+            "type": "chat/turnStarted",
+            "turnId": "t",
+            "startedAt": NOW,
+            "message": message(),
+        },
+    }
+    assert view.client_params("dispatchAction", started) is started
+
+    published = {
+        "clientId": "me",
+        "tools": [],
+        "customizations": [
+            {**plugin(nonce="n"), "enablement": [{"kind": "global", "enabled": True}]}
+        ],
+    }
+    create = {"channel": SESSION, "workingDirectories": [DIR_A, DIR_B], "activeClient": published}
+    projected_create = view.client_params("createSession", create)
+    assert projected_create["activeClient"]["customizations"][0]["enabled"] is True
+    assert "enablement" not in projected_create["activeClient"]["customizations"][0]
+    assert projected_create["workingDirectories"] == [DIR_A, DIR_B]
+    assert_valid("0.7", "CreateSessionParams", projected_create)
+    # ... and the host's inbound translation gives back what the client meant.
+    assert view.inbound_params("createSession", projected_create) == create
+
+    terminal = {"channel": TERMINAL, "claim": session_claim()}
+    projected_terminal = view.client_params("createTerminal", terminal)
+    assert projected_terminal == {
+        "channel": TERMINAL,
+        "claim": {"kind": "session", "session": SESSION},
+    }
+    assert view.inbound_params("createTerminal", projected_terminal, chat_of=chat_of) == terminal
+    plain = {"channel": SESSION, "chat": CHAT}
+    assert view.client_params("createChat", plain) is plain

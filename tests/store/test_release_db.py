@@ -22,6 +22,8 @@ import pytest
 
 from ahp_server.client import AhpClient
 from ahp_server.protocol import codec
+from ahp_server.protocol.uris import parse_channel
+from ahp_server.protocol.views import v0_7
 from tests.e2e.helpers import Daemon
 
 RELEASE = Path(__file__).resolve().parent.parent / "data" / "db-0.1.0"
@@ -73,9 +75,13 @@ def test_the_fixture_is_what_the_release_wrote() -> None:
 
 async def test_every_channel_is_served_as_the_release_served_it(served: str) -> None:
     recorded = expected()
-    async with AhpClient.connect(served) as client:
+    # A 0.7 client, as the release served: the client holds the state lifted to
+    # 1.0, and the 0.7 view of that is what came over the wire.
+    async with AhpClient.connect(served, protocol_versions=["0.7.0"]) as client:
+        assert client.lifts_0_7
         for channel, snapshot in recorded["snapshots"].items():
-            state = as_json(await client.subscribe(channel))
+            lifted = as_json(await client.subscribe(channel))
+            state = v0_7.state(parse_channel(channel).kind, lifted)
             if channel == ROOT:
                 assert state["activeSessions"] == snapshot["activeSessions"]
             else:

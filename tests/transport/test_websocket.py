@@ -13,7 +13,7 @@ from websockets.asyncio.server import ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
 
 from ahp_server.client import AhpClient
-from ahp_server.protocol.v0_7.types import ChatDeltaAction
+from ahp_server.protocol.types import ChatDeltaAction
 from ahp_server.transport.websocket import WebSocketTransport, forwarded_client
 from tests.conftest import RunningHost
 

@@ -165,6 +165,17 @@ Inbound rules (0.7 → 1.0; :func:`inbound_action`, :func:`inbound_params`):
   ``-32006`` ``ContentNotFound`` (reserved and unassigned at 1.0) →
   ``-32008`` ``NotFound`` (:func:`inbound_error`).
 
+A 1.0 client on a 0.7 connection (the Python client, ``ahp_server/client``,
+holds 1.0 states whatever it negotiated) uses the same pieces the other way
+round: :func:`lift_snapshot`, :func:`lift_state`, :func:`lift_envelope`,
+:func:`lift_notification` and :func:`lift_result` lift what a 0.7 host sends
+(the inverse of :func:`snapshot`, :func:`envelope`, :func:`notification` and
+:func:`command_result`; ``auth/required``'s resource string becomes a
+``ProtectedResourceMetadata``), and :func:`client_params` projects the
+commands it sends (``dispatchAction``'s action by :func:`action` — ``None``
+for a 1.0-only type, which the client then refuses itself —, published
+customizations, a terminal session claim's ``chat``).
+
 Choices where the spec is silent (what a careful 0.7 client author expects):
 
 * **1.0-only fields are stripped**, not passed through: the 0.7 schemas would
@@ -229,10 +240,13 @@ from ahp_server.protocol.uris import CHAT_SCHEME, SESSION_SCHEME, parse_channel,
 
 __all__ = [
     "ACTIONS",
+    "CLIENT_PARAMS",
     "DROPPED_ACTIONS",
     "IDENTITY_ACTIONS",
     "INBOUND_ACTIONS",
     "INBOUND_PARAMS",
+    "LIFTED_NOTIFICATIONS",
+    "LIFTED_RESULTS",
     "METHODS_NOT_IN_0_7",
     "NOTIFICATIONS",
     "OUTBOUND",
@@ -243,6 +257,7 @@ __all__ = [
     "ChatOf",
     "Json",
     "action",
+    "client_params",
     "command_result",
     "envelope",
     "fork_request",
@@ -250,6 +265,11 @@ __all__ = [
     "inbound_action",
     "inbound_error",
     "inbound_params",
+    "lift_envelope",
+    "lift_notification",
+    "lift_result",
+    "lift_snapshot",
+    "lift_state",
     "notification",
     "project",
     "server_request_params",
@@ -1486,3 +1506,144 @@ def lift(
         return value
     out = transform(value, _Context(channel, chat_of))
     return value if out is _DROP else out
+
+
+# -- a 1.0 client on a 0.7 connection: what a 0.7 host sends, lifted; what it sends, projected ----
+#
+# The Python client (ahp_server/client) holds 1.0 states whatever it negotiated.
+# On a 0.7 connection it lifts every snapshot, envelope, notification and command
+# result with the functions below (the inverse of the outbound view, built from
+# the same inbound pieces as ``lift``) and projects what it sends with
+# :func:`action` and :func:`client_params`.
+
+_in_root_state = _object({"agents": _list_of(_in_agent), "terminals": _list_of(_in_terminal_info)})
+
+#: Channel kind (``STATE_KINDS`` values) → the 1.0 form of a 0.7 snapshot state.
+_IN_STATES: Final[Mapping[str, Transform]] = {
+    "root": _in_root_state,
+    "session": _in_session_state,
+    "chat": _in_chat_state,
+    "terminal": INBOUND_STORED["TerminalState"],
+    "changeset": _identity,
+    "annotations": INBOUND_STORED["AnnotationsState"],
+    "resourceWatch": _identity,
+}
+
+
+def _in_snapshot(value: Json, context: _Context) -> Json:
+    if not isinstance(value, dict):
+        return value
+    resource = value.get("resource")
+    if not isinstance(resource, str) or "state" not in value:
+        return value
+    kind = STATE_KINDS.get(parse_channel(resource).kind)
+    if kind is None:
+        return value
+    old = value["state"]
+    new = _IN_STATES[kind](old, _Context(resource, context._chat_of))
+    return value if new is old else {**value, "state": new}
+
+
+def _in_protected_resource(value: Json, *context: Any) -> Json:
+    """0.7 ``auth/required.resource`` (the RFC 9728 identifier) → 1.0 metadata."""
+    return {"resource": value} if isinstance(value, str) else value
+
+
+#: 0.7 server notification → its 1.0 params (every other method is identical).
+LIFTED_NOTIFICATIONS: Final[Mapping[str, Transform]] = {
+    "action": _in_envelope,
+    "auth/required": _object({"resource": _in_protected_resource}),
+}
+
+#: 0.7 command result → its 1.0 form (every other result is identical).
+LIFTED_RESULTS: Final[Mapping[str, Transform]] = {
+    "initialize": _object({"snapshots": _list_of(_in_snapshot)}),
+    "reconnect": _union(
+        "type",
+        {
+            "replay": _object({"actions": _list_of(_in_envelope)}),
+            "snapshot": _object({"snapshots": _list_of(_in_snapshot)}),
+        },
+    ),
+    "subscribe": _object({"snapshot": _in_snapshot}),
+}
+
+
+def lift_state(kind: str, value: Json, *, chat_of: ChatOf | None = None) -> Json:
+    """The 1.0 form of a 0.7 snapshot state of channel ``kind`` (as :func:`state`
+    names kinds); any other kind passes through. The inverse of :func:`state`."""
+    canonical = STATE_KINDS.get(kind)
+    if canonical is None:
+        return value
+    return _IN_STATES[canonical](value, _Context(None, chat_of))
+
+
+def lift_snapshot(value: Json, *, chat_of: ChatOf | None = None) -> Json:
+    """A 0.7 ``Snapshot`` with its state lifted by the channel kind of its ``resource``."""
+    return _in_snapshot(value, _Context(None, chat_of))
+
+
+def lift_envelope(value: Json, *, chat_of: ChatOf | None = None) -> Json:
+    """A 0.7 ``ActionEnvelope`` a host sent, its action in the 1.0 form."""
+    return _in_envelope(value, _Context(None, chat_of))
+
+
+def lift_notification(method: str, params: Json, *, chat_of: ChatOf | None = None) -> Json:
+    """The 1.0 params of 0.7 server notification ``method`` (identity when equal).
+
+    ``action`` lifts its envelope; ``auth/required`` wraps the resource
+    identifier into ``ProtectedResourceMetadata``; ``root/sessionAdded`` and
+    ``root/sessionSummaryChanged`` carry 0.7 summaries, which are valid 1.0
+    ones, unchanged.
+    """
+    transform = LIFTED_NOTIFICATIONS.get(method)
+    if transform is None:
+        return params
+    return transform(params, _Context(None, chat_of))
+
+
+def lift_result(method: str, result: Json, *, chat_of: ChatOf | None = None) -> Json:
+    """The 1.0 form of the result a 0.7 host gave for command ``method``.
+
+    ``initialize``, ``reconnect`` and ``subscribe`` lift their snapshots and
+    envelopes; every other result (``listSessions``: a 0.7 summary is a valid
+    1.0 one) is identical.
+    """
+    transform = LIFTED_RESULTS.get(method)
+    if transform is None:
+        return result
+    return transform(result, _Context(None, chat_of))
+
+
+def _client_dispatch(value: Json) -> Json:
+    old = value.get("action")
+    new = _action(old)
+    if new is old:
+        return value
+    if new is _DROP:
+        return _DROP
+    return {**value, "action": new}
+
+
+#: 1.0 client command → the 0.7 params (every other command's params are identical).
+CLIENT_PARAMS: Final[Mapping[str, Transform]] = {
+    "createSession": _object({"activeClient": _active_client}),
+    "createTerminal": _object({"claim": _terminal_claim}),
+    "dispatchAction": _client_dispatch,
+}
+
+
+def client_params(method: str, params: Json) -> Json | None:
+    """The 0.7 params of a 1.0 client's command ``method``, for a 0.7 host.
+
+    ``dispatchAction`` projects its action with :func:`action` (``None``: a
+    1.0-only action type, which a 0.7 host does not know — do not send it);
+    ``createSession`` projects the ``activeClient`` customizations
+    (``enablement`` → ``enabled``); ``createTerminal`` drops a session claim's
+    ``chat``. ``workingDirectories`` pass unchanged: a 0.7 host that is given
+    no ``primaryWorkingDirectory`` keeps their order, so index 0 stays first.
+    """
+    transform = CLIENT_PARAMS.get(method)
+    if transform is None or not isinstance(params, dict):
+        return params
+    return _public(transform(params))
