@@ -183,7 +183,8 @@ _INTERNAL_ERROR: Final = 1011
 class ServerNotification:
     """A protocol notification other than ``action`` (``root/sessionAdded``, ``root/progress``…).
 
-    ``params`` are the decoded JSON builtins, exactly as sent (camelCase keys);
+    ``params`` are the decoded JSON builtins in their 1.0 shape (camelCase
+    keys): exactly as sent, or lifted from 0.7 on a 0.7 connection;
     decode them into a wire type with :func:`ahp_server.protocol.codec.convert`
     when needed, e.g. ``codec.convert(n.params, SessionAddedParams)``.
     """
@@ -569,6 +570,8 @@ class AhpClient:
 
         Returns the ``result`` as JSON builtins, or decoded into ``result_type``
         (a wire struct). ``params`` must carry ``channel`` (WIRE-SUMMARY §1).
+        Both are 1.0: on a 0.7 connection the params are projected to 0.7
+        (``v0_7.client_params``) and the result lifted (``v0_7.lift_result``).
 
         Raises :class:`RemoteError` for a JSON-RPC error response,
         :class:`ClientTimeoutError` after ``timeout`` seconds (default
@@ -1111,22 +1114,26 @@ class AhpClient:
             raise ClientError(f"{method}: no 0.7 form (protocol {self._protocol_version})")
         return wire
 
-    def _chat_of(self, session: str, turn_id: str | None) -> str | None:
+    def _chat_of(self, session: str, turn_id: str | None) -> str:
         """The chat of ``session`` holding turn ``turn_id`` (its default chat when
         ``turn_id`` is ``None`` or no mirrored chat holds it), from the mirrored
-        states: what lifting a 0.7 session terminal claim or annotation needs."""
-        if not self.state.has_state(session):
-            return None
-        state = self.state.confirmed(session)
+        states: what lifting a 0.7 session terminal claim or annotation needs.
+
+        ``""`` when the mirrored states do not tell (the session is not
+        subscribed): 0.7 does not carry the chat, and a 1.0 terminal session
+        claim must name one, so such a claim names ``""`` (an annotation's
+        origin then names no chat).
+        """
+        state = self.state.confirmed(session) if self.state.has_state(session) else None
         if not isinstance(state, SessionState):
-            return None
+            return ""
         if turn_id is not None:
             for summary in state.chats:
                 if self.state.has_state(summary.resource):
                     chat = self.state.confirmed(summary.resource)
                     if isinstance(chat, ChatState) and _holds_turn(chat, turn_id):
                         return summary.resource
-        return state.default_chat if isinstance(state.default_chat, str) else None
+        return state.default_chat if isinstance(state.default_chat, str) else ""
 
     async def _enqueue(self, link: _Link, frame: bytes, timeout: float | None, what: str) -> None:
         limit = self.request_timeout if timeout is None else timeout

@@ -43,6 +43,7 @@ from tests.client.wire import (
     SESSION,
     chat_json,
     envelope_json,
+    root_json,
     session_json,
     snapshot_json,
     title_json,
@@ -781,3 +782,27 @@ async def test_a_0_7_server_is_lifted_to_1_0_and_spoken_to_in_0_7(server: FakeSe
             "channel": ROOT,
             "resource": {"resource": "https://api.example.com"},
         }
+
+
+async def test_a_0_7_terminal_session_claim_gets_the_chat_the_client_knows(
+    server: FakeServer,
+) -> None:
+    server.protocol_version = "0.7.0"
+    claim = {"kind": "session", "session": SESSION}
+    info = {"resource": "ahp-terminal:/t1", "title": "sh", "claim": claim}
+    server.states[ROOT] = root_json(terminals=[info])
+    server.states[SESSION] = session_json(defaultChat=CHAT)
+    async with asyncio.timeout(LIMIT), connected(server, subscriptions=[ROOT]) as client:
+        # The session is not mirrored: 0.7 does not say which chat, and 1.0
+        # requires one, so the claim names "" (the connection still opens).
+        (terminal,) = client.confirmed(ROOT, RootState).terminals or ()
+        assert codec.to_builtins(terminal.claim) == {**claim, "chat": ""}
+        assert codec.to_builtins(terminal.lifecycle) == {"status": "running"}
+        await client.subscribe(SESSION)
+        ws = await client_ws(server)
+        changed = {"type": "root/terminalsChanged", "terminals": [{**info, "exitCode": 0}]}
+        await server.action(ws, envelope_json(ROOT, changed, 1))
+        await client.wait_for(lambda c: c.server_seq == 1)
+        (terminal,) = client.confirmed(ROOT, RootState).terminals or ()
+        assert codec.to_builtins(terminal.claim) == {**claim, "chat": CHAT}
+        assert codec.to_builtins(terminal.lifecycle) == {"status": "exited", "exitCode": 0}

@@ -10,25 +10,31 @@ back to 1.0 (``protocol/views/v0_7.py``): the chat it then holds equals what a
 
 from __future__ import annotations
 
+import uuid
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from ahp_server.client import AhpClient, ClientError, TurnFailedError, turn_error
+from ahp_server.config import Settings
 from ahp_server.protocol.types import (
     ActiveTurn,
     ChatIsReadChangedAction,
     ChatState,
     ChatToolCallApprovedAction,
+    CreateTerminalParams,
     MarkdownResponsePart,
+    RootState,
     SessionState,
+    TerminalSessionClaim,
     ToolCallCompletedState,
     ToolCallPendingConfirmationState,
     ToolCallResponsePart,
     Turn,
 )
 from ahp_server.protocol.views import v0_7
-from tests.conftest import RunningHost
+from tests.conftest import RunningHost, start_host
 from tests.e2e.helpers import (
     TIMEOUT,
     assert_mirrors_host,
@@ -39,6 +45,7 @@ from tests.e2e.helpers import (
 )
 
 V0_7 = ("0.7.0",)
+ROOT = "ahp-root://"
 
 
 def markdown(turn: Turn) -> str:
@@ -221,3 +228,42 @@ async def test_reconnect_keeps_the_negotiated_version(
         assert await client.ask(chat, "after", timeout=TIMEOUT) == "after"
         if offered is None:
             await assert_mirrors_host(client, host, chat)
+
+
+async def test_a_0_7_client_sees_session_claimed_terminals_in_the_root_state(
+    tmp_path: Path,
+) -> None:
+    """0.7 names no chat in a terminal session claim; the client fills in what its
+    mirrored states tell (the session's default chat), ``""`` when they do not."""
+    running = await start_host(Settings(terminal_shell=("/bin/sh",)))
+    try:
+        async with AhpClient.connect(running.url) as newer:
+            chat = await newer.open_chat()
+            session = session_of(running.host, chat)
+            terminal = f"ahp-terminal:/{uuid.uuid4()}"
+            claim = TerminalSessionClaim(session=session, chat=chat)
+            await newer.request(
+                "createTerminal", CreateTerminalParams(channel=terminal, claim=claim)
+            )
+            async with AhpClient.connect(
+                running.url, protocol_versions=V0_7, subscriptions=[ROOT]
+            ) as older:
+                (info,) = older.confirmed(ROOT, RootState).terminals or ()
+                assert info.claim == TerminalSessionClaim(session=session, chat="")
+                await older.subscribe(session)
+                await older.request("disposeTerminal", {"channel": terminal}, timeout=TIMEOUT)
+                await older.wait_for(
+                    lambda c: not c.confirmed(ROOT, RootState).terminals, timeout=TIMEOUT
+                )
+                second = f"ahp-terminal:/{uuid.uuid4()}"
+                await newer.request(
+                    "createTerminal", CreateTerminalParams(channel=second, claim=claim)
+                )
+                await older.wait_for(
+                    lambda c: bool(c.confirmed(ROOT, RootState).terminals), timeout=TIMEOUT
+                )
+                (info,) = older.confirmed(ROOT, RootState).terminals or ()
+                assert info.claim == claim  # the session is mirrored: its default chat
+                await newer.request("disposeTerminal", {"channel": second}, timeout=TIMEOUT)
+    finally:
+        await running.stop()

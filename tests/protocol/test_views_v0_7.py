@@ -1919,3 +1919,14 @@ def test_a_1_0_clients_commands_in_their_0_7_form() -> None:
     assert view.inbound_params("createTerminal", projected_terminal, chat_of=chat_of) == terminal
     plain = {"channel": SESSION, "chat": CHAT}
     assert view.client_params("createChat", plain) is plain
+
+
+def test_a_lookup_that_cannot_tell_names_no_annotation_chat() -> None:
+    """``""`` is the client's "unknown" (its mirrored states do not tell): an
+    annotation's origin then names no chat; a terminal claim, which must, names ``""``."""
+    updated = {"type": "annotations/updated", "annotationId": "a1", "turnId": "t2"}
+    out = view.inbound_action(updated, channel=ANNOTATIONS, chat_of=lambda s, t: "")
+    assert out["origin"] == {"session": SESSION, "turnId": "t2"}
+    claimed = {"type": "terminal/claimed", "claim": {"kind": "session", "session": SESSION}}
+    out = view.inbound_action(claimed, channel=TERMINAL, chat_of=lambda s, t: "")
+    assert out["claim"] == {"kind": "session", "session": SESSION, "chat": ""}

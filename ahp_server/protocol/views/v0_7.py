@@ -1242,7 +1242,7 @@ def _origin_from_turn_id(result: Json, original: Json, context: _Context) -> Jso
     origin: dict[str, Any] = {"session": session}
     if isinstance(turn, str) and turn:
         chat = context.chat(session, turn)
-        if chat is not None:
+        if chat:  # "" is a lookup's "unknown" (the client's): no chat named
             origin["chat"] = chat
         origin["turnId"] = turn
     out["origin"] = origin
