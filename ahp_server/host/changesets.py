@@ -89,17 +89,23 @@ from ahp_server.protocol.types import (
     ChangesetState,
     ChangesetStatus,
     ChangesetStatusChangedAction,
+    ChangesSummary,
+    ChatChangesetsChangedAction,
     ContentRef,
     ErrorInfo,
     FileEdit,
     FileEditDiffStats,
     FileEditSide,
     InvokeChangesetOperationParams,
+    PartialChatSummary,
     SessionChangesetsChangedAction,
+    SessionChatUpdatedAction,
 )
 from ahp_server.protocol.uris import (
     CHANGESET_SCHEME,
+    chat_changeset,
     parse_changeset,
+    parse_chat_changeset,
     session_changeset,
     turn_changeset,
     turn_changeset_template,
@@ -114,11 +120,13 @@ __all__ = [
     "Limits",
     "Recorded",
     "catalogue",
+    "chat_catalogue",
     "content_bytes",
     "merge",
     "parse_changeset",
     "session_changeset",
     "side_text",
+    "summary_of",
     "turn_changeset",
 ]
 
@@ -163,6 +171,31 @@ def catalogue(session: str) -> tuple[Changeset, ...]:
             capabilities=review,
         ),
     )
+
+
+def chat_catalogue(chat: str) -> tuple[Changeset, ...]:
+    """This host's ``ChatState.changesets`` entry for ``chat`` (1.0: per-chat changesets)."""
+    return (
+        Changeset(
+            label="Chat changes",
+            uri_template=chat_changeset(chat),
+            description="Every file this chat's turns changed, "
+            "before its first change and after its last.",
+            change_kind="chat",
+            capabilities=ChangesetCapabilities(review={}),
+        ),
+    )
+
+
+def summary_of(files: Sequence[ChangesetFile]) -> ChangesSummary:
+    """``ChatSummary.changes`` of a changeset: its files and their lines added and removed."""
+    added = removed = 0
+    for file in files:
+        diff = file.edit.diff
+        if not isinstance(diff, UnsetType):
+            added += 0 if isinstance(diff.added, UnsetType) else int(diff.added)
+            removed += 0 if isinstance(diff.removed, UnsetType) else int(diff.removed)
+    return ChangesSummary(files=len(files), additions=added, deletions=removed)
 
 
 # -- files -------------------------------------------------------------------------------------
@@ -423,6 +456,7 @@ class Changesets:
             session_changeset(request.session),
         ):
             await self._record(uri, request.session, recorded)
+        await self._record_in_chat(request.chat, recorded)
         log.debug(
             "file change recorded", chat=request.chat, turn=request.turn_id, file=recorded.uri
         )
@@ -449,6 +483,27 @@ class Changesets:
             else:
                 del self._busy[uri]
 
+    async def _record_in_chat(self, uri: str, recorded: Recorded) -> None:
+        """The chat's own changeset (owned by the chat, wherever it moves), its entry
+        in the chat's catalogue, and its counts in the session's (``changes``)."""
+        chat = await self.host.chat(uri)
+        if chat is None:
+            return
+        ours = chat_catalogue(uri)
+        if chat.state.changesets != ours:
+            await chat.apply_server(ChatChangesetsChangedAction(changesets=ours))
+        changeset = chat_changeset(uri)
+        await self._record(changeset, uri, recorded)
+        actor = self.actors.get(changeset)
+        if actor is None:
+            return
+        summary = summary_of(actor.state.files)
+        session = chat.session
+        entry = next((c for c in session.state.chats if c.resource == uri), None)
+        if entry is not None and entry.changes != summary:
+            changes = PartialChatSummary(changes=summary)
+            await session.apply_server(SessionChatUpdatedAction(chat=uri, changes=changes))
+
     async def _advertise(self, session: SessionActor) -> None:
         """Put this host's entries in the session's catalogue (once)."""
         if session.uri in self._advertised:
@@ -474,7 +529,11 @@ class Changesets:
     # -- channels ----------------------------------------------------------------------------
 
     async def resolve(self, channel: str) -> ChannelActor[Any] | None:
-        """``Host.channel_resolvers``: a changeset of a known session, loaded or made empty."""
+        """``Host.channel_resolvers``: a changeset of a known session or chat, loaded or
+        made empty."""
+        chat = parse_chat_changeset(channel)
+        if chat is not None:
+            return await self._actor(channel, chat) if chat in self.host.chat_index else None
         parsed = parse_changeset(channel)
         if parsed is None or parsed[0] not in self.host.session_index:
             return None
@@ -573,6 +632,13 @@ class Changesets:
         for row in rows:
             if row.kind != KIND:
                 continue
+            chat = parse_chat_changeset(row.uri)
+            if chat is not None:  # a chat's: owned by the chat
+                if chat not in self.host.chat_index:
+                    self.host.store.delete_channel(row.uri)  # a dispose the host did not finish
+                else:
+                    self._stored[row.uri] = chat
+                continue
             parsed = parse_changeset(row.uri)
             session = row.session or (parsed[0] if parsed else None)
             if session is None or session not in self.host.session_index:
@@ -580,6 +646,12 @@ class Changesets:
                 continue
             self._stored[row.uri] = session
             self._advertised.add(session)  # its catalogue was stored with the session
+
+    async def chat_disposed(self, chat: str) -> None:
+        """``WorkspaceService``: a disposed chat's own changeset goes with it."""
+        uri = chat_changeset(chat)
+        if uri in self._stored or uri in self.actors:
+            await self._drop(uri)
 
     async def session_disposed(self, session: str) -> None:
         self._advertised.discard(session)

@@ -132,6 +132,10 @@ class WorkspaceService(Protocol):
         """``session`` was disposed: end what it owned."""
         ...
 
+    async def chat_disposed(self, chat: str) -> None:
+        """``chat`` was disposed (alone or with its session): end what it owned."""
+        ...
+
     async def stop(self) -> None:
         """The host stops: end every process, keep the final state (before the last commit)."""
         ...
@@ -567,6 +571,8 @@ class Host:
         ref = parse_channel(channel)
         if ref.kind == "chat":
             return self.chat_index.get(channel)
+        if ref.chat is not None:  # a chat's changeset: the chat's session, wherever it moved
+            return self.chat_index.get(ref.chat)
         if ref.session is not None:
             return ref.session
         # A terminal claimed by a session is that session's (its claim says so).
@@ -721,7 +727,7 @@ class Host:
         """Dispose a session or chat: stop it, drop its subscribers, delete its data."""
         actor: SessionActor | ChatActor | None = self.sessions.pop(uri, None)
         self.session_index.pop(uri, None)
-        self.chat_index.pop(uri, None)
+        was_chat = self.chat_index.pop(uri, None) is not None
         chat = self.chats.pop(uri, None)
         if chat is not None:
             chat.session.chats.pop(uri, None)
@@ -730,6 +736,9 @@ class Host:
             await actor.stop()
         self.hub.drop_channel(uri)
         self.store.delete_channel(uri)
+        if was_chat:
+            for service in self.services:
+                await service.chat_disposed(uri)
 
     def chats_of(self, session: str) -> list[str]:
         return [chat for chat, owner in self.chat_index.items() if owner == session]

@@ -36,6 +36,7 @@ from typing import Any
 
 import structlog
 from msgspec import UnsetType
+from msgspec.structs import replace
 
 from ahp_server.host.actors import ChatActor, SessionActor, chat_summary
 from ahp_server.host.fanout import Connection
@@ -151,10 +152,15 @@ class ChatMoves:
             host.chat_index[chat.uri] = target.uri
             host.hub.store.set_channel_session(chat.uri, target.uri)
 
+        entry = next((c for c in source.state.chats if c.resource == chat.uri), None)
         await chat.call(rebind)
         await source.apply_server(SessionChatRemovedAction(chat=chat.uri))
         await source.forget_chat(chat.uri)
-        await target.apply_server(SessionChatAddedAction(summary=chat_summary(chat.state)))
+        summary = chat_summary(chat.state)
+        if entry is not None and not isinstance(entry.changes, UnsetType):
+            # The counts of its own changeset (host/changesets.py) go with it.
+            summary = replace(summary, changes=entry.changes)
+        await target.apply_server(SessionChatAddedAction(summary=summary))
         order = tuple(c.resource for c in target.state.chats)
         wanted = placed(order, chat.uri, after)
         if wanted != order:

@@ -678,6 +678,9 @@ class TerminalService:
         if self.terminals:
             await self.publish_catalogue()
 
+    async def chat_disposed(self, chat: str) -> None:
+        """``WorkspaceService``: nothing here belongs to a chat alone."""
+
     async def session_disposed(self, session: str) -> None:
         owned = [
             actor

@@ -414,6 +414,9 @@ class ResourceWatches:
             if row.kind == KIND:
                 self.host.store.delete_channel(row.uri)
 
+    async def chat_disposed(self, chat: str) -> None:
+        """``WorkspaceService``: nothing here belongs to a chat alone."""
+
     async def session_disposed(self, session: str) -> None:
         """End the watches no longer inside the working directories of the other sessions."""
         roots = self.working_directories(excluding=session)

@@ -25,8 +25,11 @@ percent-decoded it let one user read another's changeset). docs/protocol.md,
   — a turn's and a session's changeset (docs/workspace.md "Changesets"):
   ``<key>`` is the session's id as one percent-encoded path segment (RFC 6570
   simple expansion) — the whole session URI when it is not an
-  ``ahp-session:/`` one (:func:`session_key`). Only the canonical spelling
-  names a changeset.
+  ``ahp-session:/`` one (:func:`session_key`). ``ahp-changeset://chat/<chat>``
+  — a chat's changeset (the files its turns changed), ``<chat>`` the chat's
+  URI percent-encoded as one segment: it names the chat, not a session, so it
+  stays the chat's when the chat moves (``moveChat``). Only the canonical
+  spelling names a changeset.
 * ``ahp-terminal:/…``, ``ahp-resource-watch:/…`` — workspace channels, owned by
   their claim or their creator, never by their URI.
 
@@ -52,10 +55,12 @@ __all__ = [
     "TERMINAL_SCHEME",
     "WATCH_SCHEME",
     "ChannelRef",
+    "chat_changeset",
     "default_chat",
     "normal_form",
     "parse_changeset",
     "parse_channel",
+    "parse_chat_changeset",
     "quote_segment",
     "session_changeset",
     "session_key",
@@ -78,6 +83,8 @@ DEFAULT_CHAT_PREFIX = "ahp-chat://default/"
 ANNOTATIONS_SUFFIX = "/annotations"
 
 _TURN_SEGMENT = "/turns/"
+#: A chat's changeset: an empty session key and ``chat`` (no session key is empty).
+_CHAT_CHANGESET = CHANGESET_SCHEME + "/chat/"
 _SESSION_SUFFIX = "/changeset/session"
 
 #: RFC 3986 §2.3: the characters a URI never needs to percent-encode.
@@ -206,6 +213,19 @@ def turn_changeset_template(session: str) -> str:
     return f"{CHANGESET_SCHEME}{session_key(session)}{_TURN_SEGMENT}{{turnId}}"
 
 
+def chat_changeset(chat: str) -> str:
+    """The changeset of everything ``chat``'s turns changed."""
+    return f"{_CHAT_CHANGESET}{quote_segment(chat)}"
+
+
+def parse_chat_changeset(uri: str) -> str | None:
+    """The chat a chat changeset URI names (canonical spelling only), else ``None``."""
+    if not uri.startswith(_CHAT_CHANGESET):
+        return None
+    chat = unquote(uri.removeprefix(_CHAT_CHANGESET))
+    return chat if chat and chat_changeset(chat) == uri else None
+
+
 def parse_changeset(uri: str) -> tuple[str, str | None] | None:
     """``(session, turn id)`` of a changeset URI (``None`` turn: session-wide), else ``None``.
 
@@ -288,6 +308,8 @@ class ChannelRef:
     #: The session the URI itself names (session, annotations, changeset);
     #: ``None`` for the others — a chat's session is the host's catalogue's.
     session: str | None = None
+    #: The chat a chat changeset names (its session is the catalogue's).
+    chat: str | None = None
 
 
 def parse_channel(uri: str) -> ChannelRef:
@@ -305,6 +327,8 @@ def parse_channel(uri: str) -> ChannelRef:
         return ChannelRef("session", uri)
     if uri.startswith(CHAT_SCHEME):
         return ChannelRef("chat")
+    if uri.startswith(_CHAT_CHANGESET):
+        return ChannelRef("changeset", chat=parse_chat_changeset(uri))
     if uri.startswith(CHANGESET_SCHEME):
         parsed = parse_changeset(uri)
         return ChannelRef("changeset", None if parsed is None else parsed[0])

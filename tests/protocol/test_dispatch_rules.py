@@ -1263,8 +1263,9 @@ def test_client_dispatchable_matches_the_spec() -> None:
     assert set(CLIENT_DISPATCHABLE) <= {t.value for t in ActionType}
     for name in ("ChatIsReadChangedAction", "ChatIsArchivedChangedAction"):
         assert "Dispatched by a client" in definition(SPEC_1_0, name)["description"]
-    assert "Requests that the host background" in (
-        definition(SPEC_1_0, "SessionMcpServerBackgroundRequestedAction")["description"]
+    assert (
+        "Requests that the host background"
+        in (definition(SPEC_1_0, "SessionMcpServerBackgroundRequestedAction")["description"])
     )
 
 
