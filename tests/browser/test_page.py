@@ -26,7 +26,7 @@ from typing import Any
 import pytest
 
 from ahp_server.client import AhpClient
-from ahp_server.protocol.types import ChatState, MarkdownResponsePart
+from ahp_server.protocol.types import ChatState, MarkdownResponsePart, SessionState
 from tests.e2e.helpers import Daemon
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -241,6 +241,46 @@ async def host_chat(host: Host, chat: str) -> ChatState:
         return client.confirmed(chat, ChatState)
 
 
+IS_READ = 32
+IS_ARCHIVED = 64
+ACTIVITY = {1: "idle", 2: "error", 8: "working", 24: "needs input"}
+
+
+async def host_session(host: Host, session: str) -> SessionState:
+    """The session as the host holds it, read by a separate protocol client."""
+    async with AhpClient.connect(host.ws_url) as client:
+        await client.subscribe(session)
+        return client.confirmed(session, SessionState)
+
+
+def flags_of(state: SessionState) -> dict[str, dict[str, Any]]:
+    """The session's own read/archived flags, and each chat's from its catalogue entry."""
+    flags: dict[str, dict[str, Any]] = {
+        "session": {
+            "read": bool(state.status & IS_READ),
+            "archived": bool(state.status & IS_ARCHIVED),
+        }
+    }
+    for chat in state.chats:
+        flags[chat.resource] = {
+            "read": bool(chat.status & IS_READ),
+            "archived": bool(chat.status & IS_ARCHIVED),
+            "activity": ACTIVITY.get(chat.status & 0b11111, "?"),
+        }
+    return flags
+
+
+async def archive_as_another_client(host: Host, chat: str) -> None:
+    """Another 1.0 client archives ``chat`` and sees the host accept it."""
+    async with AhpClient.connect(host.ws_url) as client:
+        await client.subscribe(chat)
+        await client.dispatch(chat, {"type": "chat/isArchivedChanged", "isArchived": True})
+        await client.wait_for(
+            lambda c: not c.state.pending(chat)
+            and bool(c.confirmed(chat, ChatState).status & IS_ARCHIVED)
+        )
+
+
 def answers_of(state: ChatState) -> list[str]:
     return [
         "".join(p.content for p in turn.response_parts if isinstance(p, MarkdownResponsePart))
@@ -345,3 +385,47 @@ async def test_a_host_with_a_token_asks_for_it(tmp_path: Path) -> None:
         await run_scenario("token", page_url(running), env={"AHP_TEST_TOKEN": token})
     finally:
         await running.close()
+
+
+async def test_unread_markers_and_archived_chats_and_sessions(host: Host) -> None:
+    async def answer(request: dict[str, Any]) -> dict[str, Any]:
+        if request["do"] == "flags":
+            return {"flags": flags_of(await host_session(host, request["session"]))}
+        assert request["do"] == "archive"
+        await archive_as_another_client(host, request["chat"])
+        return {"ok": True}
+
+    result = await run_scenario("archive_and_unread", page_url(host), answer)
+    # The scenario waited for the host to hold each flag the page showed; at the
+    # end everything is restored and both chats read.
+    flags = flags_of(await host_session(host, result["session"]))
+    assert flags == result["final"]
+    assert flags["session"]["archived"] is False
+    for chat in (result["main"], result["side"]):
+        assert flags[chat]["read"] is True
+        assert flags[chat]["archived"] is False
+
+
+async def test_chats_are_reordered_and_moved_to_another_session(host: Host) -> None:
+    async def answer(request: dict[str, Any]) -> dict[str, Any]:
+        assert request["do"] == "order"
+        state = await host_session(host, request["session"])
+        return {"order": [chat.resource for chat in state.chats]}
+
+    result = await run_scenario("move_and_reorder", page_url(host), answer)
+    source = await host_session(host, result["source"])
+    target = await host_session(host, result["target"])
+    assert [c.resource for c in source.chats] == result["order"]
+    assert [c.resource for c in target.chats][0] == result["moved"]
+    # The moved chat answered in its new session; the refused one stayed put.
+    state = await host_chat(host, result["moved"])
+    assert answers_of(state)[-1].strip() == "in its new home"
+    assert "cancel it or wait" in result["refusal"]
+
+
+async def test_continue_on_a_resumable_error_shows_the_refusal(host: Host) -> None:
+    result = await run_scenario("resume", page_url(host))
+    assert result["notice"].startswith("The host refused continuing the answer:")
+    # This host does not serve chat/turnResume yet: the turn is still the failed one.
+    state = await host_chat(host, result["chat"])
+    assert [t.state for t in state.turns] == ["error", "error"]

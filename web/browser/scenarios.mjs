@@ -368,6 +368,236 @@ export const scenarios = {
     return { chat: await chatOf(page), answer: await answerText(lastTurn(page)), words };
   },
 
+  /**
+   * 1.0: unread markers and archiving. A turn that ends in a chat nobody
+   * looks at leaves it unread (a dot on its tab and on its session); viewing
+   * it marks it read. A chat and a session are archived (shown apart) and
+   * restored; a default chat archived by another client archives its session.
+   * The test reads the flags the host holds at each step (`ask`).
+   */
+  async archive_and_unread({ newPage, url, ask }) {
+    const page = await openPage(newPage, url);
+    await newSession(page);
+    const session = await sessionOf(page);
+    await send(page, 'hello');
+    await turnEnded(page, 'complete', 1);
+    const main = await chatOf(page);
+    await page.getByRole('button', { name: 'New chat' }).click();
+    await page.waitForFunction((m) => {
+      const chat = new URLSearchParams(window.location.hash.slice(1)).get('chat');
+      return chat && chat !== m;
+    }, main);
+    const side = await chatOf(page);
+    const sideTab = page.locator(`[role="tab"][data-chat="${side}"]`);
+    const sessionItem = page.locator(`.session-item[data-session="${session}"]`);
+    // The main chat was seen to its end: read, on the host too.
+    await waitForHost(ask, session, (flags) => flags[main]?.read === true);
+
+    // A turn in the side chat ends while the user looks at the main chat: unread.
+    await send(page, '/slow 150 one two three four five six');
+    await page.waitForFunction(() => document.querySelector('.transcript article.turn:last-child .markdown.answer')?.textContent?.includes('one'));
+    await page.getByRole('tab', { name: 'Main' }).click();
+    await page.locator(`[role="tab"][data-chat="${side}"][data-unread="true"]`).waitFor();
+    await sideTab.getByRole('img', { name: 'unread' }).waitFor();
+    await page.locator(`.session-item[data-session="${session}"][data-unread="true"]`).waitFor();
+    const unread = await waitForHost(ask, session, (flags) => flags[side]?.activity === 'idle');
+    assert.equal(unread[side].read, false, 'the host holds the side chat unread');
+    assert.equal(unread[main].read, true);
+    // Looking at it marks it read: the dots go, the host has it read.
+    await sideTab.click();
+    await turnEnded(page, 'complete', 1);
+    await page.waitForFunction((s) => !document.querySelector(`.session-item[data-session="${s}"]`)?.hasAttribute('data-unread'), session);
+    assert.equal(await sideTab.getAttribute('data-unread'), null);
+    await waitForHost(ask, session, (flags) => flags[side]?.read === true);
+
+    // Archive the side chat: it leaves the tabs for the archived list; restore it.
+    await page.getByRole('button', { name: 'Archive chat' }).click();
+    await sideTab.waitFor({ state: 'detached' });
+    const archivedChats = page.locator('details.archived-chats');
+    await archivedChats.locator('summary').click();
+    await archivedChats.locator(`[data-chat="${side}"]`).waitFor();
+    await page.locator('[data-archived="chat"]').waitFor();
+    await waitForHost(ask, session, (flags) => flags[side]?.archived === true);
+    await page.getByRole('button', { name: 'Restore chat' }).click();
+    await sideTab.waitFor();
+    await archivedChats.waitFor({ state: 'detached' });
+    await waitForHost(ask, session, (flags) => flags[side]?.archived === false);
+
+    // Archive the session: it leaves the session list for the archived group; restore it.
+    await page.getByRole('button', { name: 'Archive session' }).click();
+    const archivedSessions = page.locator('details.archived-sessions');
+    await archivedSessions.locator(`[data-session="${session}"]`).waitFor({ state: 'attached' });
+    assert.equal(await page.locator(`.sidebar > .sessions [data-session="${session}"]`).count(), 0);
+    await page.locator('[data-archived="session"]').waitFor();
+    await waitForHost(ask, session, (flags) => flags.session.archived === true);
+    await page.getByRole('button', { name: 'Restore session' }).click();
+    await page.locator(`.sidebar > .sessions [data-session="${session}"]`).waitFor();
+    await archivedSessions.waitFor({ state: 'detached' });
+    await waitForHost(ask, session, (flags) => flags.session.archived === false);
+
+    // Another client archives the default chat: the host archives the session with it.
+    await ask({ do: 'archive', chat: main });
+    await archivedSessions.locator(`[data-session="${session}"]`).waitFor({ state: 'attached' });
+    await page.locator('[data-archived="session"]').waitFor();
+    await archivedChats.locator(`[data-chat="${main}"]`).waitFor({ state: 'attached' });
+    await page.getByRole('button', { name: 'Restore session' }).click();
+    await page.locator(`.sidebar > .sessions [data-session="${session}"]`).waitFor();
+    await archivedChats.locator('summary').click();
+    await archivedChats.locator(`[data-chat="${main}"]`).click();
+    await page.getByRole('button', { name: 'Restore chat' }).click();
+    await page.getByRole('tab', { name: 'Main' }).waitFor();
+    const final = await waitForHost(ask, session, (flags) => !flags.session.archived && !flags[main].archived);
+    return { session, main, side, final };
+  },
+
+  /**
+   * 1.0: chats reordered by dragging a tab and with Move left / right, one
+   * moved to another session (the page follows it), a move the host refuses
+   * (a turn running) shown as a notice, and a 0.7 tab that shows none of it.
+   */
+  async move_and_reorder({ newPage, url, ask }) {
+    const page = await openPage(newPage, url);
+    await newSession(page);
+    const target = await sessionOf(page);
+    await page.getByRole('button', { name: 'New session', exact: true }).click();
+    await page.waitForFunction((t) => {
+      const hash = new URLSearchParams(window.location.hash.slice(1));
+      const chat = hash.get('chat');
+      return hash.get('session') !== t && chat && document.querySelector(`[role="tab"][aria-selected="true"][data-chat="${chat}"]`);
+    }, target);
+    await page.getByRole('textbox', { name: 'Message', exact: true }).waitFor();
+    const source = await sessionOf(page);
+    const main = await chatOf(page);
+    const added = [];
+    for (let i = 0; i < 3; i++) {
+      const before = await page.locator('[role="tab"]').count();
+      await page.getByRole('button', { name: 'New chat' }).click();
+      await page.waitForFunction((n) => document.querySelectorAll('[role="tab"]').length === n + 1, before);
+      await page.waitForFunction((known) => {
+        const chat = new URLSearchParams(window.location.hash.slice(1)).get('chat');
+        return chat && !known.includes(chat);
+      }, [main, ...added]);
+      added.push(await chatOf(page));
+    }
+    const [c1, c2, c3] = added;
+    const tabOrder = () => page.locator('[role="tab"]').evaluateAll((tabs) => tabs.map((t) => t.getAttribute('data-chat')));
+    const orderIs = (expected) =>
+      page.waitForFunction((want) => JSON.stringify([...document.querySelectorAll('[role="tab"]')].map((t) => t.getAttribute('data-chat'))) === JSON.stringify(want), expected);
+    assert.deepEqual(await tabOrder(), [main, c1, c2, c3]);
+    // The default chat is not movable; the others are (dragged by their tabs).
+    assert.equal(await page.locator(`[role="tab"][data-chat="${main}"]`).getAttribute('draggable'), 'false');
+    assert.equal(await page.locator(`[role="tab"][data-chat="${c3}"]`).getAttribute('draggable'), 'true');
+
+    // Drag c3 onto the right half of Main: it lands after Main.
+    const mainTab = page.locator(`[role="tab"][data-chat="${main}"]`);
+    const box = await mainTab.boundingBox();
+    await page.locator(`[role="tab"][data-chat="${c3}"]`).dragTo(mainTab, {
+      targetPosition: { x: box.width - 4, y: box.height / 2 },
+    });
+    await orderIs([main, c3, c1, c2]);
+    assert.deepEqual(await hostOrder(ask, source), [main, c3, c1, c2]);
+
+    // The keyboard way: c2 one place left.
+    await page.locator(`[role="tab"][data-chat="${c2}"]`).click();
+    const left = page.getByRole('button', { name: 'Move left' });
+    await left.click();
+    await orderIs([main, c3, c2, c1]);
+    await left.click();
+    await orderIs([main, c2, c3, c1]);
+    await left.click();
+    await orderIs([c2, main, c3, c1]); // first: moveChat without an anchor
+    assert.ok(await left.isDisabled(), 'nothing left of the first chat');
+    await page.getByRole('button', { name: 'Move right' }).click();
+    await orderIs([main, c2, c3, c1]);
+    assert.deepEqual(await hostOrder(ask, source), [main, c2, c3, c1]);
+
+    // Move c1 to the other session: the page follows it there.
+    await page.locator(`[role="tab"][data-chat="${c1}"]`).click();
+    await page.getByLabel('Move to session').selectOption(target);
+    await page.getByRole('button', { name: 'Move', exact: true }).click();
+    await page.locator(`.session-item[data-session="${target}"][aria-current="page"]`).waitFor();
+    await page.locator(`[role="tab"][data-chat="${c1}"][aria-selected="true"]`).waitFor();
+    assert.equal(await chatOf(page), c1);
+    const targetOrder = await hostOrder(ask, target);
+    assert.deepEqual(targetOrder.slice(0, 1), [c1], 'placed first in its new session');
+    assert.deepEqual(await hostOrder(ask, source), [main, c2, c3]);
+    await send(page, 'in its new home');
+    await turnEnded(page, 'complete', 1);
+
+    // A chat with a turn running cannot move: the host says why, in a notice.
+    await page.locator(`.session-item[data-session="${source}"]`).click();
+    await page.getByRole('tab', { name: 'Main' }).waitFor();
+    await page.locator(`[role="tab"][data-chat="${c3}"]`).click();
+    await send(page, '/slow 200 a b c d e f g h i j k l m n o p');
+    await page.waitForFunction(() => document.querySelector('.transcript article.turn:last-child .markdown.answer')?.textContent?.includes('a'));
+    await page.getByLabel('Move to session').selectOption(target);
+    await page.getByRole('button', { name: 'Move', exact: true }).click();
+    const notice = page.locator('.notice.error', { hasText: 'Could not move the chat' });
+    await notice.waitFor();
+    const refusal = (await notice.innerText()).trim();
+    await page.getByRole('button', { name: 'Cancel turn' }).click();
+    await turnEnded(page, 'cancelled', 1);
+    assert.deepEqual(await hostOrder(ask, source), [main, c2, c3]);
+
+    // A 0.7 tab on the same session: none of the 1.0 controls.
+    const legacy = await newPage();
+    legacy.setDefaultTimeout(TIMEOUT);
+    await offerOnly(legacy, ['0.7.0']);
+    await legacy.goto(page.url());
+    await connected(legacy);
+    assert.equal(await protocolOf(legacy), '0.7.0');
+    await turnEnded(legacy, 'cancelled', 1);
+    const controls = async (p) =>
+      p.evaluate(() => ({
+        toolbar: document.querySelectorAll('.chat-actions').length,
+        archive: document.querySelectorAll('.session-archive').length,
+        draggable: document.querySelectorAll('[role="tab"][draggable="true"]').length,
+        unread: document.querySelectorAll('.unread, [data-unread]').length,
+        archived: document.querySelectorAll('.archived-chats, .archived-sessions').length,
+      }));
+    const modernControls = await controls(page);
+    assert.ok(modernControls.toolbar === 1 && modernControls.archive === 1 && modernControls.draggable === 2, JSON.stringify(modernControls));
+    assert.deepEqual(await controls(legacy), { toolbar: 0, archive: 0, draggable: 0, unread: 0, archived: 0 });
+    return { source, target, main, moved: c1, order: [main, c2, c3], refusal };
+  },
+
+  /**
+   * 1.0: Continue on a failed answer. A failed turn whose error part is not
+   * resumable offers nothing. A tab whose host messages are rewritten in
+   * flight to call the echo agent's error resumable shows Continue on the
+   * latest turn; pressing it dispatches `chat/turnResume`, which this host
+   * refuses (it does not serve resume yet): the refusal is a notice and the
+   * turn is back as it was, Continue with it.
+   */
+  async resume({ newPage, url }) {
+    const page = await openPage(newPage, url);
+    await newSession(page);
+    await send(page, '/error');
+    await turnEnded(page, 'error', 1);
+    await send(page, '/error');
+    await turnEnded(page, 'error', 2);
+    assert.equal(await page.getByRole('button', { name: 'Continue' }).count(), 0, 'no Continue for an error that is not resumable');
+
+    const resumable = await newPage();
+    resumable.setDefaultTimeout(TIMEOUT);
+    await markErrorsResumable(resumable);
+    await resumable.goto(page.url());
+    await connected(resumable);
+    await turnEnded(resumable, 'error', 2);
+    const cont = resumable.getByRole('button', { name: 'Continue' });
+    await cont.waitFor();
+    assert.equal(await cont.count(), 1, 'Continue on the latest turn only');
+    assert.equal(await turns(resumable).nth(1).getByRole('button', { name: 'Continue' }).count(), 1);
+    const before = (await resumable.locator('.transcript').innerText()).replace(/\s+/g, ' ');
+    await cont.click();
+    const notice = resumable.locator('.notice.error', { hasText: 'refused continuing the answer' });
+    await notice.waitFor();
+    await turnEnded(resumable, 'error', 2);
+    await cont.waitFor();
+    assert.equal((await resumable.locator('.transcript').innerText()).replace(/\s+/g, ' '), before, 'the turn is as it was');
+    return { chat: await chatOf(page), notice: (await notice.innerText()).trim() };
+  },
+
   /** A host with a token: the page asks for it, or takes it from the fragment. */
   async token({ newPage, url }) {
     const token = process.env.AHP_TEST_TOKEN;
@@ -418,6 +648,50 @@ async function offerOnly(page, versions) {
       host.send(JSON.stringify(data));
     });
   });
+}
+
+/**
+ * Make the host's echo-agent errors resumable on their way to `page` (its
+ * WebSocket goes through Playwright, which rewrites the host's messages): an
+ * error part of type `echoError` gets `resumable: true`, as a host that can
+ * resume would send it.
+ */
+async function markErrorsResumable(page) {
+  const mark = (value) => {
+    if (Array.isArray(value)) value.forEach(mark);
+    else if (value && typeof value === 'object') {
+      if (value.kind === 'error' && value.error?.errorType === 'echoError') value.resumable = true;
+      Object.values(value).forEach(mark);
+    }
+  };
+  await page.routeWebSocket(/./, (socket) => {
+    const host = socket.connectToServer();
+    host.onMessage((message) => {
+      const data = JSON.parse(String(message));
+      mark(data);
+      socket.send(JSON.stringify(data));
+    });
+  });
+}
+
+/**
+ * The read and archived flags the host holds for `session` and its chats,
+ * asked until `ready(flags)` holds (the host applies a dispatched action a
+ * moment after the page shows it).
+ */
+async function waitForHost(ask, session, ready) {
+  let flags;
+  for (let i = 0; i < 600; i++) {
+    ({ flags } = await ask({ do: 'flags', session }));
+    if (ready(flags)) return flags;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error(`the host never held what the page showed: ${JSON.stringify(flags)}`);
+}
+
+/** The host's order of `session`'s chats. */
+async function hostOrder(ask, session) {
+  return (await ask({ do: 'order', session })).order;
 }
 
 async function chatOf(page) {

@@ -8,6 +8,12 @@
  * the page reads both: a turn's error (`turnError`), the primary working
  * directory (`primaryDirectory`), the failed lifecycle, an inline or
  * referenced tool input (`toolInputText`).
+ *
+ * At 1.0 (and 0.9) the page also offers what 0.7 hosts do not have: archived
+ * sessions and chats shown apart and restorable, unread markers, chats
+ * reordered (drag, or Move left / right) and moved to another session
+ * (`moveChat`), and Continue on a failed answer the host can resume. In 0.7
+ * mode none of these controls is shown.
  */
 import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
 import { Fragment, type ComponentChildren } from 'preact';
@@ -15,6 +21,7 @@ import { markdownOf, renderMarkdown } from '../markdown';
 import type { Json } from '../protocol/reducers';
 import { SessionStatus } from '../protocol/reducers';
 import { getToken, setToken } from '../token';
+import { dropAnchor, hasUnreadChat, isArchived, isUnread, resumableTurn, stepAnchor } from './chats';
 import type { Store } from './store';
 
 function useStore(store: Store): void {
@@ -181,9 +188,12 @@ function Sidebar({ store }: { store: Store }) {
   const agents: Json[] = store.root?.agents ?? [];
   const [provider, setProvider] = useState('');
   const chosen = provider || agents[0]?.provider || '';
-  const sessions = [...store.client.sessions.values()].sort((a, b) =>
+  const all = [...store.client.sessions.values()].sort((a, b) =>
     String(b.modifiedAt).localeCompare(String(a.modifiedAt)),
   );
+  const modern = store.modern;
+  const sessions = modern ? all.filter((s) => !isArchived(s.status)) : all;
+  const archived = modern ? all.filter((s) => isArchived(s.status)) : [];
   return (
     <nav class="sidebar" aria-label="Sessions">
       <form
@@ -213,25 +223,54 @@ function Sidebar({ store }: { store: Store }) {
       <ul class="sessions">
         {sessions.length === 0 && <li class="empty">No sessions yet.</li>}
         {sessions.map((summary) => (
-          <li key={summary.resource}>
-            <button
-              type="button"
-              class="session-item"
-              data-session={summary.resource}
-              aria-current={summary.resource === store.session ? 'page' : undefined}
-              onClick={() => store.selectSession(summary.resource)}
-            >
-              <span class="title">{summary.title || 'Untitled'}</span>
-              <span class={`state ${activityOf(summary.status).replace(' ', '-')}`}>
-                {store.agentOf(summary.provider)?.displayName ?? summary.provider} ·{' '}
-                {activityOf(summary.status)}
-                {(summary.chats?.length ?? 0) > 1 && ` · ${summary.chats.length} chats`}
-              </span>
-            </button>
-          </li>
+          <SessionItem key={summary.resource} store={store} summary={summary} />
         ))}
       </ul>
+      {archived.length > 0 && (
+        <details class="archived-sessions">
+          <summary>Archived ({archived.length})</summary>
+          <ul class="sessions">
+            {archived.map((summary) => (
+              <SessionItem key={summary.resource} store={store} summary={summary} />
+            ))}
+          </ul>
+        </details>
+      )}
     </nav>
+  );
+}
+
+function SessionItem({ store, summary }: { store: Store; summary: Json }) {
+  const unread = store.modern && hasUnreadChat(summary);
+  return (
+    <li>
+      <button
+        type="button"
+        class="session-item"
+        data-session={summary.resource}
+        data-unread={unread ? 'true' : undefined}
+        aria-current={summary.resource === store.session ? 'page' : undefined}
+        onClick={() => store.selectSession(summary.resource)}
+      >
+        <span class="title">
+          {unread && <UnreadDot />}
+          {summary.title || 'Untitled'}
+        </span>
+        <span class={`state ${activityOf(summary.status).replace(' ', '-')}`}>
+          {store.agentOf(summary.provider)?.displayName ?? summary.provider} ·{' '}
+          {activityOf(summary.status)}
+          {(summary.chats?.length ?? 0) > 1 && ` · ${summary.chats.length} chats`}
+        </span>
+      </button>
+    </li>
+  );
+}
+
+function UnreadDot() {
+  return (
+    <span class="unread" role="img" aria-label="unread" title="Unread">
+      {' '}
+    </span>
   );
 }
 
@@ -258,45 +297,201 @@ function chatLabel(chat: Json, defaultChat: string | undefined): string {
 
 function SessionView({ store }: { store: Store }) {
   const session = store.sessionState;
+  const dragged = useRef<string | undefined>(undefined);
+  const [dropAt, setDropAt] = useState<{ chat: string; after: boolean } | undefined>(undefined);
   if (!session) return <p class="loading">Opening the session…</p>;
   if (creationFailed(session)) {
     return <p class="error">The session could not be created: {session.creationError?.message}</p>;
   }
+  const modern = store.modern;
   const chats: Json[] = session.chats ?? [];
+  // At 1.0 archived chats are listed apart; the tabs are the others, in the catalogue's order.
+  const tabs = modern ? chats.filter((c) => !isArchived(c.status)) : chats;
+  const archived = modern ? chats.filter((c) => isArchived(c.status)) : [];
+  const order = tabs.map((c) => c.resource);
+  const sessionArchived = modern && isArchived(session.status);
+  const drop = (target: string, after: boolean) => {
+    const moved = dragged.current;
+    dragged.current = undefined;
+    setDropAt(undefined);
+    const anchor = moved ? dropAnchor(order, moved, target, after) : undefined;
+    if (moved && anchor && store.session) void store.moveChat(moved, store.session, anchor).catch(() => undefined);
+  };
   return (
     <div class="session">
-      <div class="chat-tabs" role="tablist" aria-label="Chats of this session">
-        {chats.map((chat) => (
+      {sessionArchived && (
+        <p class="archived-note" data-archived="session">
+          This session is archived.
+        </p>
+      )}
+      <div class="session-head">
+        <div class="chat-tabs" role="tablist" aria-label="Chats of this session">
+          {tabs.map((chat) => {
+            const movable = modern && chat.movable === true;
+            const marker = dropAt?.chat === chat.resource ? (dropAt?.after ? ' drop-after' : ' drop-before') : '';
+            const unread = modern && chat.resource !== store.chat && isUnread(chat.status);
+            return (
+              <button
+                key={chat.resource}
+                type="button"
+                role="tab"
+                class={`chat-tab${marker}`}
+                data-chat={chat.resource}
+                data-unread={unread ? 'true' : undefined}
+                aria-selected={chat.resource === store.chat}
+                draggable={movable}
+                onClick={() => store.selectChat(chat.resource)}
+                onDragStart={(event) => {
+                  if (!movable) return;
+                  dragged.current = chat.resource;
+                  event.dataTransfer?.setData('text/plain', chat.resource);
+                  if (event.dataTransfer) event.dataTransfer.effectAllowed = 'move';
+                }}
+                onDragEnd={() => {
+                  dragged.current = undefined;
+                  setDropAt(undefined);
+                }}
+                onDragOver={(event) => {
+                  if (!dragged.current) return;
+                  event.preventDefault();
+                  const box = event.currentTarget.getBoundingClientRect();
+                  const after = event.clientX > box.left + box.width / 2;
+                  if (dropAt?.chat !== chat.resource || dropAt?.after !== after) setDropAt({ chat: chat.resource, after });
+                }}
+                onDragLeave={() => setDropAt(undefined)}
+                onDrop={(event) => {
+                  event.preventDefault();
+                  const box = event.currentTarget.getBoundingClientRect();
+                  drop(chat.resource, event.clientX > box.left + box.width / 2);
+                }}
+              >
+                {chatLabel(chat, session.defaultChat)}
+                {(chat.status & 0b11111) !== SessionStatus.Idle && (
+                  <span class="dot" aria-label={activityOf(chat.status)} />
+                )}
+                {unread && <UnreadDot />}
+              </button>
+            );
+          })}
           <button
-            key={chat.resource}
             type="button"
-            role="tab"
-            data-chat={chat.resource}
-            aria-selected={chat.resource === store.chat}
-            onClick={() => store.selectChat(chat.resource)}
+            class="new-chat"
+            disabled={!store.client.ready || session.lifecycle !== 'ready'}
+            onClick={() => void store.newChat().catch(() => undefined)}
           >
-            {chatLabel(chat, session.defaultChat)}
-            {(chat.status & 0b11111) !== SessionStatus.Idle && (
-              <span class="dot" aria-label={activityOf(chat.status)} />
-            )}
+            New chat
           </button>
-        ))}
-        <button
-          type="button"
-          class="new-chat"
-          disabled={!store.client.ready || session.lifecycle !== 'ready'}
-          onClick={() => void store.newChat().catch(() => undefined)}
-        >
-          New chat
-        </button>
+        </div>
+        {archived.length > 0 && (
+          <details class="archived-chats">
+            <summary>Archived chats ({archived.length})</summary>
+            <ul>
+              {archived.map((chat) => (
+                <li key={chat.resource}>
+                  <button
+                    type="button"
+                    class="link"
+                    data-chat={chat.resource}
+                    aria-current={chat.resource === store.chat ? 'true' : undefined}
+                    onClick={() => store.selectChat(chat.resource)}
+                  >
+                    {chatLabel(chat, session.defaultChat)}
+                  </button>
+                </li>
+              ))}
+            </ul>
+          </details>
+        )}
+        {modern && (
+          <button
+            type="button"
+            class="session-archive"
+            disabled={!store.client.ready}
+            onClick={() => store.archiveSession(!sessionArchived)}
+          >
+            {sessionArchived ? 'Restore session' : 'Archive session'}
+          </button>
+        )}
       </div>
       {session.lifecycle === 'creating' && <p class="loading">The agent is starting…</p>}
-      {store.chatState ? <ChatView store={store} /> : store.chat && <p class="loading">Opening the chat…</p>}
+      {store.chatState ? <ChatView store={store} order={order} /> : store.chat && <p class="loading">Opening the chat…</p>}
     </div>
   );
 }
 
-function ChatView({ store }: { store: Store }) {
+/**
+ * What can be done with the chat on screen at 1.0: Move left / right (the
+ * keyboard's way to reorder; dragging a tab does the same), move it to
+ * another session of the same agent, archive or restore it. A session's
+ * default chat is never movable and is archived with its session (Archive
+ * session); archived some other way, it is restored here like any chat.
+ */
+function ChatActions({ store, order }: { store: Store; order: string[] }) {
+  const [target, setTarget] = useState('');
+  const session = store.sessionState;
+  const chat = store.chatState;
+  const uri = store.chat;
+  if (!store.modern || !session || !chat || !uri) return null;
+  const entry = (session.chats ?? []).find((c: Json) => c.resource === uri);
+  const movable = (entry?.movable ?? chat.movable) === true;
+  const archived = isArchived(chat.status);
+  const isDefault = uri === session.defaultChat;
+  const ready = store.client.ready;
+  const destinations = [...store.client.sessions.values()].filter(
+    (s) => s.resource !== store.session && s.provider === session.provider && !isArchived(s.status),
+  );
+  const chosen = destinations.some((s) => s.resource === target) ? target : destinations[0]?.resource ?? '';
+  const step = (direction: -1 | 1) => (order.includes(uri) ? stepAnchor(order, uri, direction) : undefined);
+  const move = (destination: string, anchor: { after?: string } | undefined) => {
+    if (anchor) void store.moveChat(uri, destination, anchor).catch(() => undefined);
+  };
+  if (isDefault && !archived) return null;
+  return (
+    <div class="chat-actions" role="toolbar" aria-label="Chat actions">
+      {archived && (
+        <span class="archived-note" data-archived="chat">
+          This chat is archived.
+        </span>
+      )}
+      {movable && !archived && (
+        <>
+          <button type="button" disabled={!ready || !step(-1)} onClick={() => move(store.session ?? '', step(-1))}>
+            Move left
+          </button>
+          <button type="button" disabled={!ready || !step(1)} onClick={() => move(store.session ?? '', step(1))}>
+            Move right
+          </button>
+        </>
+      )}
+      {movable && destinations.length > 0 && (
+        <form
+          class="move-to"
+          onSubmit={(event) => {
+            event.preventDefault();
+            if (chosen) move(chosen, {});
+          }}
+        >
+          <label for="move-target">Move to session</label>
+          <select id="move-target" value={chosen} onChange={(event) => setTarget(event.currentTarget.value)}>
+            {destinations.map((s) => (
+              <option key={s.resource} value={s.resource}>
+                {s.title || 'Untitled'}
+              </option>
+            ))}
+          </select>
+          <button type="submit" disabled={!ready || !chosen}>
+            Move
+          </button>
+        </form>
+      )}
+      <button type="button" disabled={!ready} onClick={() => store.archiveChat(!archived)}>
+        {archived ? 'Restore chat' : 'Archive chat'}
+      </button>
+    </div>
+  );
+}
+
+function ChatView({ store, order }: { store: Store; order: string[] }) {
   const chat = store.chatState;
   const session = store.sessionState;
   const caps = store.agentOf(session?.provider)?.capabilities?.multipleChats ?? {};
@@ -310,8 +505,10 @@ function ChatView({ store }: { store: Store }) {
     if (el && stick.current) el.scrollTop = el.scrollHeight;
   });
   const directory = primaryDirectory(chat, session);
+  const resumable = store.modern ? resumableTurn(chat) : undefined;
   return (
     <section class="chat" aria-label={chat.title || 'Chat'}>
+      <ChatActions store={store} order={order} />
       {directory && (
         <p class="directory muted" title={directory}>
           In {directoryLabel(directory)}
@@ -336,7 +533,7 @@ function ChatView({ store }: { store: Store }) {
           </button>
         )}
         {turns.map((turn) => (
-          <TurnView key={turn.id} store={store} turn={turn} caps={caps} />
+          <TurnView key={turn.id} store={store} turn={turn} caps={caps} resumable={turn.id === resumable} />
         ))}
         {active && <TurnView key={active.id} store={store} turn={active} caps={caps} active />}
       </div>
@@ -351,11 +548,14 @@ function TurnView({
   turn,
   caps,
   active = false,
+  resumable = false,
 }: {
   store: Store;
   turn: Json;
   caps: Json;
   active?: boolean;
+  /** The latest turn, failed with an error the host can resume: offer Continue. */
+  resumable?: boolean;
 }) {
   const all: Json[] = turn.responseParts ?? [];
   // A finished error turn shows its error in the footer, not twice.
@@ -377,6 +577,16 @@ function TurnView({
         {turn.state === 'cancelled' && <span class="turn-state">Cancelled</span>}
         {turn.state === 'error' && (
           <span class="turn-state error">Error: {turnError(turn)?.message ?? 'the turn failed'}</span>
+        )}
+        {resumable && (
+          <button
+            type="button"
+            class="approve resume"
+            disabled={!store.client.ready}
+            onClick={() => store.resume(turn.id)}
+          >
+            Continue
+          </button>
         )}
         {turn.usage && <Usage usage={turn.usage} />}
         {!active && caps.fork && (

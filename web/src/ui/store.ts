@@ -7,10 +7,11 @@
  * second tab opens the same chat.
  */
 import { uuid } from '../ids';
-import { AhpClient, ConnectionLost, RemoteError, ROOT } from '../protocol/client';
+import { AhpClient, ConnectionLost, RemoteError, ROOT, SEMANTICS } from '../protocol/client';
 import type { PendingAction } from '../protocol/reconcile';
 import type { Json } from '../protocol/reducers';
 import { socketUrl } from '../token';
+import { isRead, type Anchor } from './chats';
 
 export interface Notice {
   id: number;
@@ -29,6 +30,8 @@ export class Store {
   private readonly turnSeenAt = new Map<string, number>();
   /** Client-tool calls already answered. */
   private readonly answeredTools = new Set<string>();
+  /** Chats this page marked read, with the state of their turns it marked (`readKey`). */
+  private readonly readMarked = new Map<string, string>();
   private readonly listeners = new Set<() => void>();
   private scheduled = false;
   private noticeId = 0;
@@ -56,6 +59,8 @@ export class Store {
   }
 
   start(): void {
+    // A tab the user comes back to marks the chat it shows read (`markRead`).
+    document.addEventListener('visibilitychange', () => this.changed());
     this.client.start();
   }
 
@@ -110,6 +115,16 @@ export class Store {
     return (this.root?.agents ?? []).find((a: Json) => a.provider === provider);
   }
 
+  /**
+   * Whether the connection speaks 1.0 (1.0.0, or 0.9.0 with the same
+   * semantics): read and archived flags, moving chats and resuming a failed
+   * turn are offered only then. A 0.7 host has none of them.
+   */
+  get modern(): boolean {
+    const version = this.client.protocolVersion;
+    return version !== undefined && SEMANTICS[version] === '1.0';
+  }
+
   /** Runs after every change: subscriptions follow the selection; our client tools get answered. */
   private sync(): void {
     const client = this.client;
@@ -126,10 +141,33 @@ export class Store {
     }
     if (this.chat && !client.state.subscriptions.includes(this.chat)) this.follow(this.chat);
     for (const uri of client.state.subscriptions) {
-      if (uri !== ROOT && uri !== this.session && uri !== this.chat) client.unsubscribe(uri);
+      if (uri !== ROOT && uri !== this.session && uri !== this.chat) {
+        client.unsubscribe(uri);
+        this.readMarked.delete(uri);
+      }
     }
     this.writeLocation();
     this.answerClientTools();
+    this.markRead();
+  }
+
+  /**
+   * The chat on screen is read once its turn has ended: `chat/isReadChanged
+   * {isRead: true}`, once per state of its turns (a rejection is not retried
+   * until something changes), only while the tab is visible. A turn starting
+   * clears the flag (the reducer), so the next end is marked again.
+   */
+  private markRead(): void {
+    const chat = this.chat;
+    const state = this.chatState;
+    if (!chat || !state || !this.modern || document.visibilityState !== 'visible') return;
+    if (state.activeTurn || isRead(state.status)) return;
+    const turns: Json[] = state.turns ?? [];
+    const last = turns[turns.length - 1];
+    const key = `${turns.length}:${last?.id ?? ''}:${last?.state ?? ''}`;
+    if (this.readMarked.get(chat) === key) return;
+    this.readMarked.set(chat, key);
+    this.act(chat, { type: 'chat/isReadChanged', isRead: true });
   }
 
   private following = new Set<string>();
@@ -204,6 +242,41 @@ export class Store {
   selectChat(uri: string): void {
     this.chat = uri;
     this.changed();
+  }
+
+  /** Archive or restore the chat on screen (`chat/isArchivedChanged`, write-ahead). */
+  archiveChat(archived: boolean): void {
+    if (this.chat) this.act(this.chat, { type: 'chat/isArchivedChanged', isArchived: archived });
+  }
+
+  /** Archive or restore the session on screen (`session/isArchivedChanged`, write-ahead). */
+  archiveSession(archived: boolean): void {
+    if (this.session) this.act(this.session, { type: 'session/isArchivedChanged', isArchived: archived });
+  }
+
+  /**
+   * `moveChat`: within the session on screen (a new place in its order,
+   * published as `session/chatsReordered`) or to another session, after
+   * `anchor.after` or first. A chat moved away is followed to its new session.
+   * The host's refusal (a running turn, another agent…) is a notice.
+   */
+  async moveChat(chat: string, session: string, anchor: Anchor): Promise<void> {
+    const result = await this.call(
+      'moveChat',
+      { channel: chat, destination: { kind: 'session', session, ...anchor } },
+      'Could not move the chat',
+    );
+    const owner: string = typeof result?.session === 'string' ? result.session : session;
+    if (owner !== this.session) {
+      this.session = owner;
+      this.chat = chat;
+      this.changed();
+    }
+  }
+
+  /** Continue the latest turn from its resumable error (`chat/turnResume`, write-ahead). */
+  resume(turnId: string): void {
+    if (this.chat) this.act(this.chat, { type: 'chat/turnResume', turnId });
   }
 
   async newSession(provider: string): Promise<void> {
@@ -292,17 +365,18 @@ export class Store {
     }
   }
 
-  private async call(method: string, params: Json): Promise<Json> {
+  private async call(method: string, params: Json, failure = `${method} failed`): Promise<Json> {
     try {
       return await this.client.request(method, params);
     } catch (error) {
-      this.notify(`${method} failed: ${error instanceof Error ? error.message : String(error)}`, 'error');
+      this.notify(`${failure}: ${error instanceof Error ? error.message : String(error)}`, 'error');
       throw error;
     }
   }
 
   private dropped(actions: PendingAction[]): void {
     for (const { channel, action } of actions) {
+      if (action?.type === 'chat/isReadChanged') this.readMarked.delete(channel); // mark it again
       const text = action?.message?.text;
       if (
         typeof text === 'string' &&
@@ -324,6 +398,12 @@ function describe(action: Json): string {
     'chat/inputCompleted': 'the answers',
     'chat/pendingMessageSet': 'the queued message',
     'chat/pendingMessageRemoved': 'the removal',
+    'chat/turnResume': 'continuing the answer',
+    'chat/isReadChanged': 'the read mark',
   };
+  if (action?.type === 'chat/isArchivedChanged') return action.isArchived ? 'archiving the chat' : 'restoring the chat';
+  if (action?.type === 'session/isArchivedChanged') {
+    return action.isArchived ? 'archiving the session' : 'restoring the session';
+  }
   return names[action?.type] ?? String(action?.type ?? 'the action');
 }
