@@ -1180,8 +1180,9 @@ class ChatActor(ChannelActor[ChatState]):
         match action:
             case ChatTurnStartedAction(turn_id=turn_id, message=message):
                 self._start_runner(turn_id, message, client_id)
-            case ChatTurnCancelledAction():
+            case ChatTurnCancelledAction(turn_id=turn_id):
                 self._abort_runner()
+                self.host.turn_ended(self.uri, turn_id)
                 self._start_next(mirrors)
             case ChatToolCallApprovedAction() if runner is not None:
                 edited = action.edited_tool_input
@@ -1228,6 +1229,9 @@ class ChatActor(ChannelActor[ChatState]):
         if message.final:
             self.runner = None
             self._unread_if_unseen()
+            turn_id = getattr(message.action, "turn_id", None)
+            if isinstance(turn_id, str):
+                self.host.turn_ended(self.uri, turn_id)
             self._mirror(message.action, mirrors)
             self._start_next(mirrors)
         else:

@@ -199,6 +199,8 @@ class Host:
         self.agent_terminals: Callable[[TurnRequest, AgentTerminal], Awaitable[None]] | None = None
         #: Records a file an agent changed in its turn's changeset (set by the changeset service).
         self.file_changes: Callable[[TurnRequest, FileChange], Awaitable[None]] | None = None
+        #: Told when a turn ends (``Runtime.turn_ended``): the terminal service.
+        self.turn_ends: Callable[[str, str], Coroutine[Any, Any, None]] | None = None
         #: Workspace channels a service serves without keeping them live: loaded
         #: from the store, or made, on first use (changesets). ``None``: not theirs.
         self.channel_resolvers: list[Callable[[str], Awaitable[ChannelActor[Any] | None]]] = []
@@ -503,6 +505,12 @@ class Host:
         """``Runtime``: show an agent's command as a terminal channel (if a service does that)."""
         if self.agent_terminals is not None:
             await self.agent_terminals(request, terminal)
+
+    def turn_ended(self, chat: str, turn_id: str) -> None:
+        """``Runtime``: run the turn-end listener in a task of its own (it may apply
+        actions to the very chat whose actor calls this)."""
+        if self.turn_ends is not None:
+            self.spawn(self.turn_ends(chat, turn_id))
 
     async def file_changed(self, request: TurnRequest, change: FileChange) -> None:
         """``Runtime``: list a file an agent changed in its turn's changeset (if a service does)."""

@@ -81,6 +81,11 @@ class Runtime(Protocol):
         """
         ...
 
+    def turn_ended(self, chat: str, turn_id: str) -> None:
+        """A turn of ``chat`` ended (completed, failed or cancelled): what it started and
+        left running becomes the chat's background work (``host/terminals.py``)."""
+        ...
+
     def file_changed(self, request: TurnRequest, change: FileChange) -> Coroutine[Any, Any, None]:
         """Record a file the agent of ``request``'s turn changed in the turn's changeset.
 

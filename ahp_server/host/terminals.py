@@ -80,7 +80,7 @@ import os
 import shutil
 import uuid
 from collections import deque
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -107,6 +107,9 @@ from ahp_server.protocol.reducers import Clock, iso_timestamp, reduce_terminal
 from ahp_server.protocol.types import (
     ActionEnvelope,
     ActionOrigin,
+    BackgroundShellWork,
+    ChatBackgroundWorkRemovedAction,
+    ChatBackgroundWorkSetAction,
     CreateTerminalParams,
     DisposeTerminalParams,
     RootTerminalsChangedAction,
@@ -488,6 +491,11 @@ def _environment() -> dict[str, str]:
 # -- the service -----------------------------------------------------------------------------
 
 
+def background_id(terminal: str) -> str:
+    """The ``BackgroundWork.id`` of an agent command shown as ``terminal``."""
+    return f"shell:{terminal}"
+
+
 class TerminalService:
     """Every terminal channel of one host: commands, lifecycle, the root catalogue."""
 
@@ -500,6 +508,7 @@ class TerminalService:
         self._stopping = False
         host.services.append(self)
         host.agent_terminals = self.show_agent_terminal
+        host.turn_ends = self.turn_ended
 
     def register(self, register: Callable[[str, Handler, type[Any]], None]) -> None:
         """Add the commands to the dispatcher (``Commands.register``)."""
@@ -654,6 +663,7 @@ class TerminalService:
         def on_exit(exit_code: int | None) -> None:
             actor.output(decoder.decode(b"", final=True))
             actor.process_exited(exit_code)
+            self._background_ended(actor)
 
         terminal.watch(on_output, on_exit)
         # The process itself was logged as "terminal started" where it was
@@ -667,6 +677,56 @@ class TerminalService:
             command=command,
         )
         await self.publish_catalogue()
+
+    # -- background work (1.0: chat/backgroundWorkSet, chat/backgroundWorkRemoved) ----------
+
+    async def turn_ended(self, chat: str, turn_id: str) -> None:
+        """``Host.turn_ends``: an agent command its turn left running is the chat's
+        background work until it exits (docs/workspace.md "Background work")."""
+        left = [
+            actor
+            for actor in self.terminals.values()
+            if actor.agent is not None
+            and actor.running
+            and isinstance(actor.state.claim, TerminalSessionClaim)
+            and actor.state.claim.chat == chat
+            and actor.state.claim.turn_id == turn_id
+        ]
+        target = await self.host.chat(chat) if left else None
+        if target is None:
+            return
+        for actor in left:
+            work = BackgroundShellWork(
+                id=background_id(actor.uri),
+                label=actor.state.title,
+                started_at=actor.created_at,
+                command=actor.command,
+                terminal=actor.uri,
+            )
+            await target.apply_server(ChatBackgroundWorkSetAction(work=work))
+            if not actor.running:  # it exited meanwhile, before it was listed
+                await target.apply_server(ChatBackgroundWorkRemovedAction(id=work.id))
+
+    def _background_ended(self, actor: TerminalActor) -> None:
+        """An agent command exited: off its chat's background work, if it was on it."""
+        claim = actor.state.claim
+        if isinstance(claim, TerminalSessionClaim) and isinstance(claim.chat, str):
+            self._spawn(self._remove_background(claim.chat, background_id(actor.uri)))
+
+    async def _remove_background(self, chat: str, work_id: str) -> None:
+        target = await self.host.chat(chat) if chat in self.host.chat_index else None
+        if target is None:
+            return
+        listed = target.state.background_work
+        if not isinstance(listed, UnsetType) and any(
+            getattr(w, "id", None) == work_id for w in listed
+        ):
+            await target.apply_server(ChatBackgroundWorkRemovedAction(id=work_id))
+
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     # -- host lifecycle (WorkspaceService) -------------------------------------------------
 
@@ -821,14 +881,15 @@ class TerminalService:
         actor.start()
         if row.unfinished == RUNNING:
             await actor.call(actor.mark_lost)
+        # Its process is gone with the last run: not its chat's background work any more
+        # (the removal the exit spawned may not have landed before the host stopped).
+        self._background_ended(actor)
 
     def catalogue_changed(self) -> None:
         """A terminal's title, claim or exit code changed: update ``RootState.terminals``."""
         if self._stopping:
             return
-        task = asyncio.get_running_loop().create_task(self.publish_catalogue())
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        self._spawn(self.publish_catalogue())
 
     async def publish_catalogue(self) -> None:
         """``root/terminalsChanged`` (full replacement) if the list changed; waits for delivery.

@@ -21,6 +21,8 @@ chosen by the prompt's last text block:
                        before the call completes and the terminal is released; it
                        writes ``terminal-released`` to the state directory, then waits
 ``/sleep``             ``terminal/create sleep 600`` then waits for it (cancel kills it)
+``/background CMD…``   ``terminal/create`` CMD, shown in a tool call; the turn ends at once
+                       and leaves it running (never released)
 ``/hang``              never answers, ignores ``session/cancel``
 ``/slow N``            N chunks, 50 ms apart; stops early on ``session/cancel``
 ``/crash``             a chunk, then the process exits with code 3
@@ -297,6 +299,22 @@ class ScriptedAgent:
 
     async def do_terminal_in(self, session_id: str, rest: str, prompt: list[Any]) -> None:
         await self._terminal(session_id, ["pwd"], rest.strip())
+
+    async def do_background(self, session_id: str, rest: str, prompt: list[Any]) -> None:
+        command = rest.split()
+        created = await self.conn.create_terminal(
+            session_id=session_id, command=command[0], args=command[1:]
+        )
+        await self.conn.session_update(
+            session_id,
+            start_tool_call(
+                "call-b",
+                "Run in the background",
+                kind="execute",
+                content=[tool_terminal_ref(created.terminal_id)],
+            ),
+        )
+        await self.say(session_id, "started in the background")
 
     async def do_sleep(self, session_id: str, rest: str, prompt: list[Any]) -> None:
         created = await self.conn.create_terminal(
