@@ -26,6 +26,12 @@ mid-turn (the next turn starts it again), writes something that is not
 JSON-RPC (its process is stopped), or does not finish (cancel still ends the
 turn at once; ``turn_timeout`` ends it on its own). Its stderr goes to the
 log, a line at a time, bounded.
+
+An exit mid-turn is *resumable* (``AgentError.resumable``): resumed
+(``chat/turnResume``), the turn starts the agent again, takes its ACP
+session back (``session/load`` when the agent can, else a new session told
+the conversation) and prompts it with the same message, preceded by the
+answer it had given so far and a request to go on (:func:`_prompt`).
 """
 
 from __future__ import annotations
@@ -1020,12 +1026,22 @@ def _diff(path: str, old: str | None, new: str) -> str:
 
 
 def _prompt(request: TurnRequest, capabilities: AcpAgentCapabilities, history: bool) -> list[Any]:
-    """The ACP prompt of a turn: the message, its attachments, and (new session) the history."""
+    """The ACP prompt of a turn: the message, its attachments, and (new session) the history.
+
+    A resumed turn (``request.resumed``) puts, before the message, what the
+    agent had answered so far and a request to continue: ACP has no way to
+    continue a prompt, and a loaded session may hold the interrupted prompt
+    or not (whether an agent saves a prompt it never finished is its own
+    business), so the message comes again — last, as in any prompt — with
+    the note that it is the same one.
+    """
     blocks: list[Any] = []
     if history and request.history:
         context = _history_text(request.history)
         if context:
             blocks.append(TextContentBlock(type="text", text=context))
+    if request.resumed:
+        blocks.append(TextContentBlock(type="text", text=_resume_text(request)))
     blocks.append(TextContentBlock(type="text", text=request.message.text))
     prompt_caps = capabilities.prompt_capabilities
     embedded = bool(prompt_caps and prompt_caps.embedded_context)
@@ -1055,6 +1071,19 @@ def _prompt(request: TurnRequest, capabilities: AcpAgentCapabilities, history: b
                 label = getattr(attachment, "label", "attachment")
                 blocks.append(TextContentBlock(type="text", text=f"[attached: {label}]"))
     return blocks
+
+
+def _resume_text(request: TurnRequest) -> str:
+    """What a resumed prompt says before the message (bounded like the history)."""
+    answer = "".join(p.content for p in request.partial if isinstance(p, MarkdownResponsePart))
+    if len(answer) > HISTORY_CHARS:
+        answer = "…" + answer[-HISTORY_CHARS:]
+    so_far = f"Your answer so far was:\n\n{answer}\n\n" if answer else ""
+    return (
+        "(Context: you stopped while answering the message below; you were "
+        f"restarted. {so_far}Continue from where you stopped, without repeating "
+        "what is done. The message follows.)"
+    )
 
 
 def _history_text(turns: tuple[Turn, ...]) -> str:
@@ -1236,10 +1265,15 @@ class AcpProvider:
                     error_type="timeout",
                 ) from None
             except ConnectionError as error:
+                reason = await process.reason(error)
                 raise AgentError(
                     f"The agent {self.config.title!r} stopped during the turn: "
-                    f"{await process.reason(error)}. The next message starts it again.",
+                    f"{reason}. The next message starts it again.",
                     error_type="agentCrashed",
+                    # It died (exited, was killed): a new process can take the
+                    # session back and go on. One stopped for writing what is not
+                    # JSON-RPC (``failure``) would likely do it again: not resumable.
+                    resumable=process.failure is None,
                 ) from None
             except RequestError as error:
                 raise AgentError(

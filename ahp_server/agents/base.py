@@ -13,7 +13,13 @@ Lifecycle of a turn, as the host runs it:
 
 * ``run_turn`` returns → the turn completes (``chat/turnComplete``);
 * it raises :class:`AgentError` → the turn fails (``chat/error``) with that
-  error's type and message; any other exception fails it as ``internal``;
+  error's type and message, and ``resumable: true`` on its error part when the
+  error says the turn can go on (:attr:`AgentError.resumable`); any other
+  exception fails it as ``internal``, not resumable;
+* a client resumes a turn that ended with a resumable error
+  (``chat/turnResume``, 1.0) → ``run_turn`` is called again for the *same*
+  turn id with :attr:`TurnRequest.resumed` set and the answer so far in
+  :attr:`TurnRequest.partial`; what it reports now continues that turn;
 * the host cancels the task (the user cancelled, the chat was disposed, the
   host is shutting down) → ``asyncio.CancelledError`` is raised inside
   ``run_turn`` at its next ``await``; the provider cleans up and lets it propagate.
@@ -83,12 +89,22 @@ __all__ = [
 
 
 class AgentError(Exception):
-    """A turn failed for a reason the user should see (becomes ``chat/error``)."""
+    """A turn failed for a reason the user should see (becomes ``chat/error``).
 
-    def __init__(self, message: str, *, error_type: str = "agentError") -> None:
+    ``resumable``: the provider can continue this turn where it stopped (a
+    transient fault: a cut stream, an overloaded endpoint, an agent process
+    that died and can be started again). The host then marks the error part
+    ``resumable: true`` and serves ``chat/turnResume`` for it (spec 1.0
+    ``ErrorResponsePart.resumable``); a client may offer to resume.
+    """
+
+    def __init__(
+        self, message: str, *, error_type: str = "agentError", resumable: bool = False
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.error_type = error_type
+        self.resumable = resumable
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,6 +147,13 @@ class TurnRequest:
     #: What the provider kept for this chat with :meth:`TurnIO.save_agent_state`
     #: (survives host restarts; ``None`` until it saves something).
     agent_state: str | None = None
+    #: This call resumes ``turn_id`` after a resumable :class:`AgentError`
+    #: (``chat/turnResume``): continue the answer, do not start it again.
+    resumed: bool = False
+    #: When resumed: the turn's response so far, oldest first, without its
+    #: error parts (text, reasoning, tool calls, input requests already shown
+    #: to the user). What the provider reports now is appended after them.
+    partial: tuple[ResponsePart, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,6 +18,12 @@ message selects a demo (documented in the README):
     An input request with a text, a boolean and a single-select question.
 ``/error``
     The turn ends with ``chat/error``.
+``/flaky [<ms> <text>]``
+    A turn that fails half-way with a *resumable* error (``chat/error`` with
+    ``resumable: true``), and completes when resumed (``chat/turnResume``):
+    the resumed run says how much of the answer it was given back, then
+    streams ``text`` (one word every ``ms`` milliseconds, like ``/slow``).
+    Deterministic: the first run always fails, a resumed one never does.
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ from ahp_server.protocol.types import (
     ChatInputRequest,
     ChatInputSingleSelectQuestion,
     ChatInputTextQuestion,
+    MarkdownResponsePart,
     MarkdownString,
     MultipleChatsCapability,
     MultipleWorkingDirectoriesCapability,
@@ -49,6 +56,7 @@ __all__ = ["ECHO_PROVIDER", "EchoAgent"]
 ECHO_PROVIDER = "echo"
 _CHUNK_WORDS = 3
 _SLOW = re.compile(r"^/slow\s+(\d+)\s*(.*)$", re.S)
+_FLAKY = re.compile(r"^/flaky(?:\s+(\d+)\s*(.*))?$", re.S)
 
 
 def _chunks(text: str, words: int = _CHUNK_WORDS) -> list[str]:
@@ -91,6 +99,8 @@ class EchoAgent(StatelessProvider):
         stripped = text.strip()
         if slow := _SLOW.match(stripped):
             await self._slow(io, int(slow.group(1)), slow.group(2))
+        elif flaky := _FLAKY.match(stripped):
+            await self._flaky(io, request, int(flaky.group(1) or 0), flaky.group(2) or "")
         elif stripped.startswith("/tool"):
             await self._tool(io)
         elif stripped.startswith("/client-tool"):
@@ -121,6 +131,20 @@ class EchoAgent(StatelessProvider):
                 await io.text(f"\n\n*(steered: {steering.text})*\n\n")
             await asyncio.sleep(interval_ms / 1000)
         await io.activity(None)
+
+    async def _flaky(self, io: TurnIO, request: TurnRequest, interval_ms: int, text: str) -> None:
+        if not request.resumed:
+            await io.text("The first half, ")
+            raise AgentError(
+                "The echo agent stumbled on purpose (/flaky): resume the turn to finish it.",
+                error_type="echoFlaky",
+                resumable=True,
+            )
+        given = "".join(p.content for p in request.partial if isinstance(p, MarkdownResponsePart))
+        await io.text(f"resumed after {given!r}: the second half.")
+        for word in _chunks(text, words=1) if text else ():
+            await io.text(word)
+            await asyncio.sleep(interval_ms / 1000)
 
     async def _tool(self, io: TurnIO) -> None:
         call = await io.start_tool_call(

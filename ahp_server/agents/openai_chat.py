@@ -23,6 +23,11 @@ streams:
 
 Faults become ``chat/error`` with a type a client can act on and a message a
 user understands (docs/agents.md); cancel closes the HTTP stream at once.
+The passing ones are *resumable* (``AgentError.resumable``): a stream cut
+mid-answer, 429 and 5xx once the bounded retries are spent, an endpoint out
+of reach, a timeout. A resumed turn (``chat/turnResume``) sends the same
+conversation plus the answer so far, then asks the model to go on (see
+:func:`_resumed`).
 """
 
 from __future__ import annotations
@@ -48,7 +53,10 @@ from ahp_server.protocol.types import (
     AgentInfo,
     MarkdownResponsePart,
     MultipleChatsCapability,
+    ResponsePart,
     SessionModelInfo,
+    ToolCallCompletedState,
+    ToolCallResponsePart,
     ToolCallResult,
     ToolDefinition,
     ToolResultTextContent,
@@ -114,6 +122,8 @@ class OpenAIProvider(StatelessProvider):
     async def run_turn(self, request: TurnRequest, io: TurnIO) -> None:
         config = self.config
         messages = _messages(request, config)
+        if request.resumed:
+            messages.extend(_resumed(request.partial))
         tools = [_function(tool) for tool in request.client_tools]
         for round_number in range(config.max_tool_rounds + 1):
             calls = await self._stream(messages, tools, io)
@@ -229,6 +239,7 @@ class OpenAIProvider(StatelessProvider):
             raise AgentError(
                 "The model's answer was cut off before it finished.",
                 error_type="streamInterrupted",
+                resumable=True,
             )
         if not received:
             raise AgentError(
@@ -292,20 +303,29 @@ class OpenAIProvider(StatelessProvider):
                 raise self._failure(error, streaming=False) from None
 
     def _failure(self, error: openai.APIError, *, streaming: bool) -> AgentError:
+        """The user's view of ``error``. Resumable: what may pass by itself — a cut
+        stream, a timeout, an endpoint out of reach, 429 and 5xx (already retried,
+        bounded, by :meth:`_create`); not: what needs someone to change something
+        (the key, the model name, a request the endpoint refuses)."""
         config = self.config
         where = config.base_url
         if isinstance(error, openai.APITimeoutError):
             return AgentError(
-                f"The model endpoint {where} did not answer in time.", error_type="timeout"
+                f"The model endpoint {where} did not answer in time.",
+                error_type="timeout",
+                resumable=True,
             )
         if isinstance(error, openai.APIConnectionError):
             if streaming:
                 return AgentError(
                     "The model's answer was cut off: the connection to the endpoint broke.",
                     error_type="streamInterrupted",
+                    resumable=True,
                 )
             return AgentError(
-                f"Cannot reach the model endpoint {where}.", error_type="endpointUnreachable"
+                f"Cannot reach the model endpoint {where}.",
+                error_type="endpointUnreachable",
+                resumable=True,
             )
         if isinstance(error, openai.AuthenticationError):
             key = f" (set {config.api_key_env})" if config.api_key_env else ""
@@ -325,16 +345,19 @@ class OpenAIProvider(StatelessProvider):
             return AgentError(
                 "The model endpoint is rate-limiting requests (429); try again shortly.",
                 error_type="rateLimited",
+                resumable=True,
             )
         if isinstance(error, openai.APIStatusError):
             return AgentError(
                 f"The model endpoint failed ({error.status_code}): {_detail(error)}",
                 error_type="endpointError",
+                resumable=error.status_code >= 500,
             )
         if streaming:
             return AgentError(
                 f"The model's answer was cut off: {str(error)[:200]}",
                 error_type="streamInterrupted",
+                resumable=True,
             )
         return AgentError(
             f"The model endpoint failed: {str(error)[:200]}", error_type="endpointError"
@@ -388,6 +411,84 @@ def _messages(request: TurnRequest, config: AgentConfig) -> list[dict[str, Any]]
         kept.append(pair)
     history = [message for pair in reversed(kept) for message in pair]
     return [*head, *history, new]
+
+
+#: What a resumed turn asks of the model after its answer so far (see :func:`_resumed`).
+CONTINUE_PROMPT = (
+    "Your answer above was cut off by a technical fault. Continue it exactly where "
+    "it stops, without repeating anything already written."
+)
+
+
+def _resumed(partial: tuple[ResponsePart, ...]) -> list[dict[str, Any]]:
+    """The messages that carry a resumed turn's answer so far, after its user message.
+
+    What the user saw is replayed as the model produced it: the text (and the
+    tool calls it made, with their results, in order) as ``assistant`` and
+    ``tool`` messages. A tool call without a result (the turn ended under it)
+    is left out: the model may make it again. Then, when the answer ends in
+    text, a ``user`` message asks it to continue. Why not end on the
+    assistant's partial text and let the model extend it ("prefill")? Only
+    some OpenAI-compatible servers continue a trailing assistant message;
+    others start a new reply after it, and OpenAI's API documents no
+    continuation. A final user message means the same to every one of them,
+    and the new text is shown after the old, as a new part of the same turn.
+    When the answer so far ends in tool results, the model goes on from them,
+    as in any tool round; with no answer at all (429 before anything was
+    streamed) the request is the original one.
+    """
+    messages: list[dict[str, Any]] = []
+    text: list[str] = []
+
+    def flush_text() -> None:
+        if text:
+            messages.append({"role": "assistant", "content": "".join(text)})
+            text.clear()
+
+    for part in partial:
+        if isinstance(part, MarkdownResponsePart):
+            text.append(part.content)
+        elif isinstance(part, ToolCallResponsePart) and isinstance(
+            part.tool_call, ToolCallCompletedState
+        ):
+            call = part.tool_call
+            tool_input = call.tool_input if isinstance(call.tool_input, str) else "{}"
+            assistant: dict[str, Any] = {
+                "role": "assistant",
+                "content": "".join(text) or None,
+                "tool_calls": [
+                    {
+                        "id": call.tool_call_id,
+                        "type": "function",
+                        "function": {"name": call.tool_name, "arguments": tool_input},
+                    }
+                ],
+            }
+            text.clear()
+            messages.append(assistant)
+            messages.append(
+                {
+                    "role": "tool",
+                    "tool_call_id": call.tool_call_id,
+                    "content": _completed_text(call),
+                }
+            )
+    if text:
+        flush_text()
+        messages.append({"role": "user", "content": CONTINUE_PROMPT})
+    return messages
+
+
+def _completed_text(call: ToolCallCompletedState) -> str:
+    """What the model was told a completed call returned (as :func:`_result_text`)."""
+    return _result_text(
+        ToolCallResult(
+            success=call.success,
+            past_tense_message=call.past_tense_message,
+            content=call.content,
+            structured_content=call.structured_content,
+        )
+    )
 
 
 def _size(messages: list[dict[str, Any]]) -> int:

@@ -68,6 +68,7 @@ from ahp_server.protocol.types import (
     ChatToolCallDeniedAction,
     ChatTruncatedAction,
     ChatTurnCancelledAction,
+    ChatTurnResumeAction,
     ChatTurnsLoadedAction,
     ChatTurnStartedAction,
     ErrorInfo,
@@ -751,6 +752,7 @@ _MIRRORS_PER_MESSAGE = 2
 _MIRRORED = frozenset(
     {
         "chat/turnStarted",
+        "chat/turnResume",
         "chat/turnComplete",
         "chat/turnCancelled",
         "chat/error",
@@ -853,6 +855,22 @@ class ChatActor(ChannelActor[ChatState]):
         match action:
             case ChatTurnStartedAction(turn_id=turn_id):
                 store.set_unfinished(self.uri, turn_id)
+            case ChatTurnResumeAction(turn_id=turn_id) if isinstance(
+                self.state.active_turn, ActiveTurn
+            ):
+                # The latest stored turn runs again (REDUCER-CHANGES 10). Marked
+                # unfinished: a crash now is recovered like any running turn
+                # (Host.start → interrupt). Its row stays in the turns table until
+                # the turn ends again and put_turn overwrites that same position
+                # (settle measured it out of turn_bytes, turn_offset is unchanged).
+                # The snapshot taken here counts one turn fewer, so a load never
+                # reads that row as a completed turn: it replays the log after this
+                # snapshot over the snapshot's active turn. (Without it, a load from
+                # an older snapshot could read the turn's *new* version from the row
+                # and replay the resume over it.) Meanwhile the row is what a
+                # fetchTurns cursor naming this turn finds its position by.
+                store.set_unfinished(self.uri, turn_id)
+                self.snapshot()
             case ChatTruncatedAction():
                 store.truncate_turns(self.uri, self.turn_offset + len(turns))
                 store.set_unfinished(self.uri, None)
@@ -1180,6 +1198,8 @@ class ChatActor(ChannelActor[ChatState]):
         match action:
             case ChatTurnStartedAction(turn_id=turn_id, message=message):
                 self._start_runner(turn_id, message, client_id)
+            case ChatTurnResumeAction():
+                self._resume_runner(client_id)
             case ChatTurnCancelledAction(turn_id=turn_id):
                 self._abort_runner()
                 self.host.turn_ended(self.uri, turn_id)
@@ -1265,7 +1285,37 @@ class ChatActor(ChannelActor[ChatState]):
             self.runner.abort()
             self.runner = None
 
-    def _start_runner(self, turn_id: str, message: Message, client_id: str | None) -> None:
+    def _resume_runner(self, client_id: str) -> None:
+        """``chat/turnResume`` was applied: run the provider again for the same turn.
+
+        The provider gets the turn's parts so far without its error parts (the
+        reducer keeps those in the turn: what the user saw stays), and the
+        history before the turn. The resuming client stands in for the one that
+        started the turn (its tools, should the provider call any).
+        """
+        turn = self.state.active_turn
+        if not isinstance(turn, ActiveTurn):
+            return
+        partial = tuple(p for p in turn.response_parts if not isinstance(p, ErrorResponsePart))
+        self._start_runner(
+            turn.id,
+            turn.message,
+            client_id,
+            resumed=True,
+            partial=partial,
+            elapsed_ms=_elapsed_ms(turn.started_at, self.host.now()),
+        )
+
+    def _start_runner(
+        self,
+        turn_id: str,
+        message: Message,
+        client_id: str | None,
+        *,
+        resumed: bool = False,
+        partial: tuple[ResponsePart, ...] = (),
+        elapsed_ms: int = 0,
+    ) -> None:
         self._abort_runner()  # never two turns at once
         provider = self.host.provider(self.session.state.provider)
         state = self.state
@@ -1292,6 +1342,8 @@ class ChatActor(ChannelActor[ChatState]):
             ),
             agent_state=self.agent_state,
             forbidden=self.host.roots.forbidden,
+            resumed=resumed,
+            partial=partial,
         )
         session_uri = self.session.uri
         self.runner = TurnRunner(
@@ -1303,9 +1355,14 @@ class ChatActor(ChannelActor[ChatState]):
             coalesce_ms=self.host.settings.coalesce_ms,
             terminals=self.host.agent_terminal_started,
             files=self.host.file_changed,
+            elapsed_ms=elapsed_ms,
         )
         self.runner.start()
-        if self.session.state.title == DEFAULT_SESSION_TITLE and message.text.strip():
+        if (
+            not resumed
+            and self.session.state.title == DEFAULT_SESSION_TITLE
+            and message.text.strip()
+        ):
             # A new session is named after its first message (server-originated).
             title = _title_from(message.text)
             self.host.spawn(self.session.apply_server(SessionTitleChangedAction(title=title)))

@@ -18,6 +18,13 @@ with ``chat/error`` like any provider error.
 The runner knows its chat only as a :class:`TurnSink` (what the chat actor
 offers a turn), so this module imports no actor.
 
+A runner may also *resume* a turn (``chat/turnResume``, spec 1.0): the same
+turn id, the provider told so in its request (``TurnRequest.resumed``,
+``partial``). Its new parts get ids after those the turn already has, and
+its final ``duration`` counts from the turn's ``startedAt`` (``elapsed_ms``:
+what had passed when it resumed), so ``modifiedAt`` = ``startedAt`` +
+``duration`` moves on rather than back (REDUCER-CHANGES 11).
+
 A runner ends its turn with exactly one of ``chat/turnComplete``,
 ``chat/error`` — or nothing, when the actor aborted it (the user cancelled, the
 turn was truncated away, the chat was disposed): then the actor has already
@@ -29,6 +36,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import re
 import time
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, Protocol, TypeVar
@@ -45,6 +53,7 @@ from ahp_server.agents.base import (
     ToolDecision,
     TurnRequest,
 )
+from ahp_server.protocol.reducers.chat import part_id_of
 from ahp_server.protocol.types import (
     ChatActivityChangedAction,
     ChatDeltaAction,
@@ -68,6 +77,7 @@ from ahp_server.protocol.types import (
     Message,
     PendingMessage,
     ReasoningResponsePart,
+    ResponsePart,
     StringOrMarkdown,
     ToolCallClientContributor,
     ToolCallResult,
@@ -194,8 +204,12 @@ class TurnRunner:
         coalesce_ms: float = 0.0,
         terminals: Callable[[TurnRequest, AgentTerminal], Awaitable[None]] | None = None,
         files: Callable[[TurnRequest, FileChange], Awaitable[None]] | None = None,
+        elapsed_ms: int = 0,
     ) -> None:
         self.actor = actor
+        #: How long the turn had run before this runner (a resumed turn): its
+        #: duration counts from the turn's start, not from this runner's.
+        self._elapsed_ms = elapsed_ms
         #: Records a file the provider changed in the turn's changeset (the changeset service).
         self._files = files
         #: Shows a command the provider started as a terminal channel (the host's terminal service).
@@ -210,7 +224,8 @@ class TurnRunner:
         self.client_results: dict[str, asyncio.Future[ToolCallResult]] = {}
         self.inputs: dict[str, asyncio.Future[InputAnswer]] = {}
         self._client_tool_timeout = client_tool_timeout
-        self._counter = itertools.count(1)
+        # A resumed turn keeps its parts: new ids come after theirs.
+        self._counter = itertools.count(_next_part_number(request.turn_id, request.partial))
         self._markdown: str | None = None
         self._reasoning: str | None = None
         self._task: asyncio.Task[None] | None = None
@@ -428,6 +443,9 @@ class TurnRunner:
 
     # -- the turn -----------------------------------------------------------------------------
 
+    def _duration(self, started: float) -> int:
+        return self._elapsed_ms + _ms_since(started)
+
     async def _run(self) -> None:
         structlog.contextvars.bind_contextvars(channel=self.request.chat, turn=self.turn_id)
         started = time.monotonic()
@@ -437,16 +455,28 @@ class TurnRunner:
             if self._ready is not None:
                 await self._ready()
             await self.provider.run_turn(self.request, self)
-            final = ChatTurnCompleteAction(turn_id=self.turn_id, duration=_ms_since(started))
+            final = ChatTurnCompleteAction(turn_id=self.turn_id, duration=self._duration(started))
         except asyncio.CancelledError:
             if self.closed:
                 return  # aborted by the actor, which already ended the turn
             raise
         except AgentError as error:
-            final = _error(self.turn_id, started, error.error_type, error.message)
+            final = _error(
+                self.turn_id,
+                self._duration(started),
+                error.error_type,
+                error.message,
+                resumable=error.resumable,
+            )
         except Exception:  # task boundary: a provider bug fails the turn, not the host
             log.exception("provider failed", chat=self.request.chat, turn=self.turn_id)
-            final = _error(self.turn_id, started, "internal", "The agent failed unexpectedly.")
+            final = _error(
+                self.turn_id,
+                self._duration(started),
+                "internal",
+                "The agent failed unexpectedly.",
+                resumable=False,
+            )
         if not self.closed:
             with contextlib.suppress(asyncio.CancelledError):
                 await self.flush()  # coalesced text goes before the end of the turn
@@ -458,12 +488,35 @@ def _ms_since(started: float) -> int:
     return max(0, round((time.monotonic() - started) * 1000))
 
 
-def _error(turn_id: str, started: float, error_type: str, message: str) -> ChatErrorAction:
+def _error(
+    turn_id: str, duration: int, error_type: str, message: str, *, resumable: bool
+) -> ChatErrorAction:
+    # Spec 1.0 ErrorResponsePart: "Only `true` enables resume" — any other
+    # error carries no ``resumable`` at all.
     return ChatErrorAction(
         turn_id=turn_id,
-        duration=_ms_since(started),
-        part=ErrorResponsePart(error=ErrorInfo(error_type=error_type, message=message)),
+        duration=duration,
+        part=ErrorResponsePart(
+            error=ErrorInfo(error_type=error_type, message=message),
+            resumable=True if resumable else UNSET,
+        ),
     )
+
+
+#: The number at the end of the ids this module gives parts (``<turn>.md3``, ``<turn>.tool4``).
+_PART_NUMBER = re.compile(r"\.(?:md|rs|tool)(\d+)$")
+
+
+def _next_part_number(turn_id: str, parts: tuple[ResponsePart, ...]) -> int:
+    """The first part number no part of ``parts`` uses (1 for a new turn)."""
+    highest = 0
+    for part in parts:
+        part_id = part_id_of(part)
+        if isinstance(part_id, str) and part_id.startswith(f"{turn_id}."):
+            match = _PART_NUMBER.search(part_id)
+            if match is not None:
+                highest = max(highest, int(match.group(1)))
+    return highest + 1
 
 
 def _resolve(future: asyncio.Future[T] | None, value: T) -> None:

@@ -54,9 +54,11 @@ from ahp_server.protocol.types import (
     ChatToolCallResultConfirmedAction,
     ChatTruncatedAction,
     ChatTurnCancelledAction,
+    ChatTurnResumeAction,
     ChatTurnStartedAction,
     ChatWorkingDirectoryRemovedAction,
     ChatWorkingDirectorySetAction,
+    ErrorResponsePart,
     InputRequestResponsePart,
     Message,
     ResourceWatchState,
@@ -142,20 +144,24 @@ CLIENT_DISPATCHABLE_0_7: frozenset[str] = frozenset(
 
 #: Every action type a client may dispatch here: 0.7's, and those 1.0 adds that
 #: this host serves — a chat's own read and archived flags (their schema texts:
-#: "Dispatched by a client") and the request to background a blocking MCP
-#: server start (accepted; this host never blocks on one, so the reducer's
-#: no-op is all it does). ``chat/turnResume`` is refused as not served yet
-#: (:data:`NOT_SERVED`). Everything else, including action types this version
-#: does not know, is server-only.
+#: "Dispatched by a client"), the request to background a blocking MCP server
+#: start (accepted; this host never blocks on one, so the reducer's no-op is
+#: all it does) and ``chat/turnResume`` (a resumable errored turn goes on;
+#: ``ErrorResponsePart``: "a client may dispatch `chat/turnResume`").
+#: Everything else, including action types this version does not know, is
+#: server-only.
 CLIENT_DISPATCHABLE: frozenset[str] = CLIENT_DISPATCHABLE_0_7 | {
     ActionType.ChatIsReadChanged,
     ActionType.ChatIsArchivedChanged,
     ActionType.SessionMcpServerBackgroundRequested,
+    ActionType.ChatTurnResume,
 }
 
-#: 1.0 client actions on channels this host has, which it does not serve yet:
-#: refused as such rather than as server-only (docs/protocol.md "Every 1.0 action").
-NOT_SERVED: frozenset[str] = frozenset({ActionType.ChatTurnResume})
+#: 1.0 client actions on channels this host has, which it does not serve yet
+#: (docs/protocol.md "Every 1.0 action": "refused"). None at present:
+#: ``chat/turnResume`` was the last (issue 28). Kept so the table's test has
+#: one place to read it from.
+NOT_SERVED: frozenset[str] = frozenset()
 
 _CHANNEL_PREFIX: dict[type, str] = {
     RootState: "root/",
@@ -200,7 +206,7 @@ class RejectionCode(StrEnum):
     TerminalUnavailable = "terminal-unavailable"
     UnknownFile = "unknown-file"
     OutsideRoots = "outside-roots"
-    NotServed = "not-served"
+    NotResumable = "not-resumable"
 
 
 @dataclass(frozen=True, slots=True)
@@ -260,8 +266,6 @@ def check_dispatch(
             RejectionCode.WrongChannel,
             f"{action_type} cannot be dispatched on a {prefix[:-1]} channel",
         )
-    if action_type in NOT_SERVED:
-        return Rejection(RejectionCode.NotServed, f"{action_type} is not served by this host yet")
     if action_type not in CLIENT_DISPATCHABLE:
         return Rejection(RejectionCode.ServerOnly, f"{action_type} is server-only")
     if isinstance(state, ChatState):
@@ -723,8 +727,40 @@ def _check_chat(
         case ChatTruncatedAction(turn_id=turn_id):
             if not isinstance(turn_id, UnsetType) and all(t.id != turn_id for t in chat.turns):
                 return Rejection(RejectionCode.UnknownTurn, f"unknown turn {turn_id!r}")
+        case ChatTurnResumeAction(turn_id=turn_id):
+            return _check_resume(chat, turn_id)
         case _:
             pass
+    return None
+
+
+def _check_resume(chat: ChatState, turn_id: str) -> Rejection | None:
+    """``chat/turnResume``: exactly the reducer's preconditions (REDUCER-CHANGES 10),
+    so an accepted resume always reopens the turn, and one the reducer would
+    ignore is refused with the reason — plus the chat taking messages at all."""
+    if problem := _interactive(chat):
+        return problem
+    if isinstance(chat.active_turn, ActiveTurn):
+        return Rejection(
+            RejectionCode.TurnInProgress,
+            "a turn is in progress: only the latest turn of an idle chat can be resumed",
+        )
+    latest = chat.turns[-1] if chat.turns else None  # the host keeps the newest in memory
+    if latest is None or latest.id != turn_id:
+        return Rejection(
+            RejectionCode.UnknownTurn, f"turn {turn_id!r} is not the chat's latest turn"
+        )
+    if latest.state != "error":
+        return Rejection(
+            RejectionCode.NotResumable,
+            f"turn {turn_id!r} ended {latest.state}: only a turn that ended in error resumes",
+        )
+    last = latest.response_parts[-1] if latest.response_parts else None
+    if not isinstance(last, ErrorResponsePart) or last.resumable is not True:
+        return Rejection(
+            RejectionCode.NotResumable,
+            f"turn {turn_id!r} ended with an error that cannot be resumed",
+        )
     return None
 
 

@@ -26,6 +26,9 @@ chosen by the prompt's last text block:
 ``/hang``              never answers, ignores ``session/cancel``
 ``/slow N``            N chunks, 50 ms apart; stops early on ``session/cancel``
 ``/crash``             a chunk, then the process exits with code 3
+``/crash-once``        ``/crash``, unless the prompt is a resumed one (a block before the
+                       message says the agent was restarted): then it answers what that
+                       block gave back as its answer so far
 ``/garbage``           writes a line that is not JSON to stdout
 ``/unknown``           an update of a kind ACP does not know, then text
 ``/extras``            commands, mode, and usage updates, then text
@@ -342,6 +345,15 @@ class ScriptedAgent:
         await asyncio.sleep(0.1)
         print("scripted agent: crashing on purpose", file=sys.stderr, flush=True)
         os._exit(3)
+
+    async def do_crash_once(self, session_id: str, rest: str, prompt: list[Any]) -> None:
+        notes = [getattr(block, "text", "") for block in prompt[:-1]]
+        resumed = [n for n in notes if "restarted" in n]
+        if not resumed:
+            await self.do_crash(session_id, rest, prompt)
+            return
+        so_far = resumed[0].partition("Your answer so far was:")[2].split("\n\n")[1:2]
+        await self.say(session_id, f"resumed; so far: {so_far[0] if so_far else ''!r}")
 
     async def do_garbage(self, session_id: str, rest: str, prompt: list[Any]) -> None:
         await self.say(session_id, "garbage follows")

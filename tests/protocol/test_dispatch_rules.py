@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
 
+import msgspec
 import pytest
 
 from ahp_server.protocol import codec
@@ -31,13 +32,16 @@ from ahp_server.protocol.dispatch_rules import (
     check_dispatch,
     is_client_dispatchable,
 )
+from ahp_server.protocol.reducers import reduce_chat
 from ahp_server.protocol.types import (
     ActionType,
+    ActiveTurn,
     ChangesetState,
     ChatState,
     ResourceWatchState,
     RootState,
     SessionState,
+    Turn,
 )
 from ahp_server.protocol.versions import blocked_action_types
 from ahp_server.protocol.views import v0_7
@@ -163,6 +167,63 @@ def selected_many(*values: str) -> dict[str, Any]:
 
 def submitted(value: dict[str, Any]) -> dict[str, Any]:
     return b.answered_json(value, "submitted")
+
+
+def resume(turn_id: str) -> Any:
+    return action("chat/turnResume", turnId=turn_id)
+
+
+_UNSET_PART: Any = object()
+
+
+def errored_chat(
+    *,
+    turn_id: str = "turn-1",
+    state: str = "error",
+    resumable: bool | None = True,
+    last: dict[str, Any] | Any | None = _UNSET_PART,
+    earlier: tuple[str, ...] = (),
+    later: str | None = None,
+    active: str | None = None,
+    **fields: Any,
+) -> ChatState:
+    """A chat (1.0 shape) whose latest turn ``turn_id`` ended ``state``, after some text.
+
+    An errored turn ends with an error part (``resumable`` as given; ``None``:
+    absent); ``last`` replaces that final part (``None``: no extra part).
+    ``earlier`` turns come before it, ``later`` one after it; ``active`` runs now.
+    """
+    error: dict[str, Any] = {
+        "kind": "error",
+        "error": {"errorType": "streamInterrupted", "message": "cut off"},
+    }
+    if resumable is not None:
+        error["resumable"] = resumable
+    parts: list[dict[str, Any]] = [{"kind": "markdown", "id": "md-1", "content": "Half an"}]
+    if state == "error":
+        parts.append(error)
+        if last is not _UNSET_PART and last is not None:
+            parts.append(last)
+    turns = [codec.convert(b.turn_json(t), Turn) for t in earlier]
+    turns.append(
+        codec.convert(
+            {
+                "id": turn_id,
+                "message": b.message_json("do it"),
+                "responseParts": parts,
+                "state": state,
+            },
+            Turn,
+        )
+    )
+    if later is not None:
+        turns.append(codec.convert(b.turn_json(later), Turn))
+    chat = b.chat(**fields) if active is None else b.chat_with_turn(**fields)
+    if active is not None:
+        chat = msgspec.structs.replace(
+            chat, active_turn=codec.convert(b.active_turn_json(active), ActiveTurn)
+        )
+    return msgspec.structs.replace(chat, turns=tuple(turns))
 
 
 def chat_with_tool(tool: dict[str, Any], **fields: Any) -> ChatState:
@@ -415,13 +476,72 @@ REJECTIONS: list[Case] = [
         Code.WrongChannel,
         "chat/delta",
     ),
-    # NotServed
+    # NotResumable (chat/turnResume: REDUCER-CHANGES 10's preconditions)
     reject(
-        "not-served/chat-turn-resume",
+        "not-resumable/turn-complete",
+        errored_chat(state="complete", last=None),
+        resume("turn-1"),
+        Code.NotResumable,
+        "turn-1",
+        "complete",
+    ),
+    reject(
+        "not-resumable/turn-cancelled",
+        errored_chat(state="cancelled", last=None),
+        resume("turn-1"),
+        Code.NotResumable,
+        "cancelled",
+    ),
+    reject(
+        "not-resumable/error-without-resumable",
+        errored_chat(resumable=None),
+        resume("turn-1"),
+        Code.NotResumable,
+        "cannot be resumed",
+    ),
+    reject(
+        "not-resumable/resumable-false",
+        errored_chat(resumable=False),
+        resume("turn-1"),
+        Code.NotResumable,
+        "cannot be resumed",
+    ),
+    reject(
+        "not-resumable/error-part-not-last",
+        errored_chat(last={"kind": "markdown", "id": "md-after", "content": "later"}),
+        resume("turn-1"),
+        Code.NotResumable,
+        "cannot be resumed",
+    ),
+    # turnResume: not the latest turn, or a turn running (UnknownTurn, TurnInProgress)
+    reject(
+        "unknown-turn/resume-an-older-turn",
+        errored_chat(turn_id="turn-1", later="turn-2"),
+        resume("turn-1"),
+        Code.UnknownTurn,
+        "turn-1",
+        "latest",
+    ),
+    reject(
+        "unknown-turn/resume-with-no-turns",
         b.chat(),
-        action("chat/turnResume", turnId="turn-1"),
-        Code.NotServed,
-        "not served",
+        resume("turn-1"),
+        Code.UnknownTurn,
+        "turn-1",
+    ),
+    reject(
+        "turn-in-progress/resume-while-a-turn-runs",
+        errored_chat(active="turn-2"),
+        resume("turn-1"),
+        Code.TurnInProgress,
+        "in progress",
+    ),
+    reject(
+        "not-interactive/resume-in-a-read-only-chat",
+        errored_chat(interactivity="read-only"),
+        resume("turn-1"),
+        Code.NotInteractive,
+        "read-only",
     ),
     # ServerOnly
     reject(
@@ -1002,6 +1122,12 @@ ACCEPTS: list[Case] = [
         turn_started(),
     ),
     accept("chat/turnCancelled", b.chat_with_turn(), cancel("turn-1")),
+    accept("chat/turnResume", errored_chat(), resume("turn-1")),
+    accept(
+        "chat/turnResume-after-earlier-turns",
+        errored_chat(turn_id="turn-3", earlier=("turn-1", "turn-2")),
+        resume("turn-3"),
+    ),
     # chat: tool calls
     accept(
         "chat/toolCallConfirmed-approved",
@@ -1254,6 +1380,7 @@ SERVED_1_0_CLIENT_ACTIONS = {
     "chat/isReadChanged",
     "chat/isArchivedChanged",
     "session/mcpServerBackgroundRequested",
+    "chat/turnResume",
 }
 
 
@@ -1548,3 +1675,19 @@ def test_input_completed_response_must_be_a_known_kind() -> None:
     assert result is not None
     assert result.code is Code.AnswerMismatch
     assert "maybe" in result.reason
+
+
+RESUME_CASES = [c for c in CASES if getattr(c.action, "type", None) == "chat/turnResume"]
+
+
+@pytest.mark.parametrize("case", RESUME_CASES, ids=lambda c: c.id)
+def test_turn_resume_is_accepted_exactly_when_the_reducer_reopens_the_turn(case: Case) -> None:
+    """The checks mirror REDUCER-CHANGES 10: an accepted resume always reopens the
+    turn, and every refusal but the host's own (a read-only chat) is a no-op there."""
+    after = reduce_chat(case.state, case.action, lambda: 0.0)
+    if case.code is None:
+        assert isinstance(after.active_turn, ActiveTurn)
+        assert after.active_turn.id == case.action.turn_id
+        assert len(after.turns) == len(case.state.turns) - 1
+    elif case.code is not Code.NotInteractive:
+        assert after is case.state
