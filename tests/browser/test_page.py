@@ -276,8 +276,10 @@ async def archive_as_another_client(host: Host, chat: str) -> None:
         await client.subscribe(chat)
         await client.dispatch(chat, {"type": "chat/isArchivedChanged", "isArchived": True})
         await client.wait_for(
-            lambda c: not c.state.pending(chat)
-            and bool(c.confirmed(chat, ChatState).status & IS_ARCHIVED)
+            lambda c: (
+                not c.state.pending(chat)
+                and bool(c.confirmed(chat, ChatState).status & IS_ARCHIVED)
+            )
         )
 
 
@@ -416,16 +418,25 @@ async def test_chats_are_reordered_and_moved_to_another_session(host: Host) -> N
     source = await host_session(host, result["source"])
     target = await host_session(host, result["target"])
     assert [c.resource for c in source.chats] == result["order"]
-    assert [c.resource for c in target.chats][0] == result["moved"]
+    assert target.chats[0].resource == result["moved"]
     # The moved chat answered in its new session; the refused one stayed put.
     state = await host_chat(host, result["moved"])
     assert answers_of(state)[-1].strip() == "in its new home"
     assert "cancel it or wait" in result["refusal"]
 
 
-async def test_continue_on_a_resumable_error_shows_the_refusal(host: Host) -> None:
+async def test_continue_resumes_a_failed_answer(host: Host) -> None:
     result = await run_scenario("resume", page_url(host))
+    state = await host_chat(host, result["chat"])
+    # The resumed turn is the same turn, complete, with what the page showed.
+    assert state.turns[0].id == result["turnId"]
+    assert [t.state for t in state.turns] == ["complete", "error"]
+    assert "".join(answers_of(state)[0].split()) == "".join(result["answer"].split())
+
+
+async def test_a_continue_the_host_refuses_is_a_notice(host: Host) -> None:
+    result = await run_scenario("resume_refused", page_url(host))
     assert result["notice"].startswith("The host refused continuing the answer:")
-    # This host does not serve chat/turnResume yet: the turn is still the failed one.
+    # The host holds those errors not resumable: the turns are still the failed ones.
     state = await host_chat(host, result["chat"])
     assert [t.state for t in state.turns] == ["error", "error"]

@@ -562,14 +562,43 @@ export const scenarios = {
   },
 
   /**
-   * 1.0: Continue on a failed answer. A failed turn whose error part is not
-   * resumable offers nothing. A tab whose host messages are rewritten in
-   * flight to call the echo agent's error resumable shows Continue on the
-   * latest turn; pressing it dispatches `chat/turnResume`, which this host
-   * refuses (it does not serve resume yet): the refusal is a notice and the
-   * turn is back as it was, Continue with it.
+   * 1.0: Continue on a failed answer. `/flaky` fails half-way with a
+   * resumable error: Continue on it dispatches `chat/turnResume`, the same
+   * turn goes on and completes, its first half and the error kept. A later
+   * failed turn that is not resumable (`/error`) offers nothing.
    */
   async resume({ newPage, url }) {
+    const page = await openPage(newPage, url);
+    await newSession(page);
+    await send(page, '/flaky 20 and the rest');
+    await turnEnded(page, 'error', 1);
+    const cont = page.getByRole('button', { name: 'Continue' });
+    await cont.waitFor();
+    const first = turns(page).nth(0);
+    const turnId = await first.getAttribute('data-turn');
+    await cont.click();
+    await turnEnded(page, 'complete', 1);
+    assert.equal(await turns(page).count(), 1, 'the same turn went on');
+    assert.equal(await first.getAttribute('data-turn'), turnId);
+    assert.equal(await cont.count(), 0, 'nothing to continue once it completed');
+    const answer = await answerText(first);
+    assert.match(answer, /^The first half,\s*resumed after .*: the second half\.\s*and the rest\s*$/);
+    assert.match(await first.locator('.part-error').innerText(), /stumbled on purpose/);
+    await send(page, '/error');
+    await turnEnded(page, 'error', 2);
+    assert.equal(await cont.count(), 0, 'no Continue for an error that is not resumable');
+    return { chat: await chatOf(page), turnId, answer };
+  },
+
+  /**
+   * 1.0: a Continue the host refuses. Two failed `/error` turns (not
+   * resumable: no Continue). A tab whose host messages are rewritten in
+   * flight to call those errors resumable shows Continue on the latest turn
+   * only; the host, which holds them not resumable, refuses the
+   * `chat/turnResume`: the refusal is a notice and the turn is back as it
+   * was, Continue with it.
+   */
+  async resume_refused({ newPage, url }) {
     const page = await openPage(newPage, url);
     await newSession(page);
     await send(page, '/error');
