@@ -23,8 +23,6 @@ from msgspec import UNSET, UnsetType
 from ahp_server.host import edge
 from ahp_server.host.actors import (
     CHAT_SCHEME,
-    DEFAULT_SESSION_TITLE,
-    OWNER_META,
     ROOT,
     SESSION_SCHEME,
     ChannelActor,
@@ -36,7 +34,7 @@ from ahp_server.host.actors import (
 )
 from ahp_server.host.fanout import Connection, ConnState
 from ahp_server.host.host import Host
-from ahp_server.host.sessions import new_default_chat
+from ahp_server.host.sessions import new_default_chat, new_session_actor
 from ahp_server.protocol import codec
 from ahp_server.protocol.dispatch_rules import RejectionCode, duplicate_turn
 from ahp_server.protocol.errors import (
@@ -71,11 +69,9 @@ from ahp_server.protocol.types import (
     ReconnectParams,
     ReconnectSnapshotResult,
     SessionActiveClient,
-    SessionAddedParams,
     SessionChatAddedAction,
     SessionChatRemovedAction,
     SessionRemovedParams,
-    SessionState,
     SessionStatus,
     SessionSummary,
     SideChatSource,
@@ -602,32 +598,15 @@ class Commands:
             if params.active_client.client_id != connection.client_id:
                 raise InvalidParams("activeClient.clientId must be this connection's clientId")
             active_clients = (params.active_client,)
-        now = iso_timestamp(host.now())
-        state = SessionState(
-            provider=provider_name,
-            title=DEFAULT_SESSION_TITLE,
-            status=int(SessionStatus.Idle),
-            working_directories=directories if directories else UNSET,
-            lifecycle="creating",
-            active_clients=active_clients,
-            chats=(),
-            # Multi-user mode: the session is its creator's (docs/protocol.md).
-            meta=UNSET if connection.user is None else {OWNER_META: connection.user},
+        actor = new_session_actor(
+            host, uri, provider_name, directories, connection.user, active_clients
         )
-        actor = SessionActor(host, uri, state, created_at=now)
         host.add_session(actor)
         # The default chat is stored with the session: a crash while the agent
         # opens the session loses nothing (host/sessions.py). It joins the
         # catalogue just before session/ready.
         host.add_chat(new_default_chat(host, actor, source_turns, primary))
-        host.hub.notify(
-            ROOT,
-            "root/sessionAdded",
-            SessionAddedParams(channel=ROOT, summary=actor.summary),
-            about=uri,
-        )
-        host.session_count_changed()
-        host.spawn(host.agent_sessions.initialize(actor))
+        host.announce_session(actor)
         log.info(
             "session created", session=uri, provider=provider_name, client_id=connection.client_id
         )

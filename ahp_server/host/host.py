@@ -65,6 +65,7 @@ from ahp_server.protocol.types import (
     RootState,
     RootTerminalsChangedAction,
     SessionActiveClientRemovedAction,
+    SessionAddedParams,
     SessionChatAddedAction,
     SessionChatRemovedAction,
     SessionState,
@@ -722,6 +723,18 @@ class Host:
         actor.persist_new()
         self.store.set_unfinished(actor.uri, CREATING)
         actor.start()
+
+    def announce_session(self, actor: SessionActor) -> None:
+        """A new session's chats are in place: tell the root's subscribers, count it, and
+        have its agent open it (``creating`` → ``ready``; host/sessions.py)."""
+        self.hub.notify(
+            ROOT,
+            "root/sessionAdded",
+            SessionAddedParams(channel=ROOT, summary=actor.summary),
+            about=actor.uri,
+        )
+        self.session_count_changed()
+        self.spawn(self.agent_sessions.initialize(actor))
 
     def add_chat(self, chat: ChatActor) -> None:
         """Register, store and start a new chat of a loaded session."""

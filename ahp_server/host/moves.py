@@ -19,8 +19,10 @@ reordering chats" decide what follows:
   chat of the destination. The chat keeps those of its working directories
   the destination has, or takes the destination's when it has none of them
   (:func:`directories_in`);
-* a ``newSession`` destination is refused (``-32602``): this host allocates no
-  session for a move.
+* a ``newSession`` destination makes a session of the same agent in the
+  chat's working directories, owned by the caller, with the chat as its
+  default chat (``movable: false`` from then on); the agent opens it as it
+  opens any new session.
 
 The chat changes session inside its own actor (the one writer of a chat), so
 no turn can start between the check and the move. The ownership row is
@@ -31,6 +33,7 @@ mended when it loads (``Host._load_session``).
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -41,10 +44,13 @@ from msgspec.structs import replace
 from ahp_server.host.actors import ChatActor, SessionActor, chat_summary
 from ahp_server.host.fanout import Connection
 from ahp_server.host.host import Host
+from ahp_server.host.sessions import new_session_actor
 from ahp_server.protocol import codec
 from ahp_server.protocol.errors import AhpErrorCode, InvalidParams, ProtocolError
 from ahp_server.protocol.types import (
     ActiveTurn,
+    ChatMovableChangedAction,
+    ChatMoveToNewSessionDestination,
     ChatMoveToSessionDestination,
     ChatWorkingDirectoryRemovedAction,
     ChatWorkingDirectorySetAction,
@@ -54,6 +60,7 @@ from ahp_server.protocol.types import (
     SessionChatRemovedAction,
     SessionChatsReorderedAction,
 )
+from ahp_server.protocol.uris import SESSION_SCHEME
 
 __all__ = ["ChatMoves", "directories_in", "placed"]
 
@@ -104,13 +111,17 @@ class ChatMoves:
             raise ProtocolError(f"no chat {params.channel}", code=AhpErrorCode.NotFound)
         host.check_access(connection, params.channel)
         destination = params.destination
-        if not isinstance(destination, ChatMoveToSessionDestination):
-            kind = getattr(destination, "kind", None) or "unknown"
-            raise InvalidParams(f"destination kind {kind!r} is not supported by this host")
         if chat.state.movable is not True:
             raise InvalidParams(
                 f"chat {chat.uri} is not movable (a session's default chat never is)"
             )
+        if isinstance(destination, ChatMoveToNewSessionDestination):
+            made = await self._to_new_session(connection, chat)
+            log.info("chat moved", chat=chat.uri, session=made, client_id=connection.client_id)
+            return codec.encode(MoveChatResult(session=made))
+        if not isinstance(destination, ChatMoveToSessionDestination):
+            kind = getattr(destination, "kind", None) or "unknown"
+            raise InvalidParams(f"destination kind {kind!r} is not supported by this host")
         target = await host.session(destination.session)
         if target is None:
             raise ProtocolError(
@@ -165,6 +176,40 @@ class ChatMoves:
         wanted = placed(order, chat.uri, after)
         if wanted != order:
             await target.apply_server(SessionChatsReorderedAction(chats=wanted))
+
+    async def _to_new_session(self, connection: Connection, chat: ChatActor) -> str:
+        """A ``newSession`` destination: a session of the same agent, in the chat's own
+        working directories, made with the chat as its non-movable default chat."""
+        host = self.host
+        source = chat.session
+        uri = f"{SESSION_SCHEME}{uuid.uuid4()}"
+        mine = chat.state.working_directories
+        directories = () if isinstance(mine, UnsetType) else mine
+
+        async def rebind() -> SessionActor:
+            if isinstance(chat.state.active_turn, ActiveTurn):
+                raise InvalidParams(
+                    f"chat {chat.uri} has a turn running: cancel it or wait for its end, "
+                    "then move the chat"
+                )
+            made = new_session_actor(host, uri, source.state.provider, directories, connection.user)
+            host.add_session(made)  # creating: its agent opens it below
+            chat.session = made
+            source.chats.pop(chat.uri, None)
+            made.chats[chat.uri] = chat
+            host.chat_index[chat.uri] = uri
+            host.hub.store.set_channel_session(chat.uri, uri)
+            # "makes the requested chat that session's non-movable default chat"
+            chat.apply(ChatMovableChangedAction(movable=False))
+            return made
+
+        made = await chat.call(rebind)
+        await source.apply_server(SessionChatRemovedAction(chat=chat.uri))
+        await source.forget_chat(chat.uri)
+        # The agent opens it; its only chat joins the catalogue as the default one
+        # (host/sessions.py AgentSessions.initialize), then session/ready.
+        host.announce_session(made)
+        return uri
 
     def _check_destination(self, chat: ChatActor, target: SessionActor) -> None:
         """Why ``target`` cannot take ``chat`` (``InvalidParams``), if it cannot."""

@@ -37,10 +37,16 @@ from collections.abc import Awaitable, Callable, Iterable
 from typing import Protocol
 
 import structlog
-from msgspec import UnsetType
+from msgspec import UNSET, UnsetType
 
 from ahp_server.agents.base import AgentError, Provider, SessionContext
-from ahp_server.host.actors import ChatActor, SessionActor, chat_summary
+from ahp_server.host.actors import (
+    DEFAULT_SESSION_TITLE,
+    OWNER_META,
+    ChatActor,
+    SessionActor,
+    chat_summary,
+)
 from ahp_server.host.runtime import Runtime
 from ahp_server.protocol.errors import ProtocolError
 from ahp_server.protocol.reducers import iso_timestamp
@@ -48,16 +54,25 @@ from ahp_server.protocol.types import (
     ChatOriginUser,
     ChatState,
     ErrorInfo,
+    SessionActiveClient,
     SessionChatAddedAction,
     SessionCreationFailedAction,
     SessionDefaultChatChangedAction,
     SessionReadyAction,
+    SessionState,
     SessionStatus,
     Turn,
 )
 from ahp_server.protocol.uris import default_chat
 
-__all__ = ["CREATING", "AgentSessions", "SessionHost", "context_of", "new_default_chat"]
+__all__ = [
+    "CREATING",
+    "AgentSessions",
+    "SessionHost",
+    "context_of",
+    "new_default_chat",
+    "new_session_actor",
+]
 
 log = structlog.get_logger(__name__)
 
@@ -283,6 +298,30 @@ class AgentSessions:
             )
         self._live[uri] = provider_name
         return None
+
+
+def new_session_actor(
+    host: Runtime,
+    uri: str,
+    provider: str,
+    directories: tuple[str, ...],
+    user: str | None,
+    active_clients: tuple[SessionActiveClient, ...] = (),
+) -> SessionActor:
+    """A new session in ``creating`` (not yet registered): ``createSession``'s, and the
+    one ``moveChat`` allocates for a ``newSession`` destination."""
+    state = SessionState(
+        provider=provider,
+        title=DEFAULT_SESSION_TITLE,
+        status=int(SessionStatus.Idle),
+        working_directories=directories if directories else UNSET,
+        lifecycle="creating",
+        active_clients=active_clients,
+        chats=(),
+        # Multi-user mode: the session is its creator's (docs/protocol.md).
+        meta=UNSET if user is None else {OWNER_META: user},
+    )
+    return SessionActor(host, uri, state, created_at=iso_timestamp(host.now()))
 
 
 def new_default_chat(

@@ -203,7 +203,7 @@ async def test_what_cannot_move_is_refused_and_nothing_changes(
             (default, {"kind": "session", "session": target}, INVALID_PARAMS, "not movable"),
             (chat, {**here, "after": chat}, INVALID_PARAMS, "after itself"),
             (chat, {**here, "after": "ahp-chat:/nowhere"}, INVALID_PARAMS, "is not a chat"),
-            (chat, {"kind": "newSession"}, INVALID_PARAMS, "not supported"),
+            (chat, {"kind": "elsewhere"}, INVALID_PARAMS, "not supported"),
             (chat, {"kind": "session", "session": "ahp-session:/none"}, -32001, "no session"),
             ("ahp-chat:/none", here, NOT_FOUND, "no chat"),
         ]
@@ -280,3 +280,37 @@ async def test_a_catalogue_a_crash_left_out_of_step_is_mended(tmp_path: Path) ->
     finally:
         await late.close()
         await again.stop()
+
+
+async def test_a_chat_moves_into_a_session_made_for_it(durable: RunningHost) -> None:
+    """``newSession``: a session of the same agent, the chat its non-movable default."""
+    peer = await open_peer(durable)
+    try:
+        source, source_default = await new_chat(peer)
+        chat = await add_chat(peer, source)
+        turn = await tool_turn(peer, chat)
+        made = await move(peer, chat, {"kind": "newSession"})
+        assert made != source
+        assert made in durable.host.session_index
+        assert await order(peer, source) == [source_default]
+        state = await subscribed(peer, made)
+        if state["lifecycle"] != "ready":
+            await peer.until(lambda: peer.actions(made, "session/ready"))
+            state = await subscribed(peer, made)
+        assert state["defaultChat"] == chat
+        assert [c["resource"] for c in state["chats"]] == [chat]
+        assert state["chats"][0]["movable"] is False
+        assert state["provider"] == (await subscribed(peer, source))["provider"]
+        moved = await subscribed(peer, chat)
+        assert moved["movable"] is False
+        assert [t["id"] for t in moved["turns"]] == [turn]
+        # It answers in its new session, and as a default chat it moves no more.
+        await tool_turn(peer, chat)
+        error = await refused(peer, chat, {"kind": "session", "session": source})
+        assert error["code"] == INVALID_PARAMS
+        assert "not movable" in error["message"]
+        listed = await peer.call("listSessions", {"channel": ROOT})
+        assert made in [s["resource"] for s in listed["items"]]
+        assert not peer.invalid, peer.invalid[:5]
+    finally:
+        await peer.close()
