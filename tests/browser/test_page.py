@@ -26,7 +26,14 @@ from typing import Any
 import pytest
 
 from ahp_server.client import AhpClient
-from ahp_server.protocol.types import ChatState, MarkdownResponsePart, SessionState
+from ahp_server.protocol.types import (
+    ActiveTurn,
+    ChatState,
+    MarkdownResponsePart,
+    SessionState,
+    ToolCallPendingConfirmationState,
+    ToolCallResponsePart,
+)
 from tests.e2e.helpers import Daemon
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -283,6 +290,31 @@ async def archive_as_another_client(host: Host, chat: str) -> None:
         )
 
 
+async def confirm_as_another_client(host: Host, chat: str) -> None:
+    """Another client allows the tool call ``chat``'s running turn waits on."""
+    async with AhpClient.connect(host.ws_url) as client:
+        await client.subscribe(chat)
+        turn = client.confirmed(chat, ChatState).active_turn
+        assert isinstance(turn, ActiveTurn), "no turn runs in the chat"
+        (call,) = [
+            p.tool_call
+            for p in turn.response_parts
+            if isinstance(p, ToolCallResponsePart)
+            and isinstance(p.tool_call, ToolCallPendingConfirmationState)
+        ]
+        await client.dispatch(
+            chat,
+            {
+                "type": "chat/toolCallConfirmed",
+                "turnId": turn.id,
+                "toolCallId": call.tool_call_id,
+                "approved": True,
+                "confirmed": "user-action",
+            },
+        )
+        await client.wait_for(lambda c: not c.state.pending(chat))
+
+
 def answers_of(state: ChatState) -> list[str]:
     return [
         "".join(p.content for p in turn.response_parts if isinstance(p, MarkdownResponsePart))
@@ -393,8 +425,11 @@ async def test_unread_markers_and_archived_chats_and_sessions(host: Host) -> Non
     async def answer(request: dict[str, Any]) -> dict[str, Any]:
         if request["do"] == "flags":
             return {"flags": flags_of(await host_session(host, request["session"]))}
-        assert request["do"] == "archive"
-        await archive_as_another_client(host, request["chat"])
+        if request["do"] == "confirm":
+            await confirm_as_another_client(host, request["chat"])
+        else:
+            assert request["do"] == "archive"
+            await archive_as_another_client(host, request["chat"])
         return {"ok": True}
 
     result = await run_scenario("archive_and_unread", page_url(host), answer)

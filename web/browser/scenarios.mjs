@@ -394,9 +394,12 @@ export const scenarios = {
     await waitForHost(ask, session, (flags) => flags[main]?.read === true);
 
     // A turn in the side chat ends while the user looks at the main chat: unread.
-    await send(page, '/slow 150 one two three four five six');
-    await page.waitForFunction(() => document.querySelector('.transcript article.turn:last-child .markdown.answer')?.textContent?.includes('one'));
+    // (It waits on a tool confirmation, which another client gives once the user has left.)
+    await send(page, '/tool');
+    await page.locator('.tool-call[data-status="pending-confirmation"]').waitFor();
     await page.getByRole('tab', { name: 'Main' }).click();
+    await page.locator(`[role="tab"][data-chat="${main}"][aria-selected="true"]`).waitFor();
+    await ask({ do: 'confirm', chat: side });
     await page.locator(`[role="tab"][data-chat="${side}"][data-unread="true"]`).waitFor();
     await sideTab.getByRole('img', { name: 'unread' }).waitFor();
     await page.locator(`.session-item[data-session="${session}"][data-unread="true"]`).waitFor();
@@ -528,8 +531,8 @@ export const scenarios = {
     await page.locator(`.session-item[data-session="${source}"]`).click();
     await page.getByRole('tab', { name: 'Main' }).waitFor();
     await page.locator(`[role="tab"][data-chat="${c3}"]`).click();
-    await send(page, '/slow 200 a b c d e f g h i j k l m n o p');
-    await page.waitForFunction(() => document.querySelector('.transcript article.turn:last-child .markdown.answer')?.textContent?.includes('a'));
+    await send(page, '/tool'); // runs until the tool is confirmed: it never is
+    await page.locator('.tool-call[data-status="pending-confirmation"]').waitFor();
     await page.getByLabel('Move to session').selectOption(target);
     await page.getByRole('button', { name: 'Move', exact: true }).click();
     const notice = page.locator('.notice.error', { hasText: 'Could not move the chat' });
