@@ -55,7 +55,7 @@ def test_cli_entry_point_runs() -> None:
         timeout=60,
     )
     assert result.returncode == 0
-    assert "0.7.0" in result.stdout
+    assert "AHP 1.0.0" in result.stdout
 
 
 def test_ci_checks_the_web_build_before_the_test_command() -> None:

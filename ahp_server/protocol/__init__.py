@@ -22,4 +22,6 @@ Modules:
   channel is) and normalized, in one place.
 """
 
-PROTOCOL_VERSION = "0.7.0"
+from ahp_server.protocol.versions import PROTOCOL_VERSION
+
+__all__ = ["PROTOCOL_VERSION"]

@@ -55,8 +55,9 @@ __all__ = [
 #: ``(MAJOR, MINOR, PATCH)``; tuples compare in SemVer precedence order.
 Version = tuple[int, int, int]
 
-#: The newest version this host serves today (WIRE-SUMMARY §3.1).
-PROTOCOL_VERSION = "0.7.0"
+#: The newest version this host serves, the shape of its canonical state and log
+#: (``--version``, the ``listening`` log line).
+PROTOCOL_VERSION = "1.0.0"
 
 # versioning.md "Version Format": three non-negative integer components, no
 # leading zeros, no prerelease or build metadata. ``[0-9]`` (not ``\d``) keeps
