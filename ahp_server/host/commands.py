@@ -867,10 +867,7 @@ class Commands:
 
     async def dispose_chat(self, connection: Connection, params: DisposeChatParams) -> bytes:
         host = self.host
-        chat = await host.chat(params.channel)
-        if chat is None:
-            raise ProtocolError(f"no chat {params.channel}", code=AhpErrorCode.NotFound)
-        host.check_access(connection, params.channel)
+        chat = await host.accessible_chat(connection, params.channel)
         session = chat.session
         await host.forget(params.channel)
         await session.apply_server(SessionChatRemovedAction(chat=params.channel))
@@ -879,10 +876,7 @@ class Commands:
         return _NULL
 
     async def fetch_turns(self, connection: Connection, params: FetchTurnsParams) -> bytes:
-        chat = await self.host.chat(params.channel)
-        if chat is None:
-            raise ProtocolError(f"no chat {params.channel}", code=AhpErrorCode.NotFound)
-        self.host.check_access(connection, params.channel)
+        chat = await self.host.accessible_chat(connection, params.channel)
 
         store = self.host.store
 

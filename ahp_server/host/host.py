@@ -694,6 +694,15 @@ class Host:
                 f"{channel} belongs to another user", code=AhpErrorCode.PermissionDenied
             )
 
+    async def accessible_chat(self, connection: Connection, uri: str) -> ChatActor:
+        """The chat ``uri`` names, loaded: -32008 NotFound when there is none, -32009
+        PermissionDenied when it is another user's (:meth:`check_access`)."""
+        chat = await self.chat(uri)
+        if chat is None:
+            raise ProtocolError(f"no chat {uri}", code=AhpErrorCode.NotFound)
+        self.check_access(connection, uri)
+        return chat
+
     def knows(self, channel: str) -> bool:
         return (
             channel == ROOT

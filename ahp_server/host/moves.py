@@ -106,10 +106,7 @@ class ChatMoves:
 
     async def move_chat(self, connection: Connection, params: MoveChatParams) -> bytes:
         host = self.host
-        chat = await host.chat(params.channel)
-        if chat is None:
-            raise ProtocolError(f"no chat {params.channel}", code=AhpErrorCode.NotFound)
-        host.check_access(connection, params.channel)
+        chat = await host.accessible_chat(connection, params.channel)
         destination = params.destination
         if chat.state.movable is not True:
             raise InvalidParams(

@@ -13,34 +13,19 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from typing import Any
 
 import pytest
-from websockets.asyncio.client import connect
 
-from tests.conftest import RunningHost
-from tests.e2e.test_versions import ROOT, Peer, new_chat, start_turn, tool_turn
+from tests.e2e.test_versions import ROOT, Peer, new_chat, peers, start_turn, tool_turn
+
+#: What a 1.0 client offers.
+NEW = ["1.0.0", "0.9.0"]
+__all__ = ["peers"]  # the raw peers fixture, from test_versions
 
 IS_READ = 32
 IS_ARCHIVED = 64
-
-
-@pytest.fixture
-async def peers(running_host: RunningHost) -> AsyncIterator[Callable[..., Any]]:
-    opened: list[Peer] = []
-
-    async def open_peer(offered: list[str] | None = None, *, validate: bool = True) -> Peer:
-        peer = Peer(
-            await connect(running_host.url), offered or ["1.0.0", "0.9.0"], validate=validate
-        )
-        opened.append(peer)
-        await peer.initialize()
-        return peer
-
-    yield open_peer
-    for peer in opened:
-        await peer.close()
 
 
 def catalogue_status(peer: Peer, session: str, chat: str) -> int | None:
@@ -71,7 +56,7 @@ async def mark(peer: Peer, chat: str, flag: str, value: bool) -> None:
 async def test_read_and_archived_flags_reach_the_catalogue_and_listings(
     peers: Callable[..., Any],
 ) -> None:
-    peer = await peers()
+    peer = await peers(NEW)
     legacy = await peers(["0.7.0"], validate=False)
     session, chat = await new_chat(peer)
     await legacy.call("subscribe", {"channel": session})
@@ -101,7 +86,7 @@ async def test_read_and_archived_flags_reach_the_catalogue_and_listings(
 async def test_archiving_the_default_chat_archives_the_session(
     peers: Callable[..., Any],
 ) -> None:
-    peer = await peers()
+    peer = await peers(NEW)
     session, chat = await new_chat(peer)
     await mark(peer, chat, "isArchived", True)
     (archived,) = await peer.until(lambda: peer.actions(session, "session/isArchivedChanged"))
@@ -128,8 +113,8 @@ async def test_a_turn_that_ends_unseen_leaves_its_chat_unread(
 ) -> None:
     """Marked read during the turn, then nobody subscribed at its end: unread again.
     With a subscriber at the end, the read mark stands (the client decides)."""
-    peer = await peers()
-    helper = await peers()
+    peer = await peers(NEW)
+    helper = await peers(NEW)
     session, chat = await new_chat(peer)
     turn = await start_turn(peer, chat, "/tool")
     ready = await peer.until(
