@@ -32,11 +32,13 @@ const CORPUS_1_0 = join(
 );
 
 /**
- * Reducers of the 1.0 corpus this page does not have: it mirrors only the
- * root, session and chat channels (reconcile.ts). Their fixtures are skipped
- * by name here; the host's Python reducers run them.
+ * Reducers of the 1.0 corpus this page does not have: it mirrors the root,
+ * session, chat, changeset and terminal channels (reconcile.ts), not the
+ * annotations or resource-watch ones. Their fixtures are skipped by name here;
+ * the host's Python reducers run them.
  */
-const NOT_ON_THE_PAGE = new Set(['terminal', 'changeset', 'annotations', 'resourceWatch']);
+const NOT_ON_THE_PAGE = new Set(['annotations', 'resourceWatch']);
+const ON_THE_PAGE = ['root', 'session', 'chat', 'changeset', 'terminal'];
 
 /** JSON with every null-valued key dropped, recursively ("null means absent"). */
 function normalized(value: Json): Json {
@@ -108,7 +110,7 @@ describe('reducer fixtures, 1.0 corpus under 1.0 semantics', () => {
   it('name only reducers the page has or skips on purpose', () => {
     const unknown = all
       .map(({ body }) => body.reducer)
-      .filter((name) => !NOT_ON_THE_PAGE.has(name) && !['root', 'session', 'chat'].includes(name));
+      .filter((name) => !NOT_ON_THE_PAGE.has(name) && !ON_THE_PAGE.includes(name));
     expect(unknown).toEqual([]);
   });
 
@@ -202,12 +204,14 @@ describe('addMilliseconds (REDUCER-CHANGES 11) agrees with the host', () => {
 });
 
 describe('channel kinds', () => {
-  it('recognises root, session and chat URIs only', () => {
+  it('recognises root, session, chat, changeset and terminal URIs only', () => {
     expect(channelKind('ahp-root://')).toBe('root');
     expect(channelKind('ahp-session:/abc')).toBe('session');
     expect(channelKind('ahp-session:/abc/annotations')).toBeUndefined();
     expect(channelKind('ahp-chat:/x')).toBe('chat');
-    expect(channelKind('ahp-terminal:/t')).toBeUndefined();
+    expect(channelKind('ahp-changeset://chat/ahp-chat%3A%2Fx')).toBe('changeset');
+    expect(channelKind('ahp-terminal:/t')).toBe('terminal');
+    expect(channelKind('file:///x')).toBeUndefined();
   });
 });
 
@@ -218,6 +222,8 @@ describe('unknown actions', () => {
       expect(reduce('chat', state, { type: 'chat/somethingNew' }, () => 0, semantics)).toBe(state);
       expect(reduce('session', state, { type: 'x/y' }, () => 0, semantics)).toBe(state);
       expect(reduce('root', state, { type: 'root/new' }, () => 0, semantics)).toBe(state);
+      expect(reduce('changeset', state, { type: 'changeset/new' }, () => 0, semantics)).toBe(state);
+      expect(reduce('terminal', state, { type: 'terminal/new' }, () => 0, semantics)).toBe(state);
     });
   }
 });

@@ -1184,9 +1184,151 @@ export function reduceChat(state: Json, action: Json, now: Clock, v: Semantics):
   }
 }
 
-export type ChannelKind = 'root' | 'session' | 'chat';
+// -- changeset -------------------------------------------------------------------------
+//
+// Ported from `ahp_server/protocol/reducers/changeset.py` (upstream
+// `types/channels-changeset/reducer.ts`): `fileSet` upserts by id (the first
+// match replaced in place, else appended); `fileRemoved` drops the first match
+// only; `filesReviewChanged` sets `reviewed` on every listed file whose value
+// differs (absent differs from `false`); a status other than `error` drops
+// `error`; `contentChanged` replaces `files`, and `operations` only when given,
+// leaving `status` and `error` (1.0); `operationsChanged` without operations
+// removes the list; `cleared` empties `files` only, a no-op when already empty.
+// No changeset action is time-stamped.
 
-/** Which reducer a channel uses; `ahp-session:/<id>/annotations` is not a session. */
+function changesetFileSet(state: Json, file: Json): Json {
+  const files: Json[] = state.files ?? [];
+  const index = files.findIndex((f) => f.id === file.id);
+  return { ...state, files: index < 0 ? [...files, file] : replaceAt(files, index, file) };
+}
+
+function changesetFileRemoved(state: Json, fileId: unknown): Json {
+  const files: Json[] = state.files ?? [];
+  const index = files.findIndex((f) => f.id === fileId);
+  return index < 0 ? state : { ...state, files: without(files, index) };
+}
+
+function changesetFilesReviewChanged(state: Json, action: Json): Json {
+  const ids = new Set<unknown>(action.files ?? []);
+  let changed = false;
+  const files = (state.files ?? []).map((file: Json) => {
+    if (!ids.has(file.id) || file.reviewed === action.reviewed) return file;
+    changed = true;
+    return clean({ ...file, reviewed: action.reviewed });
+  });
+  return changed ? { ...state, files } : state;
+}
+
+function changesetOperationStatusChanged(state: Json, action: Json): Json {
+  const operations: Json[] | undefined = state.operations ?? undefined;
+  if (!operations) return state;
+  const index = operations.findIndex((op) => op.id === action.operationId);
+  if (index < 0) return state;
+  const error = action.status === 'error' ? action.error : undefined;
+  const updated = clean({ ...operations[index], status: action.status, error });
+  return { ...state, operations: replaceAt(operations, index, updated) };
+}
+
+export function reduceChangeset(state: Json, action: Json): Json {
+  switch (action.type) {
+    case 'changeset/statusChanged': // a recovered changeset never keeps a stale error
+      return clean({ ...state, status: action.status, error: action.status === 'error' ? action.error : undefined });
+    case 'changeset/fileSet':
+      return changesetFileSet(state, action.file);
+    case 'changeset/fileRemoved':
+      return changesetFileRemoved(state, action.fileId);
+    case 'changeset/filesReviewChanged':
+      return changesetFilesReviewChanged(state, action);
+    case 'changeset/contentChanged':
+      return clean({ ...state, files: action.files, operations: absent(action.operations) ? state.operations : action.operations });
+    case 'changeset/operationsChanged': // absent (or a peer's `null`) removes the list
+      return clean({ ...state, operations: action.operations });
+    case 'changeset/operationStatusChanged':
+      return changesetOperationStatusChanged(state, action);
+    case 'changeset/cleared':
+      return (state.files ?? []).length > 0 ? { ...state, files: [] } : state;
+    default:
+      return state;
+  }
+}
+
+// -- terminal --------------------------------------------------------------------------
+//
+// Ported from `ahp_server/protocol/reducers/terminal.py` (1.0: an explicit
+// `lifecycle`). `terminal/data` grows the tail only: a running `command` part's
+// `output`, an `unclassified` part's `value`, else a new `unclassified` part.
+// `terminal/input` is side-effect-only. `terminal/exited` makes the lifecycle
+// `exited` with the action's `exitCode` (absent stays absent).
+// `commandFinished` writes `exitCode` and `durationMs` (absent clears) on every
+// `command` part with that id; `commandExecuted` appends a running `command`
+// part and, like `commandDetectionAvailable`, sets `supportsCommandDetection`.
+// `cleared` resets `content` only.
+
+function terminalData(state: Json, data: string): Json {
+  const content: Json[] = state.content ?? [];
+  const tail = content[content.length - 1];
+  if (tail?.type === 'command' && !tail.isComplete) {
+    return { ...state, content: replaceAt(content, content.length - 1, { ...tail, output: (tail.output ?? '') + data }) };
+  }
+  if (tail?.type === 'unclassified') {
+    return { ...state, content: replaceAt(content, content.length - 1, { ...tail, value: (tail.value ?? '') + data }) };
+  }
+  return { ...state, content: [...content, { type: 'unclassified', value: data }] };
+}
+
+export function reduceTerminal(state: Json, action: Json): Json {
+  switch (action.type) {
+    case 'terminal/data':
+      return terminalData(state, action.data ?? '');
+    case 'terminal/input':
+      return state; // forwarded to the pty; output comes back as terminal/data
+    case 'terminal/resized':
+      return clean({ ...state, cols: action.cols, rows: action.rows });
+    case 'terminal/claimed':
+      return clean({ ...state, claim: action.claim });
+    case 'terminal/titleChanged':
+      return clean({ ...state, title: action.title });
+    case 'terminal/cwdChanged':
+      return clean({ ...state, cwd: action.cwd });
+    case 'terminal/exited':
+      return { ...state, lifecycle: clean({ status: 'exited', exitCode: action.exitCode }) };
+    case 'terminal/cleared':
+      return { ...state, content: [] };
+    case 'terminal/commandDetectionAvailable':
+      return { ...state, supportsCommandDetection: true };
+    case 'terminal/commandExecuted': {
+      const part = clean({
+        type: 'command',
+        commandId: action.commandId,
+        commandLine: action.commandLine,
+        output: '',
+        timestamp: action.timestamp,
+        isComplete: false,
+      });
+      return { ...state, content: [...(state.content ?? []), part], supportsCommandDetection: true };
+    }
+    case 'terminal/commandFinished':
+      return {
+        ...state,
+        content: (state.content ?? []).map((part: Json) =>
+          part.type === 'command' && part.commandId === action.commandId
+            ? clean({ ...part, isComplete: true, exitCode: action.exitCode, durationMs: action.durationMs })
+            : part,
+        ),
+      };
+    default:
+      return state;
+  }
+}
+
+export type ChannelKind = 'root' | 'session' | 'chat' | 'changeset' | 'terminal';
+
+/**
+ * Which reducer a channel uses; `ahp-session:/<id>/annotations` is not a
+ * session. Changesets (`ahp-changeset:…`, an expanded `uriTemplate`) and
+ * terminals (`ahp-terminal:…`) are read-only mirrors the page subscribes to at
+ * 1.0 only (a chat's Changes view, its background work).
+ */
 export function channelKind(uri: string): ChannelKind | undefined {
   const colon = uri.indexOf(':');
   if (colon < 0) return undefined;
@@ -1195,6 +1337,8 @@ export function channelKind(uri: string): ChannelKind | undefined {
   if (scheme === 'ahp-root') return 'root';
   if (scheme === 'ahp-chat') return 'chat';
   if (scheme === 'ahp-session') return rest && !rest.includes('/') ? 'session' : undefined;
+  if (scheme === 'ahp-changeset') return 'changeset';
+  if (scheme === 'ahp-terminal') return 'terminal';
   return undefined;
 }
 
@@ -1202,5 +1346,7 @@ export function channelKind(uri: string): ChannelKind | undefined {
 export function reduce(kind: ChannelKind, state: Json, action: Json, now: Clock, v: Semantics): Json {
   if (kind === 'root') return reduceRoot(state, action);
   if (kind === 'session') return reduceSession(state, action, v);
+  if (kind === 'changeset') return reduceChangeset(state, action);
+  if (kind === 'terminal') return reduceTerminal(state, action);
   return reduceChat(state, action, now, v);
 }
