@@ -3,13 +3,26 @@
 Layer: cli (the outermost layer: it uses ``app`` to run a server and ``client``
 for ``chat``; nothing imports it).
 
-Commands: ``serve`` (the default), ``check-config``, ``backup``, ``chat``.
-``chat`` is a conversational client on :class:`~ahp_server.client.AhpClient`:
-it speaks AHP 1.0 (offering 1.0.0, 0.9.0, 0.7.0; the negotiated version is
-reported on stderr) and reads 1.0 actions and states whatever was negotiated.
-It streams the turn's text, asks tool confirmations at the terminal, and
-reports a failed turn's error (1.0: the turn's last response part, of kind
-``error``) on stderr with exit status 1.
+Commands: ``serve`` (the default), ``check-config``, ``backup``, ``chat``,
+``sessions``. ``chat`` and ``sessions`` are clients on
+:class:`~ahp_server.client.AhpClient`: they speak AHP 1.0 (offering 1.0.0,
+0.9.0, 0.7.0) and read 1.0 actions and states whatever was negotiated.
+
+``chat`` talks in a new session's chat or in an existing chat (``--chat``),
+or resumes a chat's failed answer (``--continue``, ``chat/turnResume``). It
+streams the turn's text, asks tool confirmations at the terminal, reports a
+failed turn's error (1.0: the turn's last response part, of kind ``error``)
+on stderr, and marks the chat read once the turn has ended (the user saw it).
+
+``sessions`` lists sessions and their chats (read and archived flags, each
+chat's change counts and background work) and archives, restores, marks
+read or unread, moves a chat (``moveChat``) and lists a chat's own changes.
+A session or chat is named by its URI or by an unambiguous start of its id
+(what follows the URI's scheme and slashes).
+
+Exit status of the client commands: 0 done; 1 a failed turn, or the host
+could not be reached; 2 a usage error or a refusal (the host's, printed as
+it said it, or the command's own, e.g. nothing to resume).
 """
 
 from __future__ import annotations
@@ -19,31 +32,55 @@ import asyncio
 import contextlib
 import dataclasses
 import gc
+import json
 import os
 import signal
 import sqlite3
 import sys
+import time
+import urllib.parse
+import urllib.request
+import uuid
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import structlog
 from msgspec import UNSET, UnsetType
 
 from ahp_server import __version__
 from ahp_server.app import App
-from ahp_server.client import AhpClient
+from ahp_server.client import (
+    ActionRejectedError,
+    AhpClient,
+    ClientError,
+    RemoteError,
+    TurnFailedError,
+    is_resumable,
+)
 from ahp_server.cluster import ClusterNode, NodeFailed
 from ahp_server.config import ConfigError, Settings, load_settings
 from ahp_server.host.host import DB_FILE
 from ahp_server.logging import configure_logging
 from ahp_server.protocol import PROTOCOL_VERSION
+from ahp_server.protocol.reducers import iso_timestamp
 from ahp_server.protocol.types import (
+    ActiveTurn,
+    BackgroundShellWork,
+    ChangesetState,
+    ChangesSummary,
     ChatDeltaAction,
     ChatResponsePartAction,
+    ChatState,
     ChatToolCallApprovedAction,
     ChatToolCallDeniedAction,
     ChatToolCallReadyAction,
+    ChatTurnStartedAction,
     MarkdownResponsePart,
+    Message,
+    MessageOrigin,
+    SessionStatus,
+    SessionSummary,
 )
 from ahp_server.store.base import StoreError
 from ahp_server.store.sqlite import complete_copy
@@ -52,6 +89,24 @@ from ahp_server.workspace.roots import Roots
 log = structlog.get_logger(__name__)
 
 DEFAULT_URL = "ws://127.0.0.1:8765"
+
+#: How long a turn the CLI waits for may run, in seconds.
+TURN_TIMEOUT = 600.0
+#: How long one request or echo may take, in seconds.
+REQUEST_TIMEOUT = 30.0
+#: Bits 0–4 of a status hold its activity; the flags sit above (WIRE-SUMMARY §10.4).
+_ACTIVITY_MASK = 0b11111
+_ACTIVITY_WORDS = {
+    int(SessionStatus.InProgress): "running",
+    int(SessionStatus.InputNeeded): "waiting for input",
+    int(SessionStatus.Error): "failed",
+}
+#: How many chats ``sessions`` reads at once (each is a subscribe).
+_READ_AT_ONCE = 16
+
+
+class Refused(Exception):
+    """The command cannot do what was asked (exit status 2); the text says why."""
 
 
 def default_data_dir() -> Path:
@@ -90,18 +145,134 @@ def build_parser() -> argparse.ArgumentParser:
     )
     backup.add_argument("destination", help="the backup file to write")
     _server_options(backup)
-    chat = commands.add_parser("chat", help="send a message to a running host, print the reply")
-    chat.add_argument("message", help="what to say")
-    chat.add_argument("--url", default=None, help=f"host URL (default {DEFAULT_URL})")
-    chat.add_argument("--token", default=None, help="connection token (or AHP_SERVER_TOKEN)")
+    chat = commands.add_parser(
+        "chat",
+        help="send a message to a running host, print the reply",
+        description="Send a message and stream the reply: in a new session's chat, or in an "
+        "existing chat (--chat). --continue resumes a chat's answer that failed for a passing "
+        "reason. Tool calls that need confirmation are asked here. Exit status: 0 answered, "
+        "1 the turn failed, 2 refused.",
+    )
+    chat.add_argument("message", nargs="?", help="what to say")
+    _client_options(chat)
     chat.add_argument(
         "--agent",
         "--provider",
         dest="agent",
         default=None,
-        help="agent to talk to, by name (default: the host's default)",
+        help="agent of the new session, by name (default: the host's default)",
     )
+    chat.add_argument(
+        "--chat",
+        dest="chat",
+        metavar="CHAT",
+        default=None,
+        help="talk in this existing chat (its URI or the start of its id) instead of a new session",
+    )
+    chat.add_argument(
+        "--continue",
+        dest="resume",
+        action="store_true",
+        help="resume the latest answer of --chat CHAT, which failed resumably (no message)",
+    )
+    _sessions_parser(commands)
     return parser
+
+
+def _client_options(target: argparse.ArgumentParser) -> None:
+    """``--url`` and ``--token``, accepted before or after a ``sessions`` action."""
+    target.add_argument(
+        "--url", default=argparse.SUPPRESS, help=f"host URL (default {DEFAULT_URL})"
+    )
+    target.add_argument(
+        "--token", default=argparse.SUPPRESS, help="connection token (or AHP_SERVER_TOKEN)"
+    )
+
+
+def _list_options(target: argparse.ArgumentParser) -> None:
+    target.add_argument(
+        "--archived",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="also list archived sessions and chats (marked archived)",
+    )
+    target.add_argument(
+        "--json",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="print JSON for scripts instead of text",
+    )
+
+
+def _sessions_parser(commands: Any) -> None:
+    sessions = commands.add_parser(
+        "sessions",
+        help="list sessions and chats of a running host; archive, mark read, move chats",
+        description="Without an action: list the sessions and their chats (as 'list'). "
+        "SESSION and CHAT are URIs as listed, or an unambiguous start of the id after the "
+        "scheme (e.g. the first characters of a uuid). Exit status: 0 done, 1 the host "
+        "could not be reached, 2 refused (the host's reason is printed).",
+    )
+    _client_options(sessions)
+    _list_options(sessions)
+    actions = sessions.add_subparsers(dest="action", metavar="ACTION")
+    listing = actions.add_parser(
+        "list",
+        help="list sessions and chats (the default)",
+        description="One line per session (title, URI, agent), one per chat below it (title, "
+        "URI, then markers: default, unread, archived, running / failed / waiting for input, "
+        "and its changes as files +added -deleted), and each command it runs in the background.",
+    )
+    _client_options(listing)
+    _list_options(listing)
+    for name, verb in (("archive", "archive"), ("unarchive", "restore (unarchive)")):
+        action = actions.add_parser(
+            name,
+            help=f"{verb} a chat or a whole session",
+            description=f"{verb.capitalize()} a chat (chat/isArchivedChanged) or a session "
+            "(session/isArchivedChanged). Archiving a session's default chat archives the "
+            "session.",
+        )
+        action.add_argument("target", metavar="CHAT_OR_SESSION", help="what to " + name)
+        _client_options(action)
+    for name, flag in (("read", "read"), ("unread", "unread")):
+        action = actions.add_parser(
+            name,
+            help=f"mark a chat or a session {flag}",
+            description=f"Mark a chat (chat/isReadChanged) or a session "
+            f"(session/isReadChanged) {flag}.",
+        )
+        action.add_argument("target", metavar="CHAT_OR_SESSION", help=f"what to mark {flag}")
+        _client_options(action)
+    move = actions.add_parser(
+        "move",
+        help="move a chat to another session, a new one, or elsewhere in its own",
+        description="Move a chat (moveChat): into SESSION (its own session: a reorder) or, "
+        "with --to new, into a new session of the same agent. It goes right after --after "
+        "CHAT, or first. A session's default chat never moves; the host says why it refuses.",
+    )
+    move.add_argument("chat", metavar="CHAT", help="the chat to move")
+    move.add_argument(
+        "--to", required=True, metavar="SESSION|new", help="the destination session, or 'new'"
+    )
+    move.add_argument(
+        "--after", default=None, metavar="CHAT", help="place it after this chat of SESSION"
+    )
+    _client_options(move)
+    changes = actions.add_parser(
+        "changes",
+        help="list the files a chat changed",
+        description="The chat's own changeset: each file its turns changed, with the lines "
+        "added and removed and whether it was added, modified or deleted.",
+    )
+    changes.add_argument("chat", metavar="CHAT", help="the chat whose changes to list")
+    changes.add_argument(
+        "--json",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="print JSON for scripts instead of text",
+    )
+    _client_options(changes)
 
 
 def settings_from(args: argparse.Namespace) -> Settings:
@@ -220,16 +391,35 @@ def backup_database(data_dir: Path, destination: Path) -> None:
         source.close()
 
 
-async def chat(url: str, message: str, token: str | None, agent: str | None) -> None:
-    """Open a chat on a running host, send ``message`` and stream the reply to stdout.
+async def chat(
+    url: str,
+    message: str | None,
+    token: str | None,
+    agent: str | None,
+    *,
+    existing: str | None = None,
+    resume: bool = False,
+) -> None:
+    """Send ``message`` in a chat of a running host and stream the reply to stdout.
+
+    The chat is a new session's (with ``agent``), or ``existing`` (a URI or
+    the start of a chat's id). With ``resume`` the latest turn of
+    ``existing``, which must have failed resumably, goes on instead
+    (``chat/turnResume``). Once the turn has ended the chat is marked read.
 
     A tool call that waits for confirmation is asked at the terminal: the
     agent's options by number (or y/n); no answer (end of input) denies it.
+    Raises :class:`Refused` when there is nothing to resume or a turn runs.
     """
     async with AhpClient.connect(url, token=token) as client:
         version = client.protocol_version
         print(f"ahp-server chat: connected to {url} (AHP {version})", file=sys.stderr)
-        chat_uri = await client.open_chat(agent)
+        if existing is None:
+            chat_uri = await client.open_chat(agent)
+        else:
+            chat_uri = await resolve(client, existing, sessions=False)
+            await client.subscribe(chat_uri, turns=1, timeout=REQUEST_TIMEOUT)
+            _check_turnable(client.confirmed(chat_uri, ChatState), chat_uri, resume)
         asked: set[str] = set()
         questions: set[asyncio.Task[None]] = set()
 
@@ -260,11 +450,371 @@ async def chat(url: str, message: str, token: str | None, agent: str | None) -> 
 
         client.on_envelope(show)
         try:
-            await client.ask(chat_uri, message, timeout=600)
+            if resume:
+                await client.resume(chat_uri, timeout=TURN_TIMEOUT)
+            else:
+                assert message is not None  # main() checked the arguments
+                turn_id = str(uuid.uuid4())
+                started = ChatTurnStartedAction(
+                    turn_id=turn_id,
+                    started_at=iso_timestamp(time.time() * 1000),
+                    message=Message(text=message, origin=MessageOrigin(kind="user")),
+                )
+                await client.dispatch_and_wait(chat_uri, started, timeout=REQUEST_TIMEOUT)
+                await client.wait_turn(chat_uri, turn_id, timeout=TURN_TIMEOUT)
+        except TurnFailedError as failed:
+            sys.stdout.write("\n")
+            await _mark_read(client, chat_uri)
+            turns = client.confirmed(chat_uri, ChatState).turns
+            if turns and is_resumable(turns[-1]):
+                failed.add_note(f"resume it: ahp-server chat --chat {chat_uri} --continue")
+            raise
         finally:
             for task in questions:
                 task.cancel()
         sys.stdout.write("\n")
+        await _mark_read(client, chat_uri)
+
+
+def _check_turnable(state: ChatState, chat_uri: str, resume: bool) -> None:
+    """Refuse before dispatching when the chat cannot take the turn asked for."""
+    if isinstance(state.active_turn, ActiveTurn):
+        raise Refused(f"a turn is running in {chat_uri}: wait for its end, or cancel it")
+    if not resume:
+        return
+    if not state.turns:
+        raise Refused(f"{chat_uri} has no answer to continue")
+    latest = state.turns[-1]
+    if latest.state != "error":
+        raise Refused(
+            f"the latest answer in {chat_uri} did not fail (it is {latest.state}): "
+            "nothing to continue"
+        )
+    if not is_resumable(latest):
+        raise Refused(
+            f"the latest answer in {chat_uri} failed for good (its error is not resumable): "
+            "send a new message instead"
+        )
+
+
+async def _mark_read(client: AhpClient, chat_uri: str) -> None:
+    """The user saw the turn's end: mark the chat read (1.0; a 0.7 host has no read flag)."""
+    if not client.lifts_0_7:
+        await client.set_read(chat_uri, True, timeout=REQUEST_TIMEOUT)
+
+
+# -- sessions ------------------------------------------------------------------------------
+
+
+async def _all_sessions(client: AhpClient) -> list[SessionSummary]:
+    """Every page of ``listSessions``."""
+    items: list[SessionSummary] = []
+    cursor: str | None = None
+    while True:
+        page = await client.list_sessions(cursor=cursor, timeout=REQUEST_TIMEOUT)
+        items.extend(page.items)
+        if isinstance(page.next_cursor, UnsetType) or not page.items:
+            return items
+        cursor = page.next_cursor
+
+
+def _id_of(uri: str) -> str:
+    """What follows a URI's scheme and slashes: ``ahp-chat:/abc`` -> ``abc``."""
+    return uri.partition(":")[2].lstrip("/")
+
+
+async def resolve(
+    client: AhpClient, given: str, *, sessions: bool = True, chats: bool = True
+) -> str:
+    """The session or chat URI ``given`` names: itself when it is a URI (it has a
+    scheme), else the one session or chat whose id starts with it.
+
+    Raises :class:`Refused` when none or several match.
+    """
+    if ":" in given:
+        return given
+    what = " or ".join(k for k, on in (("session", sessions), ("chat", chats)) if on)
+    if not given:
+        raise Refused(f"name a {what}")
+    found: list[str] = []
+    for summary in await _all_sessions(client):
+        uris = [summary.resource] if sessions else []
+        if chats and not isinstance(summary.chats, UnsetType):
+            uris += [c.resource for c in summary.chats]
+        found += [uri for uri in uris if _id_of(uri).startswith(given)]
+    if not found:
+        raise Refused(f"no {what} matches {given!r} (ahp-server sessions --archived lists them)")
+    if len(found) > 1:
+        raise Refused(f"{given!r} names several: {', '.join(found)}")
+    return found[0]
+
+
+def _flag(status: int | None, bit: SessionStatus) -> bool:
+    return status is not None and bool(int(status) & int(bit))
+
+
+def _changes_json(changes: ChangesSummary | UnsetType) -> dict[str, int] | None:
+    if isinstance(changes, UnsetType):
+        return None
+
+    def count(value: float | UnsetType) -> int:
+        return 0 if isinstance(value, UnsetType) else int(value)
+
+    return {
+        "files": count(changes.files),
+        "additions": count(changes.additions),
+        "deletions": count(changes.deletions),
+    }
+
+
+async def _chat_details(client: AhpClient, uri: str) -> ChatState | None:
+    """The chat's state with its latest turn (``None`` when it went meanwhile)."""
+    try:
+        state = await client.subscribe(uri, turns=1, timeout=REQUEST_TIMEOUT)
+    except RemoteError:
+        return None
+    await client.unsubscribe(uri)
+    return state if isinstance(state, ChatState) else None
+
+
+async def sessions_listing(client: AhpClient, archived: bool) -> dict[str, Any]:
+    """What ``ahp-server sessions`` shows, as JSON-able data.
+
+    From ``listSessions`` (each session's chat catalogue: status and change
+    counts) and each listed chat's own state, subscribed for a moment (its
+    background work, and whether it has had a turn: a chat is unread when a
+    turn ended that nobody has marked read since, and nothing runs in it).
+    """
+    summaries = await _all_sessions(client)
+    hidden = {"sessions": 0, "chats": 0}
+    shown: list[tuple[SessionSummary, list[Any]]] = []
+    for summary in summaries:
+        chats = [] if isinstance(summary.chats, UnsetType) else list(summary.chats)
+        if _flag(summary.status, SessionStatus.IsArchived) and not archived:
+            hidden["sessions"] += 1
+            continue
+        listed = [
+            c
+            for c in chats
+            if archived or not _flag(_int_or_none(c.status), SessionStatus.IsArchived)
+        ]
+        hidden["chats"] += len(chats) - len(listed)
+        shown.append((summary, listed))
+    gate = asyncio.Semaphore(_READ_AT_ONCE)
+
+    async def details(uri: str) -> ChatState | None:
+        async with gate:
+            return await _chat_details(client, uri)
+
+    uris = [c.resource for _, listed in shown for c in listed]
+    states = dict(zip(uris, await asyncio.gather(*(details(u) for u in uris)), strict=True))
+    result: list[dict[str, Any]] = []
+    for summary, listed in shown:
+        default = summary.default_chat if isinstance(summary.default_chat, str) else None
+        entries = []
+        for entry in listed:
+            state = states.get(entry.resource)
+            status = state.status if state is not None else _int_or_none(entry.status)
+            activity = (status or 0) & _ACTIVITY_MASK
+            had_turn = state is not None and (
+                bool(state.turns) or isinstance(state.active_turn, ActiveTurn)
+            )
+            work = (
+                ()
+                if state is None or isinstance(state.background_work, UnsetType)
+                else state.background_work
+            )
+            entries.append(
+                {
+                    "resource": entry.resource,
+                    "title": entry.title,
+                    "status": status,
+                    "default": entry.resource == default,
+                    "unread": had_turn
+                    and not _flag(status, SessionStatus.IsRead)
+                    and activity in (int(SessionStatus.Idle), int(SessionStatus.Error)),
+                    "archived": _flag(status, SessionStatus.IsArchived),
+                    "activity": _ACTIVITY_WORDS.get(activity, "idle"),
+                    "changes": _changes_json(entry.changes),
+                    "background": [_work_json(w) for w in work],
+                }
+            )
+        result.append(
+            {
+                "resource": summary.resource,
+                "title": summary.title,
+                "provider": summary.provider,
+                "status": summary.status,
+                "archived": _flag(summary.status, SessionStatus.IsArchived),
+                "defaultChat": default,
+                "chats": entries,
+            }
+        )
+    return {"sessions": result, "hidden": hidden}
+
+
+def _int_or_none(value: float | UnsetType) -> int | None:
+    return None if isinstance(value, UnsetType) else int(value)
+
+
+def _work_json(work: object) -> dict[str, Any]:
+    if isinstance(work, BackgroundShellWork):
+        terminal = None if isinstance(work.terminal, UnsetType) else work.terminal
+        return {
+            "kind": "shell",
+            "id": work.id,
+            "label": work.label,
+            "command": work.command,
+            "terminal": terminal,
+        }
+    label = getattr(work, "label", None)
+    return {"kind": getattr(work, "kind", "unknown"), "label": label, "command": None}
+
+
+def print_listing(listing: dict[str, Any]) -> None:
+    """The listing as text: a line per session, a line per chat, a line per background job."""
+    for session in listing["sessions"]:
+        tags = "  [archived]" if session["archived"] else ""
+        print(f"{session['title']}  {session['resource']}  ({session['provider']}){tags}")
+        for entry in session["chats"]:
+            marks = [
+                word
+                for word, on in (
+                    ("default", entry["default"]),
+                    ("unread", entry["unread"]),
+                    ("archived", entry["archived"]),
+                )
+                if on
+            ]
+            if entry["activity"] != "idle":
+                marks.append(entry["activity"])
+            changes = entry["changes"]
+            if changes is not None:
+                files = changes["files"]
+                plural = "" if files == 1 else "s"
+                marks.append(
+                    f"{files} file{plural} +{changes['additions']} -{changes['deletions']}"
+                )
+            tags = "".join(f"  [{mark}]" for mark in marks)
+            print(f"  {entry['title']}  {entry['resource']}{tags}")
+            for work in entry["background"]:
+                print(f"    background: {work['command'] or work['label']}")
+    hidden = listing["hidden"]
+    if not listing["sessions"]:
+        print("no sessions", file=sys.stderr)
+    counts = [
+        f"{count} archived {kind}{'' if count == 1 else 's'}"
+        for kind, count in (("session", hidden["sessions"]), ("chat", hidden["chats"]))
+        if count
+    ]
+    if counts:
+        print(f"not shown: {' and '.join(counts)} (--archived lists them)", file=sys.stderr)
+
+
+def _path_of(file_id: str) -> str:
+    """A changeset file's id (its ``file:`` URI) as a local path, else as it is."""
+    parsed = urllib.parse.urlsplit(file_id)
+    if parsed.scheme != "file":
+        return file_id
+    return urllib.request.url2pathname(parsed.path)
+
+
+async def chat_changes(client: AhpClient, chat_uri: str) -> dict[str, Any]:
+    """The files of the chat's own changeset (its catalogue entry of ``changeKind``
+    ``chat``; docs/workspace.md "A chat's own changeset"), as JSON-able data."""
+    state = await client.subscribe(chat_uri, turns=1, timeout=REQUEST_TIMEOUT)
+    if not isinstance(state, ChatState):
+        raise Refused(f"{chat_uri} is not a chat")
+    entries = () if isinstance(state.changesets, UnsetType) else state.changesets
+    uri = next((e.uri_template for e in entries if e.change_kind == "chat"), None)
+    files: list[dict[str, Any]] = []
+    result: dict[str, Any] = {"chat": chat_uri, "changeset": uri, "files": files}
+    if uri is None:
+        return result
+    changeset = await client.subscribe(uri, timeout=REQUEST_TIMEOUT)
+    if not isinstance(changeset, ChangesetState):
+        raise Refused(f"{uri} is not a changeset")
+    for file in changeset.files:
+        diff = file.edit.diff
+        meta = {} if isinstance(file.meta, UnsetType) else file.meta
+        files.append(
+            {
+                "id": file.id,
+                "path": _path_of(file.id),
+                "status": meta.get("status"),
+                "added": None if isinstance(diff, UnsetType) else _int_or_none(diff.added),
+                "removed": None if isinstance(diff, UnsetType) else _int_or_none(diff.removed),
+            }
+        )
+    if changeset.status == "error" and not isinstance(changeset.error, UnsetType):
+        result["error"] = changeset.error.message
+    return result
+
+
+def print_changes(changes: dict[str, Any]) -> None:
+    files = changes["files"]
+    if not files:
+        print(f"no changes in {changes['chat']}", file=sys.stderr)
+        return
+    added = removed = 0
+    for file in files:
+        counts = "(no diff)"
+        if file["added"] is not None or file["removed"] is not None:
+            counts = f"+{file['added'] or 0} -{file['removed'] or 0}"
+            added += file["added"] or 0
+            removed += file["removed"] or 0
+        print(f"{file['status'] or 'changed':<9}{counts:<14}{file['path']}")
+    plural = "" if len(files) == 1 else "s"
+    print(f"{len(files)} file{plural}, +{added} -{removed}")
+    if "error" in changes:
+        print(f"the changeset is incomplete: {changes['error']}", file=sys.stderr)
+
+
+async def sessions_command(client: AhpClient, args: argparse.Namespace) -> None:
+    """Run one ``ahp-server sessions`` action on a connected client."""
+    action = args.action or "list"
+    as_json = getattr(args, "json", False)
+    if action == "list":
+        listing = await sessions_listing(client, getattr(args, "archived", False))
+        if as_json:
+            print(json.dumps(listing, indent=2))
+        else:
+            print_listing(listing)
+    elif action in ("archive", "unarchive"):
+        target = await resolve(client, args.target)
+        await client.set_archived(target, action == "archive", timeout=REQUEST_TIMEOUT)
+        print(f"{action}d {target}")
+    elif action in ("read", "unread"):
+        target = await resolve(client, args.target)
+        await client.set_read(target, action == "read", timeout=REQUEST_TIMEOUT)
+        print(f"marked {target} {action}")
+    elif action == "move":
+        chat_uri = await resolve(client, args.chat, sessions=False)
+        to_new = args.to == "new"
+        if to_new and args.after is not None:
+            raise Refused("--after places the chat in an existing session; --to new makes one")
+        destination = None if to_new else await resolve(client, args.to, chats=False)
+        after = None if args.after is None else await resolve(client, args.after, sessions=False)
+        session = await client.move_chat(
+            chat_uri, destination, after=after, timeout=REQUEST_TIMEOUT
+        )
+        print(f"moved {chat_uri} to {session}")
+    elif action == "changes":
+        chat_uri = await resolve(client, args.chat, sessions=False)
+        changes = await chat_changes(client, chat_uri)
+        if as_json:
+            print(json.dumps(changes, indent=2))
+        else:
+            print_changes(changes)
+
+
+async def run_client(args: argparse.Namespace, url: str, token: str | None) -> None:
+    """``chat`` or ``sessions``, connected to ``url``."""
+    if args.command == "chat":
+        await chat(url, args.message, token, args.agent, existing=args.chat, resume=args.resume)
+        return
+    async with AhpClient.connect(url, token=token) as client:
+        await sessions_command(client, args)
 
 
 async def _confirm_at_terminal(
@@ -309,21 +859,15 @@ async def _confirm_at_terminal(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
     command = args.command or "serve"
-    if command == "chat":
-        configure_logging("warning", "console")
-        url = args.url or DEFAULT_URL
-        token = args.token or os.environ.get("AHP_SERVER_TOKEN") or None
-        try:
-            asyncio.run(chat(url, args.message, token, args.agent))
-        except (OSError, TimeoutError) as error:
-            print(f"ahp-server chat: cannot reach {url}: {error}", file=sys.stderr)
-            return 1
-        except Exception as error:  # noqa: BLE001 - the command's boundary: one clear line
-            print(f"ahp-server chat: {error}", file=sys.stderr)
-            return 1
-        return 0
+    if command in ("chat", "sessions"):
+        problem = _chat_arguments_problem(args) if command == "chat" else None
+        if problem is not None:
+            print(f"ahp-server chat: {problem} (see ahp-server chat --help)", file=sys.stderr)
+            return 2
+        return run_client_command(args)
     try:
         settings = settings_from(args)
     except ConfigError as error:
@@ -359,5 +903,53 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except (OSError, StoreError) as error:
         print(f"ahp-server: cannot start: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _chat_arguments_problem(args: argparse.Namespace) -> str | None:
+    """What is wrong with ``chat``'s arguments taken together (a usage error), if anything."""
+    if args.resume:
+        if args.chat is None:
+            return "--continue needs --chat CHAT, the chat whose answer to resume"
+        if args.message is not None:
+            return "--continue takes no message: it resumes the failed answer"
+    elif args.message is None:
+        return "no message: say something, or --continue a failed answer"
+    if args.chat is not None and args.agent is not None:
+        return "--agent picks a new session's agent; --chat talks in an existing chat"
+    return None
+
+
+def run_client_command(args: argparse.Namespace) -> int:
+    """Run ``chat`` or ``sessions``; each failure is one line on stderr and an exit status."""
+    configure_logging("warning", "console")
+    url = getattr(args, "url", None) or DEFAULT_URL
+    token = getattr(args, "token", None) or os.environ.get("AHP_SERVER_TOKEN") or None
+    name = f"ahp-server {args.command}"
+    try:
+        asyncio.run(run_client(args, url, token))
+    except Refused as error:
+        print(f"{name}: {error}", file=sys.stderr)
+        return 2
+    except RemoteError as error:  # the host refused a command: its own words
+        print(f"{name}: {error.message}", file=sys.stderr)
+        return 2
+    except ActionRejectedError as error:
+        print(f"{name}: the host refused {error.action_type}: {error.reason}", file=sys.stderr)
+        return 2
+    except TurnFailedError as error:
+        print(f"{name}: {error}", file=sys.stderr)
+        for note in getattr(error, "__notes__", ()):
+            print(f"{name}: {note}", file=sys.stderr)
+        return 1
+    except ClientError as error:
+        print(f"{name}: {error}", file=sys.stderr)
+        return 1
+    except (OSError, TimeoutError) as error:
+        print(f"{name}: cannot reach {url}: {error}", file=sys.stderr)
+        return 1
+    except Exception as error:  # noqa: BLE001 - the command's boundary: one clear line
+        print(f"{name}: {error}", file=sys.stderr)
         return 1
     return 0

@@ -33,9 +33,11 @@ from ahp_server.client.connection import (
     ReconnectPath,
     RequestHandler,
     ServerNotification,
+    is_resumable,
     turn_error,
 )
 from ahp_server.client.errors import (
+    ActionRejectedError,
     ClientError,
     ClientTimeoutError,
     ConnectionClosedError,
@@ -61,6 +63,7 @@ __all__ = [
     "CLIENT_NAME",
     "DEFAULT_PROTOCOL_VERSIONS",
     "ROOT_CHANNEL",
+    "ActionRejectedError",
     "AhpClient",
     "ChannelKind",
     "ChannelState",
@@ -83,6 +86,7 @@ __all__ = [
     "TurnFailedError",
     "UnknownChannelError",
     "channel_kind",
+    "is_resumable",
     "turn_error",
     "wall_clock_ms",
 ]

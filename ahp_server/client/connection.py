@@ -75,6 +75,7 @@ from websockets.asyncio.client import connect as ws_connect
 
 from ahp_server import __version__
 from ahp_server.client.errors import (
+    ActionRejectedError,
     ClientError,
     ClientTimeoutError,
     ConnectionClosedError,
@@ -86,6 +87,7 @@ from ahp_server.client.state import (
     ROOT_CHANNEL,
     ChannelState,
     ClientState,
+    channel_kind,
     wall_clock_ms,
 )
 from ahp_server.protocol import codec, jsonrpc
@@ -93,7 +95,14 @@ from ahp_server.protocol.errors import InternalError, MethodNotFound, ProtocolEr
 from ahp_server.protocol.reducers import Clock, iso_timestamp
 from ahp_server.protocol.types import (
     ActionEnvelope,
+    ActionOrigin,
+    ActiveTurn,
+    ChatIsArchivedChangedAction,
+    ChatIsReadChangedAction,
+    ChatMoveToNewSessionDestination,
+    ChatMoveToSessionDestination,
     ChatState,
+    ChatTurnResumeAction,
     ChatTurnStartedAction,
     CreateChatParams,
     CreateSessionParams,
@@ -110,11 +119,15 @@ from ahp_server.protocol.types import (
     MarkdownResponsePart,
     Message,
     MessageOrigin,
+    MoveChatParams,
+    MoveChatResult,
     PingParams,
     ReconnectParams,
     ReconnectReplayResult,
     ReconnectSnapshotResult,
     RootState,
+    SessionIsArchivedChangedAction,
+    SessionIsReadChangedAction,
     SessionState,
     SideChatSource,
     SnapshotState,
@@ -139,6 +152,7 @@ __all__ = [
     "ReconnectPath",
     "RequestHandler",
     "ServerNotification",
+    "is_resumable",
     "turn_error",
 ]
 
@@ -909,6 +923,163 @@ class AhpClient:
         parts = turn.response_parts
         return "".join(p.content for p in parts if isinstance(p, MarkdownResponsePart))
 
+    async def dispatch_and_wait(
+        self, channel: str, action: StateAction | Mapping[str, Any], *, timeout: float | None = None
+    ) -> ActionEnvelope:
+        """:meth:`dispatch` ``action`` and wait for the server's echo of it; return the echo.
+
+        ``channel`` must be mirrored (subscribed): the echo is only guaranteed
+        to reach a subscriber. Raises :class:`ActionRejectedError` when the
+        echo carries a ``rejectionReason`` (nothing was applied), and what
+        :meth:`dispatch` and :meth:`wait_for` raise.
+        """
+        if not self.state.has_state(channel):
+            raise ClientError(
+                f"subscribe to {channel} first: only a subscriber is sure of its echo"
+            )
+        echoes: dict[int, ActionEnvelope] = {}
+
+        def note(envelope: ActionEnvelope) -> None:
+            origin = envelope.origin
+            if (
+                envelope.channel == channel
+                and isinstance(origin, ActionOrigin)
+                and origin.client_id == self.client_id
+            ):
+                echoes[origin.client_seq] = envelope
+
+        remove = self.on_envelope(note)
+        try:
+            seq = await self.dispatch(channel, action, timeout=timeout)
+            await self.wait_for(lambda _: seq in echoes, timeout=timeout)
+        finally:
+            remove()
+        echo = echoes[seq]
+        if not isinstance(echo.rejection_reason, msgspec.UnsetType):
+            kind = str(getattr(echo.action, "type", "action"))
+            raise ActionRejectedError(kind, channel, echo.rejection_reason)
+        return echo
+
+    async def wait_turn(self, chat: str, turn_id: str, *, timeout: float | None = 60.0) -> str:
+        """Wait until turn ``turn_id`` of a subscribed chat has ended; return its Markdown.
+
+        Ended means: listed in the chat's ``turns`` and not its active turn (a
+        resumed turn leaves ``turns`` while it runs again). Raises
+        :class:`TurnFailedError` when it ended with ``chat/error`` (the error
+        of its last response part, :func:`turn_error`) or was cancelled.
+        """
+
+        def ended(client: AhpClient) -> bool:
+            state = client.confirmed(chat, ChatState)
+            active = state.active_turn
+            if isinstance(active, ActiveTurn) and active.id == turn_id:
+                return False
+            return any(t.id == turn_id for t in state.turns)
+
+        await self.wait_for(ended, timeout=timeout)
+        turn = next(t for t in self.confirmed(chat, ChatState).turns if t.id == turn_id)
+        if turn.state != "complete":
+            error = turn_error(turn)
+            message = turn.state if error is None else error.message
+            raise TurnFailedError(turn_id, turn.state, message)
+        parts = turn.response_parts
+        return "".join(p.content for p in parts if isinstance(p, MarkdownResponsePart))
+
+    async def resume(
+        self, chat: str, turn_id: str | None = None, *, timeout: float | None = 60.0
+    ) -> str:
+        """Resume a turn that failed resumably (``chat/turnResume``, 1.0) and wait for its end.
+
+        ``turn_id`` defaults to the chat's latest turn; the chat is subscribed
+        first when it is not (with its latest turn). Returns the Markdown of
+        the whole turn once it ends. Raises :class:`ActionRejectedError` when
+        the host refuses (a turn running, not the latest turn, not resumable:
+        check with :func:`is_resumable`), :class:`TurnFailedError` when the
+        resumed turn fails again.
+        """
+        await self._mirror(chat, timeout)
+        if turn_id is None:
+            turns = self.confirmed(chat, ChatState).turns
+            if not turns:
+                raise ClientError(f"{chat} has no turn to resume")
+            turn_id = turns[-1].id
+        await self.dispatch_and_wait(chat, ChatTurnResumeAction(turn_id=turn_id), timeout=timeout)
+        return await self.wait_turn(chat, turn_id, timeout=timeout)
+
+    async def set_read(
+        self, channel: str, read: bool = True, *, timeout: float | None = None
+    ) -> None:
+        """Mark a chat or a session read (or unread): ``chat/isReadChanged`` or
+        ``session/isReadChanged`` (1.0), waiting for the echo.
+
+        The channel is subscribed first when it is not. Raises
+        :class:`ActionRejectedError` when the host refuses.
+        """
+        action: ChatIsReadChangedAction | SessionIsReadChangedAction
+        if channel_kind(channel) == "chat":
+            action = ChatIsReadChangedAction(is_read=read)
+        else:
+            action = SessionIsReadChangedAction(is_read=read)
+        await self._mirror(channel, timeout)
+        await self.dispatch_and_wait(channel, action, timeout=timeout)
+
+    async def set_archived(
+        self, channel: str, archived: bool = True, *, timeout: float | None = None
+    ) -> None:
+        """Archive (or restore) a chat or a session: ``chat/isArchivedChanged`` or
+        ``session/isArchivedChanged`` (1.0), waiting for the echo.
+
+        The channel is subscribed first when it is not. Archiving a session's
+        default chat archives the session too (the host's rule,
+        docs/protocol.md). Raises :class:`ActionRejectedError` when the host refuses.
+        """
+        action: ChatIsArchivedChangedAction | SessionIsArchivedChangedAction
+        if channel_kind(channel) == "chat":
+            action = ChatIsArchivedChangedAction(is_archived=archived)
+        else:
+            action = SessionIsArchivedChangedAction(is_archived=archived)
+        await self._mirror(channel, timeout)
+        await self.dispatch_and_wait(channel, action, timeout=timeout)
+
+    async def move_chat(
+        self,
+        chat: str,
+        session: str | None = None,
+        *,
+        after: str | None = None,
+        timeout: float | None = None,
+    ) -> str:
+        """``moveChat`` (1.0): move ``chat`` into ``session`` (within its own session: a
+        reorder), or into a new session when ``session`` is ``None``.
+
+        ``after`` places it right after that chat of the destination; without
+        it the chat goes first. Returns the session that holds the chat now.
+        Raises :class:`RemoteError` when the host refuses (``-32602`` with the
+        reason: not movable, a turn running, another agent's session, …).
+        """
+        destination: ChatMoveToSessionDestination | ChatMoveToNewSessionDestination
+        if session is None:
+            if after is not None:
+                raise ValueError("a new session holds only the moved chat: no 'after'")
+            destination = ChatMoveToNewSessionDestination()
+        else:
+            destination = ChatMoveToSessionDestination(
+                session=session, after=UNSET if after is None else after
+            )
+        result = await self.request(
+            "moveChat",
+            MoveChatParams(channel=chat, destination=destination),
+            result_type=MoveChatResult,
+            timeout=timeout,
+        )
+        return result.session
+
+    async def _mirror(self, channel: str, timeout: float | None) -> None:
+        """Subscribe to ``channel`` unless its state is mirrored (a chat: its latest turn)."""
+        if not self.state.has_state(channel):
+            turns = 1 if channel_kind(channel) == "chat" else None
+            await self.subscribe(channel, turns=turns, timeout=timeout)
+
     # -- internals: handshake --------------------------------------------------------------
 
     async def _initialize(
@@ -1354,6 +1525,19 @@ def turn_error(turn: Turn) -> ErrorInfo | None:
     if parts and isinstance(parts[-1], ErrorResponsePart):
         return parts[-1].error
     return None
+
+
+def is_resumable(turn: Turn) -> bool:
+    """Whether ``chat/turnResume`` may reopen ``turn`` (when it is its chat's latest
+    and nothing runs): it ended in error and its last part is an error part
+    with ``resumable: true`` (1.0, REDUCER-CHANGES 10)."""
+    parts = turn.response_parts
+    return (
+        turn.state == "error"
+        and bool(parts)
+        and isinstance(parts[-1], ErrorResponsePart)
+        and parts[-1].resumable is True
+    )
 
 
 def _holds_turn(chat: ChatState, turn_id: str) -> bool:

@@ -15,7 +15,9 @@ family at once, while each subclass says exactly what went wrong:
 * :class:`UnknownChannelError` — no state is mirrored for that channel
   (also a :class:`KeyError`);
 * :class:`PendingOverflowError` — too many optimistic actions are waiting
-  for their echo.
+  for their echo;
+* :class:`ActionRejectedError` — the server echoed a dispatched action with a
+  ``rejectionReason`` (raised by the helpers that wait for the echo).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = [
+    "ActionRejectedError",
     "ClientError",
     "ClientTimeoutError",
     "ConnectionClosedError",
@@ -102,3 +105,17 @@ class TurnFailedError(ClientError):
         self.turn_id = turn_id
         self.state = state
         self.message = message
+
+
+class ActionRejectedError(ClientError):
+    """The server refused a dispatched action: its echo carries ``rejectionReason``.
+
+    ``action_type`` is the action's ``type`` (e.g. ``chat/turnResume``),
+    ``channel`` where it was dispatched, ``reason`` the server's text.
+    """
+
+    def __init__(self, action_type: str, channel: str, reason: str) -> None:
+        super().__init__(f"{action_type} refused on {channel}: {reason}")
+        self.action_type = action_type
+        self.channel = channel
+        self.reason = reason

@@ -133,5 +133,5 @@ async def test_chat_reports_a_failed_turns_error(
 
 async def test_chat_with_an_unknown_agent_says_so(agent_daemon: str) -> None:
     code, _, err = await run_chat(agent_daemon, "--agent", "nobody", "hello")
-    assert code == 1
-    assert "nobody" in err
+    assert code == 2  # the host refused: exit status 2, its words
+    assert "ahp-server chat: unknown provider 'nobody'" in err
