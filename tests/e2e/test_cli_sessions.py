@@ -7,7 +7,7 @@ a real WebSocket; the bundled client sets the scene. The scripted ACP agent
 (``tests/agents/scripted_agent.py``, a configured ``[[agents]]`` entry)
 changes a file and leaves a command running in the background; the echo
 agent's ``/flaky`` fails resumably once, ``/error`` for good.
-README.md "The command line".
+README.md "Talk to it" documents the commands.
 """
 
 from __future__ import annotations
