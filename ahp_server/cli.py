@@ -464,7 +464,8 @@ async def chat(
                 await client.wait_turn(chat_uri, turn_id, timeout=TURN_TIMEOUT)
         except TurnFailedError as failed:
             sys.stdout.write("\n")
-            await _mark_read(client, chat_uri)
+            with contextlib.suppress(ClientError):  # the turn's failure is what to report
+                await _mark_read(client, chat_uri)
             turns = client.confirmed(chat_uri, ChatState).turns
             if turns and is_resumable(turns[-1]):
                 failed.add_note(f"resume it: ahp-server chat --chat {chat_uri} --continue")
