@@ -19,21 +19,29 @@ import contextlib
 import json
 import os
 import shutil
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
 import pytest
+from msgspec import UNSET, UnsetType
 
 from ahp_server.client import AhpClient
 from ahp_server.protocol.types import (
     ActiveTurn,
+    BackgroundShellWork,
+    ChangesetFile,
+    ChangesetState,
+    ChangesSummary,
     ChatState,
     MarkdownResponsePart,
     SessionState,
     ToolCallPendingConfirmationState,
     ToolCallResponsePart,
 )
+from tests.agents.test_acp import SCRIPT
 from tests.e2e.helpers import Daemon
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -475,3 +483,141 @@ async def test_a_continue_the_host_refuses_is_a_notice(host: Host) -> None:
     # The host holds those errors not resumable: the turns are still the failed ones.
     state = await host_chat(host, result["chat"])
     assert [t.state for t in state.turns] == ["error", "error"]
+
+
+@pytest.fixture
+async def scripted_host(tmp_path: Path) -> AsyncIterator[Host]:
+    """A host whose agents include the scripted ACP agent (tests/agents/scripted_agent.py)."""
+    config = tmp_path / "host.toml"
+    config.write_text(
+        "[[agents]]\n"
+        'name = "scripted"\n'
+        'display_name = "Scripted"\n'
+        f"command = {json.dumps(sys.executable)}\n"
+        f"args = [{json.dumps(SCRIPT)}]\n",
+        encoding="utf-8",
+    )
+    running = Host(tmp_path / "data", "--config", str(config))
+    await running.start()
+    try:
+        yield running
+    finally:
+        await running.close()
+
+
+def write(path: Path, text: str) -> None:
+    path.write_text(text, encoding="utf-8")
+
+
+def diff_stats(file: ChangesetFile) -> tuple[int, int]:
+    diff = file.edit.diff
+    if isinstance(diff, UnsetType):
+        return 0, 0
+    added = 0 if isinstance(diff.added, UnsetType) else int(diff.added)
+    removed = 0 if isinstance(diff.removed, UnsetType) else int(diff.removed)
+    return added, removed
+
+
+async def test_a_chat_shows_its_changes(scripted_host: Host, tmp_path: Path) -> None:
+    async def answer(request: dict[str, Any]) -> dict[str, Any]:
+        assert request["do"] == "file"
+        write(Path(request["path"]), request["text"])
+        return {"ok": True}
+
+    result = await run_scenario("changes", page_url(scripted_host), answer)
+    chat, session = result["chat"], result["session"]
+    async with AhpClient.connect(scripted_host.ws_url) as client:
+        await client.subscribe(chat)
+        changesets = client.confirmed(chat, ChatState).changesets
+        assert isinstance(changesets, tuple)
+        (uri,) = [c.uri_template for c in changesets if c.change_kind == "chat"]
+        state = await client.subscribe(uri)
+        assert isinstance(state, ChangesetState)
+        await client.subscribe(session)
+        (entry,) = [c for c in client.confirmed(session, SessionState).chats if c.resource == chat]
+    # The page subscribed to the chat's own changeset and listed its files as the host has them.
+    assert result["changeset"] == uri
+    host_rows = []
+    for file in state.files:
+        added, removed = diff_stats(file)
+        created = isinstance(file.edit.before, UnsetType)
+        host_rows.append(
+            {
+                "id": file.id,
+                "path": unquote(urlsplit(file.id).path),
+                "kind": "created" if created else "modified",
+                "added": added,
+                "removed": removed,
+            }
+        )
+    assert result["rows"] == host_rows
+    assert [Path(r["path"]).name for r in result["rows"]] == ["notes.txt", "fresh.txt"]
+    # The tab showed the counts of the chat's catalogue entry.
+    changes = entry.changes
+    assert isinstance(changes, ChangesSummary)
+    assert changes.files == 2
+    assert result["label"] == f"2 files +{changes.additions} \u2212{changes.deletions}"
+    added = sum(int(r["added"]) for r in host_rows)
+    removed = sum(int(r["removed"]) for r in host_rows)
+    assert (changes.additions, changes.deletions) == (added, removed)
+
+
+async def test_background_work_is_listed_until_its_command_exits(
+    scripted_host: Host, tmp_path: Path
+) -> None:
+    flag = tmp_path / "stop"
+    script = tmp_path / "wait.sh"
+    script.write_text(
+        f'echo "waiting for the flag"\nwhile [ ! -f "{flag}" ]; do sleep 0.05; done\necho done\n',
+        encoding="utf-8",
+    )
+
+    async def answer(request: dict[str, Any]) -> dict[str, Any]:
+        if request["do"] == "script":
+            return {"script": str(script)}
+        if request["do"] == "background":
+            state = await host_chat(scripted_host, request["chat"])
+            listed = state.background_work
+            work = [
+                {
+                    "id": w.id,
+                    "label": w.label,
+                    "startedAt": w.started_at,
+                    "terminal": str(w.terminal),
+                }
+                for w in (listed if isinstance(listed, tuple) else ())
+                if isinstance(w, BackgroundShellWork)
+            ]
+            return {"work": work}
+        assert request["do"] == "stop"
+        write(flag, "done")
+        return {"ok": True}
+
+    try:
+        result = await run_scenario("background", page_url(scripted_host), answer)
+    finally:
+        write(flag, "done")  # the command ends whatever happened
+    # While it ran, the page listed what the host listed; then the host took it off.
+    (work,) = result["host"]
+    (shown,) = result["listed"]
+    assert shown == {
+        "id": work["id"],
+        "kind": "shell",
+        "label": work["label"],
+        "startedAt": work["startedAt"],
+    }
+    assert result["terminal"] == work["terminal"]
+    state = await host_chat(scripted_host, result["chat"])
+    assert state.background_work in ((), UNSET)
+
+
+async def test_a_chat_moves_to_a_new_session(host: Host) -> None:
+    result = await run_scenario("move_new_session", page_url(host))
+    source = await host_session(host, result["source"])
+    target = await host_session(host, result["session"])
+    assert result["moved"] not in [c.resource for c in source.chats]
+    assert target.default_chat == result["moved"]
+    assert [c.resource for c in target.chats] == [result["moved"]]
+    assert target.provider == source.provider
+    state = await host_chat(host, result["moved"])
+    assert [t.message.text for t in state.turns] == ["before the move", "in a new session"]

@@ -630,6 +630,168 @@ export const scenarios = {
     return { chat: await chatOf(page), notice: (await notice.innerText()).trim() };
   },
 
+  /**
+   * 1.0, the scripted ACP agent: the agent changes a file that was there and
+   * creates another (`/write`); the chat's tab shows the counts of its
+   * catalogue entry, the Changes view lists both files of the chat's own
+   * changeset with the diff of the changed one, and closing the view
+   * unsubscribes from the changeset. A 0.7 tab shows none of it.
+   */
+  async changes({ newPage, url, ask }) {
+    const { page, sent } = await openRecorded(newPage, url);
+    await page.getByLabel('Agent').selectOption('scripted');
+    await newSession(page);
+    const dir = await workingDirectory(page);
+    const notes = `${dir}/notes.txt`;
+    const fresh = `${dir}/fresh.txt`;
+    await ask({ do: 'file', path: notes, text: 'alpha\nbeta\n' });
+    await send(page, `/write ${notes} alpha\nBETA\ngamma\n`);
+    await turnEnded(page, 'complete', 1);
+    assert.equal((await answerText(lastTurn(page))).trim(), 'written');
+    await send(page, `/write ${fresh} hello`);
+    await turnEnded(page, 'complete', 2);
+    const chat = await chatOf(page);
+    const counts = page.locator(`[role="tab"][data-chat="${chat}"] .tab-changes`);
+    await page.waitForFunction((c) => document.querySelector(`[role="tab"][data-chat="${c}"] .tab-changes`)?.textContent?.startsWith('2 files'), chat);
+    const label = (await counts.innerText()).trim();
+
+    const toggle = page.getByRole('button', { name: /^Changes/ });
+    assert.equal(await toggle.getAttribute('aria-expanded'), 'false');
+    await toggle.click();
+    const view = page.getByRole('region', { name: 'Changes' });
+    await view.waitFor();
+    await page.waitForFunction(() => document.querySelectorAll('.change-file').length === 2);
+    const changeset = await view.getAttribute('data-changeset');
+    const rows = await view.locator('.change-file').evaluateAll((items) =>
+      items.map((item) => ({
+        id: item.getAttribute('data-file'),
+        path: item.querySelector('.path').textContent,
+        kind: item.getAttribute('data-kind'),
+        added: Number(item.querySelector('.added').textContent.slice(1)),
+        removed: Number(item.querySelector('.removed').textContent.slice(1)),
+      })),
+    );
+    const notesRow = view.locator('.change-file', { hasText: 'notes.txt' });
+    await notesRow.locator('summary').click();
+    const diff = await notesRow.locator('.diff-line').evaluateAll((lines) =>
+      lines.map((line) => `${line.getAttribute('data-line')} ${line.textContent.slice(2).replace(/\n$/, '')}`),
+    );
+    assert.deepEqual(diff, ['same alpha', 'removed beta', 'added BETA', 'added gamma']);
+    const freshRow = view.locator('.change-file', { hasText: 'fresh.txt' });
+    assert.equal(await freshRow.getAttribute('data-kind'), 'created');
+    assert.match(await freshRow.locator('summary').innerText(), /created/i);
+
+    // Closed: the page unsubscribes from the changeset.
+    await toggle.click();
+    await view.waitFor({ state: 'detached' });
+    await waitUntil(() => sent.some((m) => m.method === 'unsubscribe' && m.params?.channel === changeset), 'the unsubscribe');
+    assert.ok(sent.some((m) => m.method === 'subscribe' && m.params?.channel === changeset), 'it had subscribed');
+
+    // A 0.7 tab on the same chat: no counts, no Changes view.
+    const legacy = await newPage();
+    legacy.setDefaultTimeout(TIMEOUT);
+    await offerOnly(legacy, ['0.7.0']);
+    await legacy.goto(page.url());
+    await connected(legacy);
+    await turnEnded(legacy, 'complete', 2);
+    assert.equal(await legacy.locator('.tab-changes, .chat-changes, .changes').count(), 0);
+    return { chat, session: await sessionOf(page), label, rows, changeset, notes, fresh };
+  },
+
+  /**
+   * 1.0, the scripted ACP agent: `/background` leaves a command running (it
+   * waits for a file the test writes). The chat lists it with its command and
+   * start; its output opens (the terminal, read-only); when the command
+   * exits the entry goes and its terminal is unsubscribed. A 0.7 tab shows
+   * none of it.
+   */
+  async background({ newPage, url, ask }) {
+    const { page, sent } = await openRecorded(newPage, url);
+    await page.getByLabel('Agent').selectOption('scripted');
+    await newSession(page);
+    const { script } = await ask({ do: 'script' });
+    await send(page, `/background sh ${script}`);
+    await turnEnded(page, 'complete', 1);
+    const item = page.locator('.background-item');
+    await item.waitFor();
+    const listed = await item.evaluateAll((items) =>
+      items.map((el) => ({
+        id: el.getAttribute('data-background'),
+        kind: el.getAttribute('data-kind'),
+        label: el.querySelector('.label').textContent,
+        startedAt: el.querySelector('time').getAttribute('datetime'),
+      })),
+    );
+    assert.equal(listed.length, 1);
+    assert.match(await item.innerText(), /started /);
+    const output = item.getByRole('button', { name: 'Show output' });
+    await output.click();
+    const tail = item.locator('.terminal-tail');
+    await page.waitForFunction(() => document.querySelector('.terminal-tail pre')?.textContent?.includes('waiting for the flag'));
+    const terminal = await tail.getAttribute('data-terminal');
+    const host = await ask({ do: 'background', chat: await chatOf(page) });
+
+    // A 0.7 tab on the same chat: no background work shown.
+    const legacy = await newPage();
+    legacy.setDefaultTimeout(TIMEOUT);
+    await offerOnly(legacy, ['0.7.0']);
+    await legacy.goto(page.url());
+    await connected(legacy);
+    await turnEnded(legacy, 'complete', 1);
+    assert.equal(await legacy.locator('.background-work').count(), 0);
+    await legacy.close();
+
+    await ask({ do: 'stop' });
+    await item.waitFor({ state: 'detached' });
+    assert.equal(await page.locator('.background-work').count(), 0);
+    await waitUntil(() => sent.some((m) => m.method === 'unsubscribe' && m.params?.channel === terminal), 'the terminal unsubscribed');
+    return { chat: await chatOf(page), listed, terminal, host: host.work };
+  },
+
+  /**
+   * 1.0: a chat moved to a new session (`moveChat` with `destination: {kind:
+   * "newSession"}`) from the move menu: the page follows it into the session
+   * the host made, where it is the default chat, and it answers there.
+   */
+  async move_new_session({ newPage, url }) {
+    const page = await openPage(newPage, url);
+    await newSession(page);
+    const source = await sessionOf(page);
+    const main = await chatOf(page);
+    await page.getByRole('button', { name: 'New chat' }).click();
+    await page.waitForFunction((m) => {
+      const chat = new URLSearchParams(window.location.hash.slice(1)).get('chat');
+      return chat && chat !== m && document.querySelector(`[role="tab"][aria-selected="true"][data-chat="${chat}"]`);
+    }, main);
+    const moved = await chatOf(page);
+    await send(page, 'before the move');
+    await turnEnded(page, 'complete', 1);
+    await page.getByLabel('Move to session').selectOption({ label: 'New session' });
+    await page.getByRole('button', { name: 'Move', exact: true }).click();
+    await page.waitForFunction(
+      ({ source, moved }) => {
+        const hash = new URLSearchParams(window.location.hash.slice(1));
+        const session = hash.get('session');
+        return (
+          session &&
+          session !== source &&
+          hash.get('chat') === moved &&
+          document.querySelector(`.session-item[data-session="${session}"][aria-current="page"]`) &&
+          document.querySelector(`[role="tab"][aria-selected="true"][data-chat="${moved}"]`)
+        );
+      },
+      { source, moved },
+    );
+    const session = await sessionOf(page);
+    // There it is the default chat: "Main", and not movable.
+    await page.getByRole('tab', { name: /Main/, selected: true }).waitFor();
+    assert.equal(await page.locator(`[role="tab"][data-chat="${moved}"]`).getAttribute('draggable'), 'false');
+    assert.equal(await turns(page).count(), 1, 'its turns came with it');
+    await send(page, 'in a new session');
+    await turnEnded(page, 'complete', 2);
+    return { source, main, moved, session };
+  },
+
   /** A host with a token: the page asks for it, or takes it from the fragment. */
   async token({ newPage, url }) {
     const token = process.env.AHP_TEST_TOKEN;
@@ -661,6 +823,41 @@ export const scenarios = {
     return {};
   },
 };
+
+/** A page whose sent WebSocket messages are recorded (`sent`, parsed), opened and connected. */
+async function openRecorded(newPage, url) {
+  const page = await newPage();
+  page.setDefaultTimeout(TIMEOUT);
+  const sent = [];
+  page.on('websocket', (ws) =>
+    ws.on('framesent', ({ payload }) => {
+      try {
+        sent.push(JSON.parse(String(payload)));
+      } catch {
+        // not JSON: not ours to check
+      }
+    }),
+  );
+  await page.goto(url);
+  await connected(page);
+  return { page, sent };
+}
+
+/** Wait until `condition()` holds (checked every 50 ms, up to the scenario timeout). */
+async function waitUntil(condition, what) {
+  const deadline = Date.now() + TIMEOUT;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error(`never saw ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+/** The chat's primary working directory as a path (its `file:` URI is the line's title). */
+async function workingDirectory(page) {
+  const line = page.locator('.chat .directory');
+  await line.waitFor();
+  return decodeURIComponent(new URL(await line.getAttribute('title')).pathname).replace(/\/$/, '');
+}
 
 /** The protocol version the page shows it negotiated. */
 async function protocolOf(page) {

@@ -12,8 +12,10 @@
  * At 1.0 (and 0.9) the page also offers what 0.7 hosts do not have: archived
  * sessions and chats shown apart and restorable, unread markers, chats
  * reordered (drag, or Move left / right) and moved to another session
- * (`moveChat`), and Continue on a failed answer the host can resume. In 0.7
- * mode none of these controls is shown.
+ * (`moveChat`, also to a new session), Continue on a failed answer the host
+ * can resume, a chat's change counts and its Changes view (its own changeset),
+ * and its background work with each command's output. In 0.7 mode none of
+ * these is shown.
  */
 import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
 import { Fragment, type ComponentChildren } from 'preact';
@@ -21,6 +23,16 @@ import { markdownOf, renderMarkdown } from '../markdown';
 import type { Json } from '../protocol/reducers';
 import { SessionStatus } from '../protocol/reducers';
 import { getToken, setToken } from '../token';
+import {
+  backgroundWork,
+  changesLabel,
+  chatChangesetUri,
+  fileRows,
+  lastLines,
+  lineDiff,
+  terminalText,
+  type FileRow,
+} from './changes';
 import { dropAnchor, hasUnreadChat, isArchived, isUnread, resumableTurn, stepAnchor } from './chats';
 import type { Store } from './store';
 
@@ -366,6 +378,11 @@ function SessionView({ store }: { store: Store }) {
                 }}
               >
                 {chatLabel(chat, session.defaultChat)}
+                {modern && changesLabel(chat.changes) && (
+                  <span class="tab-changes" data-changes={changesLabel(chat.changes)}>
+                    {changesLabel(chat.changes)}
+                  </span>
+                )}
                 {(chat.status & 0b11111) !== SessionStatus.Idle && (
                   <span class="dot" aria-label={activityOf(chat.status)} />
                 )}
@@ -426,6 +443,9 @@ function SessionView({ store }: { store: Store }) {
  * default chat is never movable and is archived with its session (Archive
  * session); archived some other way, it is restored here like any chat.
  */
+/** The move menu's value for "New session" (`moveChat` with `destination: {kind: "newSession"}`). */
+const NEW_SESSION = 'new-session';
+
 function ChatActions({ store, order }: { store: Store; order: string[] }) {
   const [target, setTarget] = useState('');
   const session = store.sessionState;
@@ -440,7 +460,10 @@ function ChatActions({ store, order }: { store: Store; order: string[] }) {
   const destinations = [...store.client.sessions.values()].filter(
     (s) => s.resource !== store.session && s.provider === session.provider && !isArchived(s.status),
   );
-  const chosen = destinations.some((s) => s.resource === target) ? target : destinations[0]?.resource ?? '';
+  const chosen =
+    target === NEW_SESSION || destinations.some((s) => s.resource === target)
+      ? target
+      : destinations[0]?.resource ?? NEW_SESSION;
   const step = (direction: -1 | 1) => (order.includes(uri) ? stepAnchor(order, uri, direction) : undefined);
   const move = (destination: string, anchor: { after?: string } | undefined) => {
     if (anchor) void store.moveChat(uri, destination, anchor).catch(() => undefined);
@@ -463,12 +486,13 @@ function ChatActions({ store, order }: { store: Store; order: string[] }) {
           </button>
         </>
       )}
-      {movable && destinations.length > 0 && (
+      {movable && (
         <form
           class="move-to"
           onSubmit={(event) => {
             event.preventDefault();
-            if (chosen) move(chosen, {});
+            if (chosen === NEW_SESSION) void store.moveChatToNewSession(uri).catch(() => undefined);
+            else if (chosen) move(chosen, {});
           }}
         >
           <label for="move-target">Move to session</label>
@@ -478,6 +502,7 @@ function ChatActions({ store, order }: { store: Store; order: string[] }) {
                 {s.title || 'Untitled'}
               </option>
             ))}
+            <option value={NEW_SESSION}>New session</option>
           </select>
           <button type="submit" disabled={!ready || !chosen}>
             Move
@@ -509,6 +534,8 @@ function ChatView({ store, order }: { store: Store; order: string[] }) {
   return (
     <section class="chat" aria-label={chat.title || 'Chat'}>
       <ChatActions store={store} order={order} />
+      <ChatChanges store={store} />
+      <BackgroundWork store={store} chat={chat} />
       {directory && (
         <p class="directory muted" title={directory}>
           In {directoryLabel(directory)}
@@ -540,6 +567,149 @@ function ChatView({ store, order }: { store: Store; order: string[] }) {
       <Pending store={store} chat={chat} />
       <Composer store={store} chat={chat} key={store.chat} />
     </section>
+  );
+}
+
+/**
+ * 1.0: the chat's change counts (its catalogue entry's `changes`) and the
+ * Changes view: the files of its own changeset (the `chat` entry of its
+ * `changesets`), subscribed while the view is open.
+ */
+function ChatChanges({ store }: { store: Store }) {
+  const chat = store.chatState;
+  const uri = chatChangesetUri(chat);
+  if (!store.modern || !uri || !store.chat) return null;
+  const entry = (store.sessionState?.chats ?? []).find((c: Json) => c.resource === store.chat);
+  const label = changesLabel(entry?.changes);
+  const open = store.changesOf === store.chat;
+  return (
+    <div class="chat-changes">
+      <button
+        type="button"
+        class="changes-toggle"
+        aria-expanded={open}
+        aria-controls="changes-view"
+        onClick={() => store.toggleChanges()}
+      >
+        Changes{label ? ` · ${label}` : ''}
+      </button>
+      {open && <ChangesView store={store} uri={uri} />}
+    </div>
+  );
+}
+
+function ChangesView({ store, uri }: { store: Store; uri: string }) {
+  const state = store.client.view(uri);
+  if (!state) {
+    return (
+      <p id="changes-view" class="loading">
+        Opening the changes…
+      </p>
+    );
+  }
+  const rows = fileRows(state);
+  return (
+    <section id="changes-view" class="changes" aria-label="Changes" data-changeset={uri} data-status={state.status}>
+      {state.status === 'error' && <p class="error">{state.error?.message ?? 'The changes could not be listed in full.'}</p>}
+      {rows.length === 0 ? (
+        <p class="muted">No changed files.</p>
+      ) : (
+        <ul class="change-files">
+          {rows.map((row) => (
+            <li key={row.id} class="change-file" data-file={row.id} data-kind={row.kind}>
+              <details>
+                <summary>
+                  <span class="path">{row.path}</span>
+                  {row.kind !== 'modified' && <span class={`file-kind ${row.kind}`}>{row.kind}</span>}
+                  <span class="added">+{row.added}</span>
+                  <span class="removed">{'\u2212'}{row.removed}</span>
+                </summary>
+                <FileDiff row={row} />
+              </details>
+            </li>
+          ))}
+        </ul>
+      )}
+    </section>
+  );
+}
+
+/** A file's before and after as a line diff (text only: nothing in it is rendered as markup). */
+function FileDiff({ row }: { row: FileRow }) {
+  if (row.omitted || (row.kind !== 'created' && row.before === undefined) || (row.kind !== 'deleted' && row.after === undefined)) {
+    return <p class="muted">The content is not shown (too large, or not text).</p>;
+  }
+  const lines = lineDiff(row.before, row.after);
+  if (!lines) return <p class="muted">Too long to compare here.</p>;
+  const sign = { same: ' ', added: '+', removed: '-' } as const;
+  return (
+    <pre class="diff" aria-label={`Changes to ${row.path}`}>
+      {lines.map((line, index) => (
+        <span key={index} class={`diff-line ${line.kind}`} data-line={line.kind}>
+          {sign[line.kind]} {line.text}
+          {'\n'}
+        </span>
+      ))}
+    </pre>
+  );
+}
+
+function startedLabel(startedAt: unknown): string {
+  const time = typeof startedAt === 'string' ? new Date(startedAt) : undefined;
+  return time && !Number.isNaN(time.getTime()) ? time.toLocaleTimeString() : String(startedAt ?? '');
+}
+
+/**
+ * 1.0: the chat's background work (`ChatState.backgroundWork`): each entry's
+ * label, command and start, and for a shell with a terminal, its output on
+ * demand (the terminal subscribed read-only while shown: its last lines).
+ * An entry goes when the host removes it.
+ */
+function BackgroundWork({ store, chat }: { store: Store; chat: Json }) {
+  const work = backgroundWork(chat);
+  if (!store.modern || work.length === 0) return null;
+  return (
+    <section class="background-work" aria-label="Background work">
+      <h3>Running in the background</h3>
+      <ul>
+        {work.map((entry) => {
+          const terminal: string | undefined = typeof entry.terminal === 'string' ? entry.terminal : undefined;
+          const open = terminal !== undefined && store.openTerminals.has(terminal);
+          return (
+            <li key={entry.id} class="background-item" data-background={entry.id} data-kind={entry.kind}>
+              <div class="background-head">
+                <span class="label">{entry.label}</span>
+                {entry.kind === 'shell' && entry.command && entry.command !== entry.label && (
+                  <code class="command">{entry.command}</code>
+                )}
+                <time class="muted" dateTime={entry.startedAt}>
+                  started {startedLabel(entry.startedAt)}
+                </time>
+                {terminal && (
+                  <button type="button" class="link" aria-expanded={open} onClick={() => store.toggleTerminal(terminal)}>
+                    {open ? 'Hide output' : 'Show output'}
+                  </button>
+                )}
+              </div>
+              {open && terminal && <TerminalTail store={store} uri={terminal} />}
+            </li>
+          );
+        })}
+      </ul>
+    </section>
+  );
+}
+
+function TerminalTail({ store, uri }: { store: Store; uri: string }) {
+  const state = store.client.view(uri);
+  if (!state) return <p class="loading">Opening the output…</p>;
+  const text = lastLines(terminalText(state), 20);
+  const exited = state.lifecycle?.status === 'exited';
+  return (
+    <div class="terminal-tail" data-terminal={uri}>
+      <pre aria-label="Output">{text || ' '}</pre>
+      {exited && <p class="muted">Exited{state.lifecycle.exitCode !== undefined ? ` with code ${state.lifecycle.exitCode}` : ''}.</p>}
+    </div>
   );
 }
 

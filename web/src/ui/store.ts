@@ -11,6 +11,7 @@ import { AhpClient, ConnectionLost, RemoteError, ROOT, SEMANTICS } from '../prot
 import type { PendingAction } from '../protocol/reconcile';
 import type { Json } from '../protocol/reducers';
 import { socketUrl } from '../token';
+import { backgroundTerminals, chatChangesetUri } from './changes';
 import { isRead, type Anchor } from './chats';
 
 export interface Notice {
@@ -35,6 +36,12 @@ export class Store {
   private readonly listeners = new Set<() => void>();
   private scheduled = false;
   private noticeId = 0;
+  /** The chat whose Changes view is open (1.0): its changeset is subscribed while it is. */
+  changesOf: string | undefined;
+  /** Background terminals whose output is open (1.0): subscribed, read-only, while they are. */
+  readonly openTerminals = new Set<string>();
+  /** Changeset and terminal channels the host refused: not asked again until reopened. */
+  private readonly refused = new Set<string>();
   /** Completed turns a chat subscription asks for (`subscribe.view.turns`); older ones page in. */
   readonly turnsWindow: number;
 
@@ -140,8 +147,12 @@ export class Store {
       }
     }
     if (this.chat && !client.state.subscriptions.includes(this.chat)) this.follow(this.chat);
+    const extra = this.extraChannels();
+    for (const uri of extra) {
+      if (!client.state.subscriptions.includes(uri) && !this.refused.has(uri)) this.follow(uri);
+    }
     for (const uri of client.state.subscriptions) {
-      if (uri !== ROOT && uri !== this.session && uri !== this.chat) {
+      if (uri !== ROOT && uri !== this.session && uri !== this.chat && !extra.includes(uri)) {
         client.unsubscribe(uri);
         this.readMarked.delete(uri);
       }
@@ -149,6 +160,22 @@ export class Store {
     this.writeLocation();
     this.answerClientTools();
     this.markRead();
+  }
+
+  /**
+   * The read-only channels the chat on screen shows at 1.0: its own changeset
+   * while its Changes view is open, and the terminals of its background work
+   * whose output is open. Each is unsubscribed once it is not shown (closed,
+   * the entry gone, another chat on screen).
+   */
+  private extraChannels(): string[] {
+    const chat = this.chatState;
+    if (!this.modern || !chat || !this.chat) return [];
+    const extra: string[] = [];
+    const changeset = this.changesOf === this.chat ? chatChangesetUri(chat) : undefined;
+    if (changeset) extra.push(changeset);
+    for (const terminal of backgroundTerminals(chat)) if (this.openTerminals.has(terminal)) extra.push(terminal);
+    return extra;
   }
 
   /**
@@ -179,7 +206,10 @@ export class Store {
     this.client
       .subscribe(uri, view)
       .catch((error) => {
-        if (error instanceof RemoteError) {
+        if (error instanceof RemoteError && !uri.startsWith('ahp-chat:') && !uri.startsWith('ahp-session:')) {
+          this.refused.add(uri); // not asked again until the view is reopened
+          this.notify(`Cannot open ${uri}: ${error.message}`, 'error');
+        } else if (error instanceof RemoteError) {
           this.notify(`Cannot open ${uri}: ${error.message}`, 'error');
           if (uri === this.session) this.session = this.chat = undefined;
           if (uri === this.chat) this.chat = undefined;
@@ -272,6 +302,35 @@ export class Store {
       this.chat = chat;
       this.changed();
     }
+  }
+
+  /**
+   * `moveChat` to a new session (`destination: {kind: "newSession"}`): the
+   * host makes one of the same agent, with the chat as its default chat, and
+   * names it in the result; the page follows the chat there.
+   */
+  async moveChatToNewSession(chat: string): Promise<void> {
+    const result = await this.call('moveChat', { channel: chat, destination: { kind: 'newSession' } }, 'Could not move the chat');
+    if (typeof result?.session === 'string') {
+      this.session = result.session;
+      this.chat = chat;
+      this.changed();
+    }
+  }
+
+  /** Open or close the Changes view of the chat on screen (its changeset subscribed while open). */
+  toggleChanges(): void {
+    this.changesOf = this.changesOf === this.chat ? undefined : this.chat;
+    this.refused.clear();
+    this.changed();
+  }
+
+  /** Show or hide a background command's output (its terminal subscribed, read-only, while shown). */
+  toggleTerminal(uri: string): void {
+    if (this.openTerminals.has(uri)) this.openTerminals.delete(uri);
+    else this.openTerminals.add(uri);
+    this.refused.delete(uri);
+    this.changed();
   }
 
   /** Continue the latest turn from its resumable error (`chat/turnResume`, write-ahead). */
