@@ -910,18 +910,7 @@ class AhpClient:
         turn's last response part, :func:`turn_error`) or is cancelled.
         """
         turn_id = await self.send_message(chat, text, timeout=timeout)
-
-        def finished(client: AhpClient) -> bool:
-            return any(t.id == turn_id for t in client.confirmed(chat, ChatState).turns)
-
-        await self.wait_for(finished, timeout=timeout)
-        turn = next(t for t in self.confirmed(chat, ChatState).turns if t.id == turn_id)
-        if turn.state != "complete":
-            error = turn_error(turn)
-            message = turn.state if error is None else error.message
-            raise TurnFailedError(turn_id, turn.state, message)
-        parts = turn.response_parts
-        return "".join(p.content for p in parts if isinstance(p, MarkdownResponsePart))
+        return await self.wait_turn(chat, turn_id, timeout=timeout)
 
     async def dispatch_and_wait(
         self, channel: str, action: StateAction | Mapping[str, Any], *, timeout: float | None = None

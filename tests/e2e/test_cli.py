@@ -63,15 +63,15 @@ async def test_sigterm_during_a_streamed_turn_closes_1001_and_exits_0(
 SCRIPTED = Path(__file__).resolve().parents[1] / "agents" / "scripted_agent.py"
 
 
-async def run_chat(url: str, *args: str, stdin: str = "") -> tuple[int, str, str]:
+async def run_cli(url: str, *args: str, stdin: str = "") -> tuple[int, str, str]:
+    """``python -m ahp_server ARGS --url URL``: exit status, stdout, stderr."""
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
         "ahp_server",
-        "chat",
+        *args,
         "--url",
         url,
-        *args,
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
@@ -80,6 +80,11 @@ async def run_chat(url: str, *args: str, stdin: str = "") -> tuple[int, str, str
         out, err = await process.communicate(stdin.encode())
     assert process.returncode is not None
     return process.returncode, out.decode(), err.decode()
+
+
+async def run_chat(url: str, *args: str, stdin: str = "") -> tuple[int, str, str]:
+    """``ahp-server chat ARGS --url URL``."""
+    return await run_cli(url, "chat", *args, stdin=stdin)
 
 
 @pytest.fixture

@@ -12,10 +12,8 @@ README.md "Talk to it" documents the commands.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
-import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -34,27 +32,9 @@ from tests.conftest import RunningHost, start_host
 from tests.e2e.helpers import TIMEOUT, default_chat_of, host_state, session_of
 from tests.e2e.test_background_work import background
 from tests.e2e.test_changesets import Bench, open_bench, turn_of
+from tests.e2e.test_cli import run_cli
 
 READ, ARCHIVED = int(SessionStatus.IsRead), int(SessionStatus.IsArchived)
-
-
-async def run_cli(url: str, *args: str, stdin: str = "") -> tuple[int, str, str]:
-    """``python -m ahp_server ARGS --url URL``: exit status, stdout, stderr."""
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "ahp_server",
-        *args,
-        "--url",
-        url,
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    async with asyncio.timeout(60):
-        out, err = await process.communicate(stdin.encode())
-    assert process.returncode is not None
-    return process.returncode, out.decode(), err.decode()
 
 
 async def listing(url: str, *extra: str) -> dict[str, Any]:

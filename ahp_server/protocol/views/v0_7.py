@@ -937,16 +937,21 @@ def _action(value: Json) -> Json:
     return value if transform is None else transform(value)
 
 
-def _envelope(value: Json) -> Json:
-    if not isinstance(value, dict) or "action" not in value:
-        return value
-    old = value["action"]
-    new = _action(old)
-    if new is old:
+def _with_action(value: dict[str, Any], new: Json) -> Json:
+    """``value`` (an envelope or ``dispatchAction`` params) with its action ``new``:
+    itself when unchanged, :data:`_DROP` when the action is dropped."""
+    if new is value.get("action"):
         return value
     if new is _DROP:
         return _DROP
     return {**value, "action": new}
+
+
+def _envelope(value: Json) -> Json:
+    """An envelope (or ``dispatchAction`` params) with its action projected to 0.7."""
+    if not isinstance(value, dict) or "action" not in value:
+        return value
+    return _with_action(value, _action(value["action"]))
 
 
 def _summary_changed(value: Json) -> Json:
@@ -1345,13 +1350,7 @@ def _in_action(value: Json, context: _Context) -> Json:
 def _in_dispatch(value: Json, context: _Context) -> Json:
     channel = value.get("channel")
     inner = _Context(channel if isinstance(channel, str) else None, context._chat_of)
-    old = value.get("action")
-    new = _in_action(old, inner)
-    if new is old:
-        return value
-    if new is _DROP:
-        return _DROP
-    return {**value, "action": new}
+    return _with_action(value, _in_action(value.get("action"), inner))
 
 
 #: 0.7 command → its 1.0 params (every other command's params are identical).
@@ -1615,21 +1614,11 @@ def lift_result(method: str, result: Json, *, chat_of: ChatOf | None = None) -> 
     return transform(result, _Context(None, chat_of))
 
 
-def _client_dispatch(value: Json) -> Json:
-    old = value.get("action")
-    new = _action(old)
-    if new is old:
-        return value
-    if new is _DROP:
-        return _DROP
-    return {**value, "action": new}
-
-
 #: 1.0 client command → the 0.7 params (every other command's params are identical).
 CLIENT_PARAMS: Final[Mapping[str, Transform]] = {
     "createSession": _object({"activeClient": _active_client}),
     "createTerminal": _object({"claim": _terminal_claim}),
-    "dispatchAction": _client_dispatch,
+    "dispatchAction": _envelope,
 }
 
 
