@@ -161,6 +161,7 @@ class ClusterNode:
             primary_timeout=3 * heartbeat,
             max_frames=settings.outbox_max_frames,
             max_bytes=settings.outbox_max_bytes,
+            budget=self.app.host.outbox_budget,
             signer=self._signer,
         )
         await self.edge.start()

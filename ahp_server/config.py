@@ -145,6 +145,10 @@ class Settings:
     #: is disconnected (close 1013; it reconnects and replays).
     outbox_max_frames: int = 20_000
     outbox_max_bytes: int = 32 * 1024 * 1024
+    #: Bytes queued for all clients together (outboxes and batches being
+    #: written); over it the slowest connections are closed with 1013 until the
+    #: total fits (docs/reliability.md "Memory").
+    outbox_total_bytes: int = 256 * 1024 * 1024
 
     #: Per-channel actor inbox; producers wait when it is full.
     actor_inbox: int = 1_024
@@ -328,6 +332,7 @@ _KEYS: dict[str, tuple[str, str]] = {
     "limits.dispatch_burst": ("dispatch_burst", "posint"),
     "limits.outbox_max_frames": ("outbox_max_frames", "posint"),
     "limits.outbox_max_bytes": ("outbox_max_bytes", "posint"),
+    "limits.outbox_total_bytes": ("outbox_total_bytes", "posint"),
     "limits.actor_inbox": ("actor_inbox", "posint"),
     "limits.actor_in_flight": ("actor_in_flight", "posint"),
     "limits.replay_max_envelopes": ("replay_max_envelopes", "posint"),

@@ -252,6 +252,9 @@ class _NullTransport:
     async def close(self, code: int, reason: str) -> None:
         return None
 
+    def abort(self) -> None:
+        return None
+
 
 async def _new_session(host: Host, connection: Connection, provider: str) -> tuple[str, str]:
     """``createSession`` through the host's command handler; (session, default chat) once ready."""

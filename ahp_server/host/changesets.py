@@ -80,6 +80,7 @@ from ahp_server.protocol.reducers import Clock, iso_timestamp
 from ahp_server.protocol.reducers.changeset import reduce_changeset
 from ahp_server.protocol.types import (
     ActionEnvelope,
+    ActiveTurn,
     Changeset,
     ChangesetCapabilities,
     ChangesetClearedAction,
@@ -537,7 +538,24 @@ class Changesets:
         parsed = parse_changeset(channel)
         if parsed is None or parsed[0] not in self.host.session_index:
             return None
-        return await self._actor(channel, parsed[0])
+        session, turn = parsed
+        if turn is not None and channel not in self.actors and not self._turn_known(channel, turn):
+            return None  # a made-up turn gets no actor (docs/workspace.md "Changesets")
+        return await self._actor(channel, session)
+
+    def _turn_known(self, uri: str, turn: str) -> bool:
+        """Whether ``turn`` is one the host knows: its changeset is stored, or a
+        loaded chat holds it (the chat a client read the turn id from is loaded)."""
+        if uri in self._stored:
+            return True
+        for chat in self.host.chats.values():
+            state = chat.state
+            active = state.active_turn
+            if (isinstance(active, ActiveTurn) and active.id == turn) or any(
+                t.id == turn for t in state.turns
+            ):
+                return True
+        return False
 
     async def _actor(self, uri: str, session: str) -> ChangesetActor:
         actor = self.actors.get(uri)

@@ -62,12 +62,10 @@ from ahp_server.protocol.types import (
     DisposeSessionParams,
     FetchTurnsParams,
     ForkChatSource,
+    Implementation,
     InitializeParams,
-    InitializeResult,
     ListSessionsParams,
-    ListSessionsResult,
     ReconnectParams,
-    ReconnectSnapshotResult,
     SessionActiveClient,
     SessionChatAddedAction,
     SessionChatRemovedAction,
@@ -107,6 +105,8 @@ P = TypeVar("P")
 #: Turns per ``fetchTurns`` page.
 FETCH_PAGE = 50
 LIST_LIMIT = 1000
+#: The most bytes of summaries one ``listSessions`` page carries (the first always goes).
+LIST_PAGE_BYTES = 1024 * 1024
 
 
 class _RawDispatch(msgspec.Struct, kw_only=True):
@@ -122,6 +122,28 @@ class _ReplayResult(msgspec.Struct, kw_only=True, tag_field="type", tag="replay"
 
     actions: list[msgspec.Raw]
     missing: list[str]
+
+
+class _InitializeResult(msgspec.Struct, kw_only=True):
+    """``InitializeResult`` built from snapshots encoded one by one (``_snapshots``)."""
+
+    protocol_version: str = msgspec.field(name="protocolVersion")
+    server_seq: int = msgspec.field(name="serverSeq")
+    server_info: Implementation | UnsetType = msgspec.field(name="serverInfo", default=UNSET)
+    snapshots: list[msgspec.Raw]
+
+
+class _ListSessionsResult(msgspec.Struct, kw_only=True):
+    """``ListSessionsResult`` built from summaries encoded one by one (a page bounded in bytes)."""
+
+    items: list[msgspec.Raw]
+    next_cursor: str | UnsetType = msgspec.field(name="nextCursor", default=UNSET)
+
+
+class _SnapshotResult(msgspec.Struct, kw_only=True, tag_field="type", tag="snapshot"):
+    """``ReconnectSnapshotResult`` built from snapshots encoded one by one."""
+
+    snapshots: list[msgspec.Raw]
 
 
 _NULL = b"null"
@@ -325,15 +347,17 @@ class Commands:
                 close=True,
             )
         channels = (
-            ()
+            []
             if isinstance(params.initial_subscriptions, UnsetType)
-            else params.initial_subscriptions
+            else list(dict.fromkeys(params.initial_subscriptions))
         )
         actors = self._permitted(connection, await self._actors(channels))
+        # Built and bounded before anything changes: one over the limit leaves
+        # the connection as it was. From here on nothing awaits (gateway.py).
+        snapshots = self._snapshots(connection, [c for c in channels if c in actors], actors)
         self._handshake(connection, params.client_id, version)
-        snapshots = [
-            self._snapshot(connection, c, actors[c], None) for c in channels if c in actors
-        ]
+        for channel in actors:
+            self.host.hub.subscribe(connection, channel)
         log.info(
             "client initialized",
             conn=connection.id,
@@ -341,11 +365,11 @@ class Commands:
             version=version,
         )
         return codec.encode(
-            InitializeResult(
+            _InitializeResult(
                 protocol_version=version,
                 server_seq=self.host.hub.delivered_seq,
                 server_info=self.host.server_info,
-                snapshots=tuple(snapshots),
+                snapshots=snapshots,
             )
         )
 
@@ -359,11 +383,25 @@ class Commands:
                 code=AhpErrorCode.NotFound,
             )
         # Another user's channels are "no longer permitted": missing (§3.3).
-        actors = self._permitted(connection, await self._actors(params.subscriptions))
-        self._handshake(connection, params.client_id, version)
+        channels = list(dict.fromkeys(params.subscriptions))
+        actors = self._permitted(connection, await self._actors(channels))
         hub = self.host.hub
-        present = [c for c in params.subscriptions if c in actors]
-        missing = [c for c in params.subscriptions if c not in actors]
+        present = [c for c in channels if c in actors]
+        missing = [c for c in channels if c not in actors]
+        # The answer is built and bounded before anything changes (as for
+        # initialize): a replay past one outbox falls back to snapshots, and
+        # snapshots past it are refused with the connection left as it was.
+        last_seen = params.last_seen_server_seq
+        replayed = None
+        if 0 <= last_seen <= hub.delivered_seq:
+            replayed = hub.replay(
+                last_seen,
+                present,
+                viewer=connection,
+                max_bytes=self.host.settings.outbox_max_bytes,
+            )
+        snapshots = None if replayed is not None else self._snapshots(connection, present, actors)
+        self._handshake(connection, params.client_id, version)
         # §3.3: a session whose URI it no longer lists loses it as an active
         # client (and its client tools there fail), as after the grace period.
         # The session URI itself (guide "Active-Client Lifecycle": "the
@@ -377,22 +415,18 @@ class Commands:
             for s in self.host.sessions.values()
         ):
             self.host.spawn(self.host.release_client(params.client_id, keep=listed))
-        last_seen = params.last_seen_server_seq
-        replayed = None
-        if 0 <= last_seen <= hub.delivered_seq:
-            replayed = hub.replay(last_seen, present, viewer=connection)
-        if replayed is not None:
-            for channel in present:
-                hub.subscribe(connection, channel)
+        for channel in present:
+            hub.subscribe(connection, channel)
+        if snapshots is None:
+            assert replayed is not None
             self.host.counters.reconnect_replay += 1
             log.info("client resumed by replay", client_id=params.client_id, count=len(replayed))
             return codec.encode(
                 _ReplayResult(actions=[msgspec.Raw(e) for e in replayed], missing=missing)
             )
-        snapshots = [self._snapshot(connection, c, actors[c], None) for c in present]
         self.host.counters.reconnect_snapshot += 1
         log.info("client resumed by snapshot", client_id=params.client_id)
-        return codec.encode(ReconnectSnapshotResult(snapshots=tuple(snapshots)))
+        return codec.encode(_SnapshotResult(snapshots=snapshots))
 
     # -- subscriptions ------------------------------------------------------------------------
 
@@ -416,17 +450,36 @@ class Commands:
     def _snapshot(
         self, connection: Connection, channel: str, actor: Any, turns: int | None
     ) -> Snapshot:
-        """Take a channel's snapshot and subscribe the connection, in one step.
-
-        The snapshot is the state as of the last delivered envelope, so every
-        envelope after ``fromSeq`` reaches the connection after it.
-        """
-        hub = self.host.hub
+        """A channel's snapshot as ``connection`` may see it, as of the last delivered
+        envelope: subscribed in the same step (no ``await`` between), every envelope
+        after ``fromSeq`` reaches the connection after it."""
         state: Any = actor.snapshot_state(turns) if isinstance(actor, ChatActor) else actor.visible
         if channel == ROOT:
             state = self.host.root_view(connection, state)  # multi-user mode: its terminals
-        hub.subscribe(connection, channel)
-        return Snapshot(resource=channel, state=state, from_seq=hub.delivered_seq)
+        return Snapshot(resource=channel, state=state, from_seq=self.host.hub.delivered_seq)
+
+    def _snapshots(
+        self, connection: Connection, channels: list[str], actors: dict[str, Any]
+    ) -> list[msgspec.Raw]:
+        """``channels``' snapshots, encoded, for one answer (initialize, reconnect).
+
+        The answer is one frame in the client's outbox: snapshots past
+        ``limits.outbox_max_bytes`` in all are refused (-32602) as soon as the
+        total passes it, before the rest are built (docs/reliability.md "Memory").
+        """
+        limit = self.host.settings.outbox_max_bytes
+        out: list[msgspec.Raw] = []
+        size = 0
+        for channel in channels:
+            encoded = codec.encode(self._snapshot(connection, channel, actors[channel], None))
+            size += len(encoded)
+            if size > limit:
+                raise InvalidParams(
+                    f"the snapshots of these {len(channels)} channels are larger than "
+                    f"limits.outbox_max_bytes ({limit} bytes): subscribe to fewer at once"
+                )
+            out.append(msgspec.Raw(encoded))
+        return out
 
     async def subscribe(self, connection: Connection, params: SubscribeParams) -> bytes:
         turns: int | None = None
@@ -438,6 +491,10 @@ class Commands:
             and len(connection.subscriptions) >= limit
         ):
             raise InvalidParams(f"subscription limit reached ({limit} per connection)")
+        if self.host.session_of_channel(params.channel) in self.host.session_index:
+            # Another user's session: refused before anything is loaded or made
+            # for it, whether or not the channel exists (which it must not tell).
+            self.host.check_access(connection, params.channel)
         actor = await self.host.actor(params.channel)
         if actor is None:
             if params.channel.startswith(SESSION_SCHEME):
@@ -447,6 +504,7 @@ class Commands:
             raise ProtocolError(f"no channel {params.channel}", code=AhpErrorCode.NotFound)
         self.host.check_access(connection, params.channel)
         snapshot = self._snapshot(connection, params.channel, actor, turns)
+        self.host.hub.subscribe(connection, params.channel)
         return codec.encode(SubscribeResult(snapshot=snapshot))
 
     async def dispatch_action(
@@ -729,11 +787,20 @@ class Commands:
         if limit < 1:
             raise InvalidParams("limit must be at least 1")
         limit = min(limit, LIST_LIMIT)
-        page = summaries[start : start + limit]
-        more = start + limit < len(summaries)
+        # A page is bounded in bytes too (docs/protocol.md "Bounded answers"):
+        # the summaries that fit in LIST_PAGE_BYTES, at least one.
+        items: list[msgspec.Raw] = []
+        size = 0
+        for summary in summaries[start : start + limit]:
+            encoded = codec.encode(summary)
+            size += len(encoded)
+            if items and size > LIST_PAGE_BYTES:
+                break
+            items.append(msgspec.Raw(encoded))
+        end = start + len(items)
         return codec.encode(
-            ListSessionsResult(
-                items=tuple(page), next_cursor=f"offset:{start + limit}" if more else UNSET
+            _ListSessionsResult(
+                items=items, next_cursor=f"offset:{end}" if end < len(summaries) else UNSET
             )
         )
 

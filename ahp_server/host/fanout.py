@@ -14,6 +14,17 @@ Full-outbox policy (docs/architecture.md): a connection that falls more than
 consumer. Its outbox is dropped and it is closed with **1013 (Try Again
 Later)**; the client reconnects and gets a replay or snapshots. Other
 connections and the chat are unaffected.
+
+Host-wide budget (docs/reliability.md "Memory"): every connection's queued
+bytes — its outbox and the batch its writer is handing to the socket — count
+against one :class:`OutboxBudget` (``limits.outbox_total_bytes``). When a
+frame takes the total past it, the **slowest** connections go first: the one
+furthest behind (the most bytes queued) is closed with 1013, then the next,
+until the total fits again. One whose writer is stuck on a
+socket the client does not read is aborted at once (its unread batch is freed
+with it; the client sees the TCP connection drop). Memory the host is about to
+fill for a connection (a ``resourceRead`` answer) is reserved first
+(:meth:`OutboxBudget.reserved`), under the same policy.
 """
 
 from __future__ import annotations
@@ -23,16 +34,19 @@ import contextlib
 import enum
 import itertools
 from collections import deque
+from collections.abc import AsyncIterator
 from typing import Protocol
 
 import structlog
 
 __all__ = [
     "CLOSE_GOING_AWAY",
+    "CLOSE_OVER_BUDGET_REASON",
     "CLOSE_POLICY",
     "CLOSE_SLOW_CONSUMER",
     "ConnState",
     "Connection",
+    "OutboxBudget",
     "Transport",
 ]
 
@@ -44,6 +58,9 @@ CLOSE_POLICY = 1008
 CLOSE_SLOW_CONSUMER = 1013
 #: RFC 6455 "service restart": reconnect (cluster mode: to the current primary).
 CLOSE_SERVICE_RESTART = 1012
+
+#: The close reason of a connection evicted to keep the host within its budget.
+CLOSE_OVER_BUDGET_REASON = "the host is short of memory: reconnect to resume"
 
 _ids = itertools.count(1)
 #: The writer sends at most this much per write (then waits for the socket).
@@ -66,6 +83,102 @@ class Transport(Protocol):
         """Close the connection with a WebSocket close code."""
         ...
 
+    def abort(self) -> None:
+        """Drop the connection now, and whatever it has not yet written."""
+        ...
+
+
+class OutboxBudget:
+    """The bytes queued for clients across every connection, held under one limit.
+
+    Not thread-safe: used from the event loop only. ``limit`` ``None``: counted,
+    never enforced (a connection made without a host, in tests).
+    """
+
+    def __init__(self, limit: int | None) -> None:
+        self.limit = limit
+        #: Bytes queued now (outboxes, batches being written, reservations).
+        self.used = 0
+        #: The most ``used`` has been (for the metrics).
+        self.peak = 0
+        #: Connections evicted to keep within ``limit``.
+        self.evictions = 0
+        #: Bytes of evicted connections' batches, freed when their writer stops.
+        self._freeing = 0
+        #: Reservations running, and those waiting for one of them to end.
+        self._reserving = 0
+        self._waiting: deque[asyncio.Future[None]] = deque()
+        #: Connections holding bytes now.
+        self._holders: set[Connection] = set()
+
+    def add(self, connection: Connection, size: int) -> None:
+        self.used += size
+        if self.used > self.peak:
+            self.peak = self.used
+        self._holders.add(connection)
+        if self.limit is not None and self.used > self.limit:
+            self._evict(spare=None)
+
+    def release(self, connection: Connection, size: int, *, evicted: bool = False) -> None:
+        self.used -= size
+        if evicted:
+            self._freeing -= size
+        if not connection.held_bytes:
+            self._holders.discard(connection)
+
+    @contextlib.asynccontextmanager
+    async def reserved(self, connection: Connection, size: int) -> AsyncIterator[None]:
+        """Count ``size`` bytes against the budget while the block builds them.
+
+        Slower connections are evicted to make room (``connection`` itself is
+        spared: it is the one asking). When that is not enough because other
+        reservations hold the room, the block waits for one of them to end; a
+        reservation alone never waits, so one larger than the budget still runs.
+        """
+        if self.limit is not None:
+            while self.used + size > self.limit:
+                self.used += size  # evict as if it were held already
+                try:
+                    self._evict(spare=connection)
+                finally:
+                    self.used -= size
+                if self.used + size <= self.limit or not self._reserving:
+                    break
+                freed = asyncio.get_running_loop().create_future()
+                self._waiting.append(freed)
+                await freed
+        self.used += size
+        self.peak = max(self.peak, self.used)
+        self._reserving += 1
+        try:
+            yield
+        finally:
+            self.used -= size
+            self._reserving -= 1
+            while self._waiting:
+                waiter = self._waiting.popleft()
+                if not waiter.done():
+                    waiter.set_result(None)
+
+    def _evict(self, spare: Connection | None) -> None:
+        """Close the slowest connections until the total fits (docs/reliability.md)."""
+        assert self.limit is not None
+        while self.used - self._freeing > self.limit:
+            candidates = [c for c in self._holders if c is not spare and c.held_bytes]
+            if not candidates:
+                return
+            slowest = max(candidates, key=lambda c: (c.held_bytes, -c.id))
+            log.warning(
+                "outbox budget spent: slowest connection evicted",
+                conn=slowest.id,
+                client_id=slowest.client_id,
+                held_bytes=slowest.held_bytes,
+                budget_used=self.used,
+            )
+            self.evictions += 1
+            self._freeing += slowest.evict()
+            self._holders.discard(slowest)
+
 
 class ConnState(enum.Enum):
     """Connection lifecycle (WIRE-SUMMARY §3): only ``ping``, ``initialize`` and
@@ -79,7 +192,14 @@ class ConnState(enum.Enum):
 class Connection:
     """One client connection: identity, subscriptions, and the bounded outbox."""
 
-    def __init__(self, transport: Transport, *, max_frames: int, max_bytes: int) -> None:
+    def __init__(
+        self,
+        transport: Transport,
+        *,
+        max_frames: int,
+        max_bytes: int,
+        budget: OutboxBudget | None = None,
+    ) -> None:
         self.id = next(_ids)
         self.transport = transport
         self.state = ConnState.NEW
@@ -100,6 +220,10 @@ class Connection:
         self._max_bytes = max_bytes
         self._outbox: deque[bytes] = deque()
         self._outbox_bytes = 0
+        #: Bytes of the batch the writer is handing to the transport now.
+        self._leaving = 0
+        self._budget = budget if budget is not None else OutboxBudget(None)
+        self._evicted = False
         self._wakeup = asyncio.Event()
         #: The writer waits on ``_wakeup`` with nothing queued: only then does a
         #: new frame need to wake it (a busy writer takes it on its next round).
@@ -120,6 +244,11 @@ class Connection:
     @property
     def queued_bytes(self) -> int:
         return self._outbox_bytes
+
+    @property
+    def held_bytes(self) -> int:
+        """Bytes queued for this client: its outbox and the batch being written."""
+        return self._outbox_bytes + self._leaving
 
     def take_dispatch_token(self, rate: float, burst: int, now: float) -> bool:
         """One ``dispatchAction`` from the per-connection token bucket (False: over the limit)."""
@@ -144,6 +273,9 @@ class Connection:
             return False
         self._outbox.append(frame)
         self._outbox_bytes += len(frame)
+        self._budget.add(self, len(frame))
+        if self._evicted:
+            return False  # the budget evicted this connection: the slowest
         if len(self._outbox) > self._max_frames or self._outbox_bytes > self._max_bytes:
             log.warning(
                 "slow consumer disconnected",
@@ -165,12 +297,31 @@ class Connection:
             return
         self.state = ConnState.CLOSING
         self.close_code = code
-        self._outbox.clear()
-        self._outbox_bytes = 0
+        self._drop_outbox()
         self._wakeup.set()
         self._closer = asyncio.get_running_loop().create_task(
             self._close(code, reason), name=f"close#{self.id}"
         )
+
+    def evict(self) -> int:
+        """Close to keep the host within its outbox budget (OutboxBudget._evict);
+        the bytes still held (a batch being written), freed when the writer stops.
+
+        A writer stuck handing a batch to a socket the client does not read
+        would hold that batch (and the transport's buffer) until the close
+        handshake timed out: that connection is aborted at once instead.
+        """
+        self._evicted = True
+        self.close(CLOSE_SLOW_CONSUMER, CLOSE_OVER_BUDGET_REASON)
+        if self._leaving:
+            self.transport.abort()
+        return self._leaving
+
+    def _drop_outbox(self) -> None:
+        self._outbox.clear()
+        dropped, self._outbox_bytes = self._outbox_bytes, 0
+        if dropped:
+            self._budget.release(self, dropped)
 
     async def flush_and_close(self, code: int, reason: str, grace: float) -> None:
         """Let the writer drain what is queued (for at most ``grace`` seconds), then close."""
@@ -214,7 +365,12 @@ class Connection:
                     batch.append(frame)
                     size += len(frame)
                 self._outbox_bytes -= size
-                await self.transport.send_texts(batch)
+                self._leaving = size
+                try:
+                    await self.transport.send_texts(batch)
+                finally:
+                    self._leaving = 0
+                    self._budget.release(self, size, evicted=self._evicted)
                 self.frames_sent += len(batch)
         except asyncio.CancelledError:
             raise
@@ -225,7 +381,7 @@ class Connection:
     async def stop(self) -> None:
         """Cancel the writer (after the transport is gone)."""
         self.state = ConnState.CLOSING
-        self._outbox.clear()
+        self._drop_outbox()
         for task in (self._writer, self._closer):
             if task is not None and not task.done():
                 task.cancel()

@@ -49,6 +49,7 @@ from ahp_server.host.fanout import (
     CLOSE_SERVICE_RESTART,
     CLOSE_SLOW_CONSUMER,
     Connection,
+    OutboxBudget,
     Transport,
 )
 from ahp_server.host.runtime import Counters
@@ -216,6 +217,9 @@ class Host:
         #: (docs/protocol.md "Client identity").
         self._known: dict[str | None, OrderedDict[str, None]] = {}
         self.connections: set[Connection] = set()
+        #: What every connection's outbox holds, under one host-wide limit
+        #: (host/fanout.py; docs/reliability.md "Memory").
+        self.outbox_budget = OutboxBudget(self.settings.outbox_total_bytes)
         #: client id -> its one live connection (a newer one takes over; docs/protocol.md).
         self.live_clients: dict[str, Connection] = {}
         #: client id -> the task releasing it when its grace period ends (§3.4).
@@ -364,6 +368,7 @@ class Host:
             transport,
             max_frames=self.settings.outbox_max_frames,
             max_bytes=self.settings.outbox_max_bytes,
+            budget=self.outbox_budget,
         )
         connection.start()
         self.connections.add(connection)

@@ -69,6 +69,25 @@ def render(host: Host) -> str:
         "Connections closed because their outbox overflowed (1013).",
         [("", host.counters.slow_consumers)],
     )
+    budget = host.outbox_budget
+    metric(
+        "ahp_outbox_bytes",
+        "gauge",
+        "Bytes queued for clients (every outbox, and batches being written): now and the peak.",
+        [('{stat="now"}', budget.used), ('{stat="peak"}', budget.peak)],
+    )
+    metric(
+        "ahp_outbox_budget_bytes",
+        "gauge",
+        "The host-wide outbox budget (limits.outbox_total_bytes).",
+        [("", budget.limit or 0)],
+    )
+    metric(
+        "ahp_outbox_evictions_total",
+        "counter",
+        "Connections closed (1013) to keep the outboxes within the budget, slowest first.",
+        [("", budget.evictions)],
+    )
     commits = getattr(store, "commits", 0)
     seconds = getattr(store, "commit_seconds", 0.0)
     metric("ahp_persist_commits_total", "counter", "Store transactions committed.", [("", commits)])

@@ -159,14 +159,18 @@ class ResourceCommands:
     async def read(self, connection: Connection, params: ResourceReadParams) -> bytes:
         files = self._files(connection)
         encoding = _value(params.encoding)
-        result = await self._run(
-            connection,
-            "resourceRead",
-            params.channel,
-            lambda: files.read(params.uri, encoding),
-        )
-        log.debug("resource read", conn=connection.id, uri=params.uri, chars=len(result.data))
-        return codec.encode(result)
+        # A read holds the file, its base64 text and the answer at once: counted
+        # against the host's outbox budget while it runs (docs/reliability.md "Memory").
+        held = 3 * self.host.settings.max_read_bytes
+        async with self.host.outbox_budget.reserved(connection, held):
+            result = await self._run(
+                connection,
+                "resourceRead",
+                params.channel,
+                lambda: files.read(params.uri, encoding),
+            )
+            log.debug("resource read", conn=connection.id, uri=params.uri, chars=len(result.data))
+            return codec.encode(result)
 
     async def write(self, connection: Connection, params: ResourceWriteParams) -> bytes:
         files = self._files(connection)

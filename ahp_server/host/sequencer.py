@@ -435,16 +435,22 @@ class Hub:
     # -- replay -------------------------------------------------------------------------------
 
     def replay(
-        self, last_seen: int, channels: Iterable[str], viewer: Connection | None = None
+        self,
+        last_seen: int,
+        channels: Iterable[str],
+        viewer: Connection | None = None,
+        max_bytes: int | None = None,
     ) -> list[bytes] | None:
         """Every envelope after ``last_seen`` on ``channels``, in ``serverSeq`` order.
 
-        ``None`` when any channel's buffer no longer reaches back that far (the
-        caller falls back to snapshots). Channels with no history since then
-        contribute nothing. ``viewer``: the connection it is for, seeing each
-        envelope through :attr:`views` as it would have live.
+        ``None`` when any channel's buffer no longer reaches back that far, or
+        when the envelopes come to more than ``max_bytes`` (the caller falls back
+        to snapshots). Channels with no history since then contribute nothing.
+        ``viewer``: the connection it is for, seeing each envelope through
+        :attr:`views` as it would have live.
         """
         entries: list[tuple[int, bytes]] = []
+        size = 0
         for channel in channels:
             buffer = self._replay.get(channel)
             if buffer is None:
@@ -454,9 +460,12 @@ class Hub:
             if not buffer.covers(last_seen):
                 return None
             view = None if viewer is None else self.views.get(channel)
-            if view is None or viewer is None:
-                entries.extend(buffer.since(last_seen))
-            else:
-                entries.extend([(seq, view(viewer, e)) for seq, e in buffer.since(last_seen)])
+            since = buffer.since(last_seen)
+            if view is not None and viewer is not None:
+                since = [(seq, view(viewer, e)) for seq, e in since]
+            size += sum(len(e) for _, e in since)
+            if max_bytes is not None and size > max_bytes:
+                return None
+            entries.extend(since)
         entries.sort(key=lambda entry: entry[0])
         return [envelope for _, envelope in entries]

@@ -28,6 +28,7 @@ from ahp_server.protocol.errors import (
     ParseError,
     ProtocolError,
 )
+from ahp_server.protocol.uris import MAX_URI_LENGTH, long_uri
 
 __all__ = [
     "MAX_DEPTH",
@@ -206,13 +207,17 @@ def decode_params(params: msgspec.Raw | UnsetType, type_: type[T]) -> T:
     """Decode a message's raw ``params`` into ``type_``, or raise :class:`InvalidParams`."""
     raw = b"{}" if isinstance(params, UnsetType) else memoryview(params)
     try:
-        return codec.decode(raw, type_)
+        decoded = codec.decode(raw, type_)
     except msgspec.ValidationError as exc:
         raise InvalidParams(f"invalid params: {exc}") from None
     except RecursionError:  # pragma: no cover - parse_message bounds the depth
         raise InvalidParams("invalid params: nested too deep") from None
     except msgspec.DecodeError as exc:  # pragma: no cover - raw params were already valid JSON
         raise ParseError(f"invalid JSON: {exc}") from None
+    field = long_uri(decoded)
+    if field is not None:
+        raise InvalidParams(f"invalid params: {field} is longer than {MAX_URI_LENGTH} characters")
+    return decoded
 
 
 def error_response(request_id: RequestId | None, exc: BaseException) -> JsonRpcErrorResponse:

@@ -50,13 +50,16 @@ __all__ = [
     "CHANGESET_SCHEME",
     "CHAT_SCHEME",
     "DEFAULT_CHAT_PREFIX",
+    "MAX_URI_LENGTH",
     "ROOT",
     "SESSION_SCHEME",
     "TERMINAL_SCHEME",
+    "URI_PARAMS",
     "WATCH_SCHEME",
     "ChannelRef",
     "chat_changeset",
     "default_chat",
+    "long_uri",
     "normal_form",
     "parse_changeset",
     "parse_channel",
@@ -72,6 +75,33 @@ __all__ = [
 ]
 
 ROOT = "ahp-root://"
+#: The longest URI a request may carry in any parameter (docs/protocol.md
+#: "Bounded answers"): a URI is stored, listed and sent to every client that
+#: sees it, so its length is what one request may make every answer carry.
+MAX_URI_LENGTH = 8192
+#: The request fields (at any depth, by their wire names) the 1.0 commands
+#: schema types as ``URI`` or a list of them (tests/protocol/test_uris.py
+#: reads the schema to keep this complete).
+URI_PARAMS = frozenset(
+    {
+        "after",
+        "automation",
+        "channel",
+        "chat",
+        "cwd",
+        "destination",
+        "initialSubscriptions",
+        "session",
+        "source",
+        "src",
+        "subscriptions",
+        "uri",
+        "workingDirectories",
+        "workingDirectory",
+    }
+)
+#: Fields that carry content, not request parameters: never walked.
+_CONTENT = frozenset({"_meta", "action", "initialMessage"})
 SESSION_SCHEME = "ahp-session:/"
 CHAT_SCHEME = "ahp-chat:/"
 CHANGESET_SCHEME = "ahp-changeset:/"
@@ -342,3 +372,24 @@ def parse_channel(uri: str) -> ChannelRef:
 def session_of(uri: str) -> str | None:
     """The session a session, annotations or changeset URI names (else ``None``)."""
     return parse_channel(uri).session
+
+
+def long_uri(params: object) -> str | None:
+    """The wire name of a field of ``params`` (a decoded request, nested structs
+    included) that holds a URI longer than :data:`MAX_URI_LENGTH`; ``None``: none."""
+    fields = getattr(type(params), "__struct_fields__", None)
+    if fields is None:
+        return None
+    names: tuple[str, ...] = type(params).__struct_encode_fields__  # type: ignore[attr-defined]
+    for field, name in zip(fields, names, strict=True):
+        if name in _CONTENT:
+            continue
+        value = getattr(params, field)
+        values = value if isinstance(value, (tuple, list)) else (value,)
+        for item in values:
+            if isinstance(item, str):
+                if name in URI_PARAMS and len(item) > MAX_URI_LENGTH:
+                    return name
+            elif (inner := long_uri(item)) is not None:
+                return f"{name}.{inner}"
+    return None

@@ -49,7 +49,7 @@ from nats.js.errors import NotFoundError
 from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed
 
-from ahp_server.host.fanout import Connection, Transport
+from ahp_server.host.fanout import CLOSE_SLOW_CONSUMER, Connection, OutboxBudget, Transport
 from ahp_server.transport.relay_format import (
     BUCKET,
     CLOSE_INVALID_DATA,
@@ -362,6 +362,11 @@ class BusTransport:
 
     async def close(self, code: int, reason: str) -> None:
         self._link.put("x", self._conn, b"%d %s" % (code, reason.encode()[:120]))
+
+    def abort(self) -> None:
+        # The edge holds the client's socket: it closes it (its own outbox, and
+        # the budget of the edge's node, bound what waits there).
+        self._link.put("x", self._conn, b"%d %s" % (CLOSE_SLOW_CONSUMER, b"aborted"))
 
 
 @dataclass(slots=True)
@@ -746,10 +751,13 @@ class EdgeRelay:
         primary_timeout: float,
         max_frames: int,
         max_bytes: int,
+        budget: OutboxBudget | None = None,
         on_primary: Callable[[str, int], None] | None = None,
         signer: Signer | None = None,
     ) -> None:
         self._nc = nc
+        #: The node's host-wide outbox budget: its relayed clients count in it.
+        self._budget = budget
         self._subjects = subjects
         self.node = node
         self._signer = signer
@@ -1028,7 +1036,9 @@ class EdgeRelay:
             await websocket.close(CLOSE_PRIMARY_GONE, "no primary: try again")
             return
         self._ids += 1
-        connection = Connection(transport, max_frames=self._max_frames, max_bytes=self._max_bytes)
+        connection = Connection(
+            transport, max_frames=self._max_frames, max_bytes=self._max_bytes, budget=self._budget
+        )
         connection.start()
         relayed = _Relayed(self._ids, primary[1], connection, Pieces(self._max_bytes))
         self._relayed[relayed.id] = relayed

@@ -74,6 +74,9 @@ __all__ = ["WebSocketTransport", "start_server"]
 
 log = structlog.get_logger(__name__)
 
+#: Incoming messages a connection may have read but not yet handled.
+READ_AHEAD_FRAMES = 4
+
 
 class WebSocketTransport:
     """Adapts a websockets connection to the host's :class:`Transport`."""
@@ -121,6 +124,9 @@ class WebSocketTransport:
 
     async def close(self, code: int, reason: str) -> None:
         await self._ws.close(code, reason)
+
+    def abort(self) -> None:
+        self._ws.transport.abort()
 
 
 def _text_header(length: int) -> bytes:
@@ -375,6 +381,9 @@ async def start_server(gateway: Gateway, *, edge: EdgeRelay | None = None) -> Se
         settings.host,
         settings.port,
         max_size=settings.max_message_bytes,
+        # Frames read ahead of the gateway, which takes one at a time: with
+        # max_size, what one connection holds unread (docs/reliability.md "Memory").
+        max_queue=READ_AHEAD_FRAMES,
         compression="deflate" if settings.compression else None,
         ping_interval=settings.ping_interval,
         ping_timeout=settings.ping_timeout,

@@ -44,6 +44,7 @@ ALICE = "alice-token-0123456789abcdef"
 BOB = "bob-token-0123456789abcdef"
 ROOT_TOKEN = "admin-token-0123456789abcdef"
 PERMISSION_DENIED = -32009
+NOT_FOUND = -32008
 INVALID_REQUEST = -32600
 INVALID_PARAMS = -32602
 ROOT = "ahp-root://"
@@ -580,7 +581,12 @@ async def test_a_changeset_uri_is_checked_as_the_session_it_serves(shared: Runni
         ):
             error = await refused(bob.subscribe(uri, timeout=TIMEOUT))
             assert error.code == PERMISSION_DENIED, uri
-            await alice.subscribe(uri, timeout=TIMEOUT)  # hers
+        await alice.subscribe(  # hers
+            "ahp-changeset:/alice%2Fsecret/changeset/session", timeout=TIMEOUT
+        )
+        # Issue 29: a turn nobody made has no changeset (no actor is made for it).
+        error = await refused(alice.subscribe("ahp-changeset:/alice%2Fsecret/turns/t1"))
+        assert error.code == NOT_FOUND
         # Bob's session's changesets are his: its id is one segment, encoded once more.
         await bob.subscribe("ahp-changeset:/alice%252Fsecret/changeset/session", timeout=TIMEOUT)
 

@@ -119,6 +119,9 @@ class Recorder:
     async def close(self, code: int, reason: str) -> None:
         self.closed = (code, reason)
 
+    def abort(self) -> None:
+        self.closed = (1006, "aborted")
+
 
 @dataclass
 class Figures:

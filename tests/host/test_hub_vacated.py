@@ -18,6 +18,9 @@ class NullTransport:
     async def close(self, code: int, reason: str) -> None:
         return None
 
+    def abort(self) -> None:
+        return None
+
 
 def connection() -> Connection:
     return Connection(NullTransport(), max_frames=10, max_bytes=1000)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+from typing import Any
 from urllib.parse import quote, unquote
 
 import pytest
@@ -12,6 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ahp_server.protocol.uris import (
+    URI_PARAMS,
     ChannelRef,
     default_chat,
     normal_form,
@@ -24,6 +26,7 @@ from ahp_server.protocol.uris import (
     turn_changeset,
 )
 from ahp_server.protocol.uris import unquote as uri_unquote
+from tests.wire_schema import SPEC_1_0
 
 TEXT = st.text(st.characters(codec="utf-8"), max_size=20)  # no lone surrogates
 
@@ -197,3 +200,51 @@ def test_normal_form(uri: str, normal: str) -> None:
 def test_a_stray_percent_is_not_a_uri(uri: str) -> None:
     with pytest.raises(ValueError, match="percent-encoded"):
         normal_form(uri)
+
+
+def _uri_fields(defs: dict[str, Any]) -> set[str]:
+    """Every property, at any depth below a command's params, that the 1.0 schema
+    types as ``URI`` or a list of them (content — actions, messages — aside)."""
+    found: set[str] = set()
+    seen: set[str] = set()
+
+    def is_uri(schema: dict[str, Any]) -> bool:
+        if schema.get("$ref", "").endswith("/URI"):
+            return True
+        if schema.get("type") == "array" and is_uri(schema.get("items", {})):
+            return True
+        return any(is_uri(s) for k in ("anyOf", "oneOf", "allOf") for s in schema.get(k, []))
+
+    def refs(schema: dict[str, Any]) -> list[str]:
+        out = [schema["$ref"].rsplit("/", 1)[-1]] if "$ref" in schema else []
+        for key in ("anyOf", "oneOf", "allOf"):
+            for inner in schema.get(key, []):
+                out += refs(inner)
+        return out + (refs(schema["items"]) if "items" in schema else [])
+
+    def visit(name: str) -> None:
+        if name in seen or name in ("StateAction", "Message", "URI"):
+            return
+        seen.add(name)
+        schema = defs.get(name, {})
+        for ref in refs(schema):
+            visit(ref)
+        for prop, inner in (schema.get("properties") or {}).items():
+            if prop != "_meta" and is_uri(inner):
+                found.add(prop)
+            for ref in refs(inner):
+                visit(ref)
+
+    for name in defs:
+        if name.endswith("Params"):
+            visit(name)
+    return found
+
+
+def test_every_uri_the_schema_names_is_bounded() -> None:
+    """Issue 29: ``URI_PARAMS`` names every URI field of every request the 1.0
+    commands schema has, nested ones included, so ``decode_params`` bounds them all."""
+    schema = json.loads((SPEC_1_0 / "schema" / "commands.schema.json").read_text())
+    fields = _uri_fields(schema["$defs"])
+    assert {"channel", "uri", "workingDirectories", "session", "chat"} <= fields
+    assert fields <= URI_PARAMS, sorted(fields - URI_PARAMS)

@@ -1,0 +1,130 @@
+"""The outbox budget (host/fanout.py): one limit over every connection's queued
+bytes, the slowest (furthest behind) going first; reservations for answers
+being built. In memory, with transports that stop taking bytes when told to."""
+
+from __future__ import annotations
+
+import asyncio
+
+from ahp_server.host.fanout import (
+    CLOSE_OVER_BUDGET_REASON,
+    CLOSE_SLOW_CONSUMER,
+    Connection,
+    ConnState,
+    OutboxBudget,
+)
+
+TIMEOUT = 10.0
+
+
+class StuckTransport:
+    """Takes nothing until ``flowing`` is set: its writer waits inside ``send_texts``."""
+
+    def __init__(self) -> None:
+        self.flowing = asyncio.Event()
+        self.sent: list[bytes] = []
+        self.closed: tuple[int, str] | None = None
+        self.aborted = False
+
+    async def send_text(self, frame: bytes) -> None:
+        await self.send_texts([frame])
+
+    async def send_texts(self, frames: list[bytes]) -> None:
+        await self.flowing.wait()
+        self.sent.extend(frames)
+
+    async def close(self, code: int, reason: str) -> None:
+        self.closed = (code, reason)
+
+    def abort(self) -> None:
+        self.aborted = True
+
+
+def connection(budget: OutboxBudget) -> tuple[Connection, StuckTransport]:
+    transport = StuckTransport()
+    conn = Connection(transport, max_frames=1000, max_bytes=10_000, budget=budget)
+    conn.start()
+    return conn, transport
+
+
+async def settle() -> None:
+    for _ in range(5):
+        await asyncio.sleep(0)
+
+
+async def test_the_connection_furthest_behind_goes_first_and_the_total_stays_within() -> None:
+    budget = OutboxBudget(1000)
+    (a, _), (b, tb), (c, _) = (connection(budget) for _ in range(3))
+    for conn, frames in ((a, 1), (b, 3), (c, 2)):
+        for _ in range(frames):
+            assert conn.send(b"x" * 150)
+        await settle()  # the first frame of each is now the writer's stuck batch
+    assert budget.used == 900
+    assert [a.held_bytes, b.held_bytes, c.held_bytes] == [150, 450, 300]
+    # 200 more bytes on a: 1100 > 1000. b holds the most: it goes, alone.
+    assert a.send(b"y" * 200)
+    assert b.state is ConnState.CLOSING
+    assert b.close_code == CLOSE_SLOW_CONSUMER
+    assert a.state is ConnState.READY or a.state is ConnState.NEW
+    assert c.state is not ConnState.CLOSING
+    assert budget.evictions == 1
+    # b's writer was stuck on its socket: aborted, not left to a close handshake.
+    assert tb.aborted
+    await settle()
+    assert tb.closed == (CLOSE_SLOW_CONSUMER, CLOSE_OVER_BUDGET_REASON)
+    assert budget.peak == 1100  # the frame that passed it, never more
+    await b.stop()
+    assert budget.used == 650  # b's stuck batch is freed with its writer
+    for conn in (a, c):
+        await conn.stop()
+    assert budget.used == 0
+
+
+async def test_a_sender_that_is_itself_the_slowest_is_the_one_closed() -> None:
+    budget = OutboxBudget(500)
+    (a, _), (b, _) = connection(budget), connection(budget)
+    assert b.send(b"x" * 100)
+    assert a.send(b"x" * 300)
+    await settle()
+    assert not a.send(b"x" * 200)  # 600 > 500: a holds the most
+    assert a.state is ConnState.CLOSING
+    assert b.state is not ConnState.CLOSING
+    assert budget.used == 100 + 300  # a's queued frame is gone; its stuck batch is not yet
+    for conn in (a, b):
+        await conn.stop()
+    assert budget.used == 0
+
+
+async def test_reservations_wait_for_room_and_evict_the_slowest_to_make_it() -> None:
+    budget = OutboxBudget(1000)
+    (slow, _), (reader, _) = connection(budget), connection(budget)
+    assert slow.send(b"x" * 300)
+    await settle()
+    entered: list[str] = []
+    release = asyncio.Event()
+
+    async def build(name: str, size: int) -> None:
+        async with budget.reserved(reader, size):
+            entered.append(name)
+            await release.wait()
+
+    first = asyncio.create_task(build("first", 600))
+    await settle()
+    assert entered == ["first"]
+    assert slow.state is not ConnState.CLOSING
+    # 300 + 600 + 600 > 1000: the slow connection is evicted, still not enough
+    # room, so the second waits for the first to end.
+    second = asyncio.create_task(build("second", 600))
+    await settle()
+    assert slow.state is ConnState.CLOSING
+    assert entered == ["first"]
+    release.set()
+    async with asyncio.timeout(TIMEOUT):
+        await asyncio.gather(first, second)
+    assert entered == ["first", "second"]
+    for conn in (slow, reader):
+        await conn.stop()
+    assert budget.used == 0
+    # A reservation alone never waits, even one larger than the budget.
+    async with asyncio.timeout(TIMEOUT), budget.reserved(reader, 5000):
+        pass
