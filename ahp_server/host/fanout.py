@@ -30,10 +30,12 @@ import structlog
 __all__ = [
     "CLOSE_GOING_AWAY",
     "CLOSE_POLICY",
+    "CLOSE_SERVICE_RESTART",
     "CLOSE_SLOW_CONSUMER",
     "ConnState",
     "Connection",
     "Transport",
+    "close_reason",
 ]
 
 log = structlog.get_logger(__name__)
@@ -42,10 +44,23 @@ log = structlog.get_logger(__name__)
 CLOSE_GOING_AWAY = 1001
 CLOSE_POLICY = 1008
 CLOSE_SLOW_CONSUMER = 1013
-#: RFC 6455 "service restart": reconnect (cluster mode: to the current primary).
+#: RFC 6455 "service restart": reconnect (cluster mode: to the current primary; the
+#: host's store failed: to the host its supervisor starts again).
 CLOSE_SERVICE_RESTART = 1012
+#: The longest close reason a close frame carries (RFC 6455 §5.5: 125 bytes, less the code).
+_REASON_BYTES = 123
 
 _ids = itertools.count(1)
+
+
+def close_reason(text: str) -> str:
+    """``text`` as a close frame's reason: cut (on a character) to what one carries."""
+    data = text.encode()
+    if len(data) <= _REASON_BYTES:
+        return text
+    return data[: _REASON_BYTES - 3].decode(errors="ignore") + "..."
+
+
 #: The writer sends at most this much per write (then waits for the socket).
 _BATCH_FRAMES = 512
 _BATCH_BYTES = 1024 * 1024
