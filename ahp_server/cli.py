@@ -60,7 +60,7 @@ from ahp_server.client import (
 )
 from ahp_server.cluster import ClusterNode, NodeFailed
 from ahp_server.config import ConfigError, Settings, load_settings
-from ahp_server.host.host import DB_FILE
+from ahp_server.host.host import DB_FILE, HostFailed
 from ahp_server.logging import configure_logging
 from ahp_server.protocol import PROTOCOL_VERSION
 from ahp_server.protocol.reducers import iso_timestamp
@@ -337,7 +337,14 @@ def _stop_on_signals() -> asyncio.Event:
 
 
 async def serve(settings: Settings) -> None:
-    """Run the host until SIGTERM/SIGINT, then shut down gracefully (1001 to clients)."""
+    """Run the host until SIGTERM/SIGINT, then shut down gracefully (1001 to clients).
+
+    If its store fails first (a commit that cannot be written), the host has
+    closed its clients with 1012; it stops at once, committing nothing more
+    but ending every child process, and raises :class:`HostFailed`: the
+    process exits with status 1 for its supervisor to start it again
+    (docs/deploy.md "When the store fails").
+    """
     if settings.bus is not None:
         await serve_cluster(settings)
         return
@@ -348,7 +355,16 @@ async def serve(settings: Settings) -> None:
         log.info("listening", url=url, version=PROTOCOL_VERSION)
     log.info("workspace roots", roots=list(app.host.roots.default))
     stop = _stop_on_signals()
-    await stop.wait()
+    waits = [asyncio.ensure_future(stop.wait()), asyncio.ensure_future(app.host.failed.wait())]
+    try:
+        await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for wait in waits:
+            wait.cancel()
+    failure = app.host.failure
+    if failure is not None:
+        await app.abort()
+        raise HostFailed(failure)
     log.info("shutting down")
     await app.stop()
     log.info("stopped")
@@ -899,7 +915,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as error:
         print(f"ahp-server: invalid configuration: {error}", file=sys.stderr)
         return 2
-    except NodeFailed as error:
+    except HostFailed as error:  # a cluster node's NodeFailed too
         print(f"ahp-server: stopped: {error}", file=sys.stderr)
         return 1
     except (OSError, StoreError) as error:

@@ -51,7 +51,7 @@ import structlog
 from ahp_server.agents.base import Provider
 from ahp_server.app import App
 from ahp_server.config import Settings
-from ahp_server.host.host import wall_clock_ms
+from ahp_server.host.host import HostFailed, wall_clock_ms
 from ahp_server.store.base import StoreError
 from ahp_server.store.lease import Lease, LeaseLost
 from ahp_server.store.postgres import PostgresStore
@@ -70,7 +70,7 @@ CLOSE_SERVICE_RESTART = 1012
 BUS_CONNECT_WITHIN = 30.0
 
 
-class NodeFailed(StoreError):
+class NodeFailed(HostFailed):
     """This node must stop: it lost the lease, or its store failed."""
 
 

@@ -353,6 +353,12 @@ class ChannelActor(Generic[S]):
         seq = self._publish(action, origin, done, at, after)
         self.after_apply(action, before)
         self._maybe_snapshot()
+        if origin is not None:
+            # Its sender waits for the echo: commit now — with what after_apply
+            # queued (a turn's unfinished marker), so the echo is never durable
+            # without it (a store failing in between would leave a turn that
+            # nothing ends after a restart; docs/durability.md).
+            self.host.hub.store.commit_soon()
         return seq
 
     def _show(self, token: Any) -> None:

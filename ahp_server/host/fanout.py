@@ -43,11 +43,13 @@ __all__ = [
     "CLOSE_GOING_AWAY",
     "CLOSE_OVER_BUDGET_REASON",
     "CLOSE_POLICY",
+    "CLOSE_SERVICE_RESTART",
     "CLOSE_SLOW_CONSUMER",
     "ConnState",
     "Connection",
     "OutboxBudget",
     "Transport",
+    "close_reason",
 ]
 
 log = structlog.get_logger(__name__)
@@ -56,13 +58,26 @@ log = structlog.get_logger(__name__)
 CLOSE_GOING_AWAY = 1001
 CLOSE_POLICY = 1008
 CLOSE_SLOW_CONSUMER = 1013
-#: RFC 6455 "service restart": reconnect (cluster mode: to the current primary).
+#: RFC 6455 "service restart": reconnect (cluster mode: to the current primary; the
+#: host's store failed: to the host its supervisor starts again).
 CLOSE_SERVICE_RESTART = 1012
+#: The longest close reason a close frame carries (RFC 6455 §5.5: 125 bytes, less the code).
+_REASON_BYTES = 123
 
 #: The close reason of a connection evicted to keep the host within its budget.
 CLOSE_OVER_BUDGET_REASON = "the host is short of memory: reconnect to resume"
 
 _ids = itertools.count(1)
+
+
+def close_reason(text: str) -> str:
+    """``text`` as a close frame's reason: cut (on a character) to what one carries."""
+    data = text.encode()
+    if len(data) <= _REASON_BYTES:
+        return text
+    return data[: _REASON_BYTES - 3].decode(errors="ignore") + "..."
+
+
 #: The writer sends at most this much per write (then waits for the socket).
 _BATCH_FRAMES = 512
 _BATCH_BYTES = 1024 * 1024

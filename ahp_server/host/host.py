@@ -51,6 +51,7 @@ from ahp_server.host.fanout import (
     Connection,
     OutboxBudget,
     Transport,
+    close_reason,
 )
 from ahp_server.host.runtime import Counters
 from ahp_server.host.sequencer import Hub
@@ -80,7 +81,7 @@ from ahp_server.store.base import ChannelRow, LoadedChannel, Store, StoreError
 from ahp_server.store.sqlite import SqliteStore
 from ahp_server.workspace.roots import Roots
 
-__all__ = ["DB_FILE", "Host", "WorkspaceService"]
+__all__ = ["DB_FILE", "Host", "HostFailed", "WorkspaceService"]
 
 log = structlog.get_logger(__name__)
 
@@ -88,6 +89,11 @@ log = structlog.get_logger(__name__)
 _TERMINALS_CHANGED = b'"root/terminalsChanged"'
 
 DB_FILE = "ahp-server.db"
+
+
+class HostFailed(StoreError):
+    """The host had to stop: its store failed (:attr:`Host.failure` says how), or, in
+    cluster mode, this node lost its lease. ``ahp-server serve`` exits with status 1."""
 
 
 def wall_clock_ms() -> float:
@@ -230,6 +236,14 @@ class Host:
         self.server_info = Implementation(name="ahp-server", version=__version__)
         self.agent_sessions = AgentSessions(self)
         self.accepting = False
+        #: Why the host can serve no more — its store failed (a commit could not
+        #: be written) — once it cannot; ``None`` while it can. Set once, from
+        #: ``Store.failed``: connections are closed with 1012, new ones refused,
+        #: the health endpoints answer 503 with it (docs/deploy.md).
+        self.failure: str | None = None
+        #: Set with :attr:`failure`: what ``ahp-server serve`` waits on to stop.
+        self.failed = asyncio.Event()
+        self._failure_close = ""  # the close reason clients get then
         self.counters = Counters()
         self._background: set[asyncio.Task[Any]] = set()
 
@@ -238,6 +252,7 @@ class Host:
     async def start(self) -> None:
         """Open the store, read the catalogue, recover interrupted turns, start serving."""
         self.hub.restart_at(await self.store.start())
+        self.store.failed.add_done_callback(self._store_failed)
         for client_id, version, user in await self.store.clients():  # least recently seen first
             self.clients[client_id] = version  # reconnect works across restarts
             bound = self.multi_user and user is not None
@@ -301,6 +316,27 @@ class Host:
             self.spawn(self.agent_sessions.initialize(session))
         else:
             self.store.set_unfinished(uri, None)  # a marker older than the outcome
+
+    def _store_failed(self, future: asyncio.Future[BaseException]) -> None:
+        """The store failed: nothing more can commit, so nothing more is delivered.
+
+        Every client is closed at once with 1012 and a reason naming the store
+        (it reconnects to the host its supervisor starts again, where all it
+        saw is kept); requests in flight end with the connection instead of
+        waiting for a commit that never comes. What stops the process is
+        whoever waits on :attr:`failed` (``ahp-server serve``: exit status 1).
+        """
+        if future.cancelled() or self.failure is not None:
+            return
+        error = future.result()
+        where, text = self.store.path, str(error) or type(error).__name__
+        self.failure = f"the store failed: {text if text.startswith(where) else f'{where}: {text}'}"
+        self.accepting = False
+        log.critical("host failed: its store can commit nothing more", reason=self.failure)
+        self._failure_close = close_reason(f"the store failed: {text}")
+        for connection in list(self.connections):
+            connection.close(CLOSE_SERVICE_RESTART, self._failure_close)
+        self.failed.set()
 
     async def stop(self, *, close_timeout: float = 5.0) -> None:
         """Graceful shutdown: end running turns, commit everything, close with 1001."""
@@ -372,6 +408,8 @@ class Host:
         )
         connection.start()
         self.connections.add(connection)
+        if self.failure is not None:  # admitted at the door just before the store failed
+            connection.close(CLOSE_SERVICE_RESTART, self._failure_close)
         return connection
 
     async def close_connection(self, connection: Connection) -> None:

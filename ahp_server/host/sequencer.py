@@ -238,8 +238,6 @@ class Hub:
             done,
             sender,
         )
-        if origin is not None:
-            self.store.commit_soon()  # its sender waits for the echo
         return seq
 
     def _deliver(

@@ -14,6 +14,11 @@ Contract (docs/durability.md):
   no client ever sees an envelope that a crash could lose.
 * The ``serverSeq`` high-water mark is committed in the same transaction as
   the envelopes, so numbering resumes above every number ever sent.
+* A commit that cannot be written (a full disk, an I/O error, a lost
+  database connection) stops the store for good: nothing of it is delivered,
+  later writes raise :class:`StoreError`, and :attr:`Store.failed` is
+  resolved with the error — the one place the host learns it
+  (``Host.failure``; docs/deploy.md "When the store fails").
 
 :class:`MemoryStore` keeps nothing and commits instantly (``on_commit`` runs
 inside the call): the ephemeral mode for tests and ``--data-dir :memory:``.
@@ -21,6 +26,7 @@ inside the call): the ephemeral mode for tests and ``--data-dir :memory:``.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -78,10 +84,36 @@ class Store:
     """Base class and in-memory implementation: nothing is kept."""
 
     durable = False
+    #: The error that stopped the store (a failed commit), once one did.
+    _failure: BaseException | None = None
+    _failed_future: asyncio.Future[BaseException] | None = None
 
     @property
     def path(self) -> str:
         return ":memory:"
+
+    @property
+    def failed(self) -> asyncio.Future[BaseException]:
+        """Resolved (never raised into) with the error once a failed commit stopped the store.
+
+        For the store's owner to stop without polling (``Host.failure``; a
+        cluster node, ``cluster.py``). Pending while the store works, and after
+        a clean :meth:`close`. Created on first use; call from the event loop.
+        """
+        future = self._failed_future
+        if future is None:
+            future = self._failed_future = asyncio.get_running_loop().create_future()
+            if self._failure is not None:
+                future.set_result(self._failure)
+        return future
+
+    def _stopped_by(self, error: BaseException) -> None:
+        """On the loop: ``error`` stopped the store; tell whoever watches :attr:`failed`."""
+        if self._failure is None:
+            self._failure = error
+        future = self._failed_future
+        if future is not None and not future.done():
+            future.set_result(self._failure)
 
     def open(self) -> int:
         """Open (and migrate) the store; returns the stored ``serverSeq`` high-water mark."""

@@ -22,7 +22,7 @@ from typing import Any
 
 import msgspec
 
-from ahp_server.store.base import StoreError
+from ahp_server.store.base import Store, StoreError
 
 __all__ = ["HIGH_WATER", "LOW_WATER", "SEGMENT", "Callback", "GroupCommit", "Row", "segments"]
 
@@ -62,7 +62,7 @@ def segments(rows: list[Row]) -> list[tuple[str, int, int, bytes]]:
     ]
 
 
-class GroupCommit:
+class GroupCommit(Store):
     """The ledger of a store that commits queued writes in batches (a mixin).
 
     The store counts ``_queued`` as it queues (and clears ``_room`` above
@@ -76,7 +76,6 @@ class GroupCommit:
     _committed: int
     _room: asyncio.Event
     _flushes: list[tuple[int, asyncio.Future[None]]]
-    _failure: BaseException | None
 
     def _describe(self) -> str:
         raise NotImplementedError
@@ -120,7 +119,12 @@ class GroupCommit:
         self._flushes = still
 
     def _failed(self, error: BaseException) -> None:
-        """On the loop: a commit failed; nothing more will commit, nobody waits forever."""
+        """On the loop: a commit failed; nothing more will commit, nobody waits forever.
+
+        The one place a store's failure is announced (``Store.failed``), whichever
+        store and whichever of its commits failed.
+        """
+        self._stopped_by(error)
         self._room.set()
         for _, future in self._flushes:
             if not future.done():

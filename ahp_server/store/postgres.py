@@ -24,8 +24,10 @@ Guarantees, as the SQLite store (``store/base.py``):
   ``wait_for_room`` blocks producers above a high-water mark of queued writes.
 * A failed commit stops the store (nothing of it is delivered; later writes
   raise :class:`StoreError`), as with SQLite: the process should restart.
-  :attr:`PostgresStore.failed` is resolved with the error, so the store's
-  owner learns it without polling.
+  ``Store.failed`` is resolved with the error, so the store's owner learns it
+  without polling. A lost connection is such a failure: the commit in flight
+  may or may not have been written, so it is not retried (a retry could
+  write it twice); the host stops and its supervisor starts it again.
 
 Fencing (cluster mode, ``store/lease.py``): opened with ``fence=(lease name,
 epoch)``, the store begins every commit transaction — the envelope-only one
@@ -204,7 +206,6 @@ class PostgresStore(GroupCommit, Store):
         self._url = url
         #: (lease name, epoch): commit only while the lease has this epoch.
         self._fence = fence
-        self._failed_future: asyncio.Future[BaseException] | None = None
         self._window = commit_window
         self._readers = readers
         self._queue: deque[_Write] = deque()
@@ -311,21 +312,6 @@ class PostgresStore(GroupCommit, Store):
                 "another node is primary"
             )
 
-    @property
-    def failed(self) -> asyncio.Future[BaseException]:
-        """Resolved (never raised into) with the error once a failed commit stopped the store.
-
-        For the store's owner to stop the node without polling (a :class:`Fenced`
-        commit included). Pending while the store works, and after a clean
-        :meth:`close`. Created on first use; call from the event loop.
-        """
-        future = self._failed_future
-        if future is None:
-            future = self._failed_future = asyncio.get_running_loop().create_future()
-            if self._failure is not None:
-                future.set_result(self._failure)
-        return future
-
     async def close(self) -> None:
         if self._task is None:
             return
@@ -395,9 +381,6 @@ class PostgresStore(GroupCommit, Store):
                     )
                 self._failure = error
                 self._failed(error)
-                future = self._failed_future
-                if future is not None and not future.done():
-                    future.set_result(error)
                 return
             self.commits += 1
             self.commit_seconds += time.perf_counter() - started

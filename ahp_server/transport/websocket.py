@@ -6,8 +6,10 @@ Before the upgrade (``process_request``), in this order:
 
 * ``GET /healthz`` → 200 while the process runs; ``GET /readyz`` → 200 once the
   store is open and the host accepts connections, else 503; these need no
-  token. ``GET /metrics`` → Prometheus text, behind the token when one is
-  configured (``Authorization: Bearer`` or ``?tkn=``; 401 otherwise).
+  token. Once the store has failed (``Host.failure``) both answer 503
+  ``failed: <why>``, and so does every upgrade. ``GET /metrics`` → Prometheus
+  text, behind the token when one is configured (``Authorization: Bearer`` or
+  ``?tkn=``; 401 otherwise).
 * a plain (non-upgrade) ``GET /`` or ``/assets/…`` → the browser client's files
   (``static.py``), when ``web_ui`` is on. They hold no secret: no token needed.
 * ``Origin`` not in ``allowed_origins`` → 403 (a web page must not drive a
@@ -38,7 +40,8 @@ request is complete).
 Then one task per connection reads frames and hands them to the host in order;
 the connection's writer task (``host/fanout.py``) sends. Close codes: 1009 for
 a message over ``max_message_bytes`` (websockets does this), 1001 when the
-host shuts down, 1013 for a slow consumer, 1008 after -32005.
+host shuts down, 1012 when its store failed, 1013 for a slow consumer, 1008
+after -32005.
 """
 
 from __future__ import annotations
@@ -287,6 +290,9 @@ def gatekeeper(  # type: ignore[no-untyped-def]
             if answer is not None:
                 return answer
         path = urlsplit(request.path).path
+        if path in ("/healthz", "/readyz") and host.failure is not None:
+            # Neither alive nor ready: it is about to exit for its supervisor to restart it.
+            return _plain(HTTPStatus.SERVICE_UNAVAILABLE, f"failed: {host.failure}\n")
         if path == "/healthz":
             return _plain(HTTPStatus.OK, "ok\n")
         if path == "/readyz":
@@ -309,6 +315,8 @@ def gatekeeper(  # type: ignore[no-untyped-def]
         relayed = edge.connections if edge is not None else 0
         if len(host.connections) + relayed >= settings.max_connections:
             return _plain(HTTPStatus.SERVICE_UNAVAILABLE, "too many connections\n")
+        if host.failure is not None:
+            return _plain(HTTPStatus.SERVICE_UNAVAILABLE, f"failed: {host.failure}\n")
         if not host.accepting and not (edge is not None and edge.ready):
             reason = "shutting down\n" if edge is None else "no primary yet: try again\n"
             return _plain(HTTPStatus.SERVICE_UNAVAILABLE, reason)

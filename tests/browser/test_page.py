@@ -15,7 +15,6 @@ them the module is skipped locally, and fails under ``CI=true``.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import os
 import shutil
@@ -43,6 +42,7 @@ from ahp_server.protocol.types import (
 )
 from tests.agents.test_acp import SCRIPT
 from tests.e2e.helpers import Daemon
+from tests.proxy import Proxy
 
 ROOT = Path(__file__).resolve().parents[2]
 WEB = ROOT / "web"
@@ -85,12 +85,8 @@ class Host:
 
     async def start(self) -> str:
         extra = (*self.extra, "--port", str(self.port)) if self.port else self.extra
-        daemon = Daemon(self.data_dir, *extra)
-        if self.env is not None:
-            with _environment(self.env):
-                url = await daemon.start()
-        else:
-            url = await daemon.start()
+        daemon = Daemon(self.data_dir, *extra, env=self.env)
+        url = await daemon.start()
         self.daemon = daemon
         self.port = int(url.rsplit(":", 1)[1])
         return url
@@ -114,74 +110,6 @@ class Host:
     async def close(self) -> None:
         if self.daemon is not None:
             await self.daemon.close()
-
-
-@contextlib.contextmanager
-def _environment(values: dict[str, str]):  # type: ignore[no-untyped-def]
-    saved = {key: os.environ.get(key) for key in values}
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
-
-
-class Proxy:
-    """A TCP relay in front of the host whose connections can be cut: a network drop.
-
-    The page is loaded through it, so its origin is the relay's; the host sees
-    the same Host header and admits it as the page's own origin.
-    """
-
-    def __init__(self, target_port: int) -> None:
-        self.target_port = target_port
-        self.server: asyncio.Server | None = None
-        self.writers: set[asyncio.StreamWriter] = set()
-        self.refusing = False
-
-    async def start(self) -> int:
-        self.server = await asyncio.start_server(self._relay, "127.0.0.1", 0)
-        return int(self.server.sockets[0].getsockname()[1])
-
-    async def _relay(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        if self.refusing:
-            writer.close()
-            return
-        try:
-            up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.target_port)
-        except OSError:
-            writer.close()
-            return
-        self.writers.update((writer, up_writer))
-
-        async def pipe(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
-            with contextlib.suppress(OSError, asyncio.CancelledError):
-                while data := await src.read(65536):
-                    dst.write(data)
-                    await dst.drain()
-            dst.close()
-
-        await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
-        self.writers.difference_update((writer, up_writer))
-
-    async def cut(self, ms: int) -> None:
-        """Drop every connection and refuse new ones for ``ms`` milliseconds."""
-        self.refusing = True
-        for writer in list(self.writers):
-            transport = writer.transport
-            transport.abort()  # type: ignore[attr-defined]
-        await asyncio.sleep(ms / 1000)
-        self.refusing = False
-
-    async def close(self) -> None:
-        if self.server is not None:
-            self.server.close()
-            for writer in list(self.writers):
-                writer.transport.abort()  # type: ignore[attr-defined]
 
 
 async def run_scenario(

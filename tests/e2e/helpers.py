@@ -7,17 +7,47 @@ import json
 import os
 import signal
 import sys
-from collections.abc import Sequence
+import urllib.error
+import urllib.request
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+import pytest
+from websockets.asyncio.client import connect
+from websockets.exceptions import InvalidStatus
 
 from ahp_server.client import AhpClient
 from ahp_server.host.host import Host
 from ahp_server.protocol import codec
-from ahp_server.protocol.types import ActiveTurn, ChatState, SessionState
+from ahp_server.protocol.types import ActiveTurn, ChatState, SessionState, Turn
 from tests.conftest import TEST_ROOTS
 
 TIMEOUT = 10.0
+
+
+async def http_get(url: str, token: str | None = None) -> tuple[int, str, str]:
+    """GET ``url`` (with ``token`` as a bearer token): status, Content-Type, body."""
+
+    def fetch() -> tuple[int, str, str]:
+        headers = {} if token is None else {"Authorization": f"Bearer {token}"}
+        try:
+            with urllib.request.urlopen(
+                urllib.request.Request(url, headers=headers), timeout=TIMEOUT
+            ) as response:
+                return response.status, response.headers["Content-Type"], response.read().decode()
+        except urllib.error.HTTPError as error:
+            return error.code, error.headers["Content-Type"], error.read().decode()
+
+    return await asyncio.to_thread(fetch)
+
+
+async def refused(url: str, **kwargs: object) -> int:
+    """The HTTP status a WebSocket upgrade to ``url`` is refused with (it must be)."""
+    with pytest.raises(InvalidStatus) as caught:
+        async with connect(url, **kwargs):  # type: ignore[arg-type]
+            pass
+    return caught.value.response.status_code
 
 
 def host_state(host: Host, channel: str) -> Any:
@@ -88,6 +118,14 @@ async def default_chat_of(client: AhpClient, session: str) -> str:
     return chat
 
 
+async def every_turn(client: AhpClient, chat: str) -> tuple[Turn, ...]:
+    """Page every older turn of a subscribed chat in (``fetchTurns``); all, oldest first."""
+    while isinstance(client.confirmed(chat, ChatState).turns_next_cursor, str):
+        cursor = client.confirmed(chat, ChatState).turns_next_cursor
+        await client.request("fetchTurns", {"channel": chat, "cursor": cursor}, timeout=TIMEOUT)
+    return client.confirmed(chat, ChatState).turns
+
+
 def session_of(host: Host, chat: str) -> str:
     return host.chats[chat].session.uri
 
@@ -95,11 +133,19 @@ def session_of(host: Host, chat: str) -> str:
 class Daemon:
     """``python -m ahp_server serve`` on a data directory, restartable."""
 
-    def __init__(self, data_dir: Path, *extra: str, roots: Sequence[str] | None = None) -> None:
+    def __init__(
+        self,
+        data_dir: Path,
+        *extra: str,
+        roots: Sequence[str] | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
         self.data_dir = data_dir
         self.extra = extra
         #: Its workspace roots (AHP_SERVER_WORKSPACE_ROOTS): the tests' unless given.
         self.roots = TEST_ROOTS if roots is None else roots
+        #: Variables added to its environment (``AHP_SERVER_*`` settings, say).
+        self.env = dict(env or {})
         self.process: asyncio.subprocess.Process | None = None
         self.url = ""
         self.stderr: list[str] = []
@@ -120,7 +166,11 @@ class Daemon:
             str(self.data_dir),
             *self.extra,
             stderr=asyncio.subprocess.PIPE,
-            env={**os.environ, "AHP_SERVER_WORKSPACE_ROOTS": os.pathsep.join(self.roots)},
+            env={
+                **os.environ,
+                "AHP_SERVER_WORKSPACE_ROOTS": os.pathsep.join(self.roots),
+                **self.env,
+            },
         )
         assert self.process.stderr is not None
         async with asyncio.timeout(30):
@@ -142,6 +192,16 @@ class Daemon:
         assert self.process is not None
         self.process.send_signal(signal.SIGTERM)
         async with asyncio.timeout(TIMEOUT):
+            return await self.process.wait()
+
+    async def exited(self) -> int:
+        """Wait (bounded) for the process to exit by itself; its exit status. The
+        rest of its stderr is in :attr:`stderr`."""
+        assert self.process is not None
+        assert self.process.stderr is not None
+        async with asyncio.timeout(TIMEOUT):
+            while line := (await self.process.stderr.readline()).decode():
+                self.stderr.append(line)
             return await self.process.wait()
 
     async def close(self) -> None:

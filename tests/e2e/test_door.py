@@ -7,19 +7,16 @@ import json
 import re
 import subprocess
 import sys
-import urllib.error
-import urllib.request
 from collections.abc import AsyncIterator
 
 import pytest
 from websockets.asyncio.client import connect
-from websockets.exceptions import InvalidStatus
 
 from ahp_server.client import AhpClient, RemoteError
 from ahp_server.config import Settings
 from ahp_server.protocol.types import ChatDraftChangedAction, Message, MessageOrigin
 from tests.conftest import RunningHost, start_host
-from tests.e2e.helpers import TIMEOUT
+from tests.e2e.helpers import TIMEOUT, http_get, refused
 
 TOKEN = "correct horse battery staple"
 ORIGIN = "https://ide.example.com"
@@ -38,27 +35,6 @@ async def guarded() -> AsyncIterator[RunningHost]:
 
 def http_url(running: RunningHost, path: str) -> str:
     return running.url.replace("ws://", "http://") + path
-
-
-async def http_get(url: str, token: str | None = None) -> tuple[int, str, str]:
-    def fetch() -> tuple[int, str, str]:
-        headers = {} if token is None else {"Authorization": f"Bearer {token}"}
-        try:
-            with urllib.request.urlopen(
-                urllib.request.Request(url, headers=headers), timeout=TIMEOUT
-            ) as response:
-                return response.status, response.headers["Content-Type"], response.read().decode()
-        except urllib.error.HTTPError as error:
-            return error.code, error.headers["Content-Type"], error.read().decode()
-
-    return await asyncio.to_thread(fetch)
-
-
-async def refused(url: str, **kwargs: object) -> int:
-    with pytest.raises(InvalidStatus) as caught:
-        async with connect(url, **kwargs):  # type: ignore[arg-type]
-            pass
-    return caught.value.response.status_code
 
 
 async def test_no_token_and_wrong_token_get_401(guarded: RunningHost) -> None:

@@ -20,7 +20,7 @@ from ahp_server.protocol.types import (
     SessionState,
     Turn,
 )
-from tests.e2e.helpers import TIMEOUT, Daemon, comparable
+from tests.e2e.helpers import TIMEOUT, Daemon, comparable, every_turn
 from tests.postgres import postgres_schema, query
 
 ROOT = "ahp-root://"
@@ -110,10 +110,7 @@ async def test_kill_9_mid_stream_loses_nothing_any_client_saw(daemon: Daemon) ->
 
 async def every_turn_text(client: AhpClient, chat: str) -> list[str]:
     """Page every older turn in (``fetchTurns``); the texts of all, oldest first."""
-    while isinstance(client.confirmed(chat, ChatState).turns_next_cursor, str):
-        cursor = client.confirmed(chat, ChatState).turns_next_cursor
-        await client.request("fetchTurns", {"channel": chat, "cursor": cursor})
-    return [t.message.text for t in client.confirmed(chat, ChatState).turns]
+    return [t.message.text for t in await every_turn(client, chat)]
 
 
 async def exact_states(url: str, channels: list[str]) -> dict[str, Any]:
