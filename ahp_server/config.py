@@ -249,12 +249,15 @@ class Settings:
     max_write_bytes: int = 4 * 1024 * 1024
 
     #: Resource watches (``createResourceWatch``; docs/workspace.md "Resource
-    #: watches"): at most this many on the host, and created by one connection;
+    #: watches"): at most this many on the host, created by one user (multi-user
+    #: mode; single-user mode counts every connection as one user), and created
+    #: by one connection;
     #: changes are grouped for up to ``watch_debounce_ms`` into one batch, sent
     #: as ``resourceWatch/changed`` actions of at most ``watch_batch_items``
     #: changes; a batch of more than ``watch_window_items`` changes is replaced
     #: by one ``updated`` change of the watched root (rescan it).
     max_watches: int = 64
+    max_watches_per_user: int = 32
     max_watches_per_connection: int = 16
     watch_debounce_ms: int = 200
     watch_batch_items: int = 500
@@ -350,6 +353,7 @@ _KEYS: dict[str, tuple[str, str]] = {
     "workspace.max_read_bytes": ("max_read_bytes", "posint"),
     "workspace.max_write_bytes": ("max_write_bytes", "posint"),
     "workspace.max_watches": ("max_watches", "posint"),
+    "workspace.max_watches_per_user": ("max_watches_per_user", "posint"),
     "workspace.max_watches_per_connection": ("max_watches_per_connection", "posint"),
     "workspace.watch_debounce_ms": ("watch_debounce_ms", "posint"),
     "workspace.watch_batch_items": ("watch_batch_items", "posint"),

@@ -44,8 +44,19 @@ Specification: ``docs/specification/resource-watch-channel.md``,
   through the store like every envelope (one global ``serverSeq``) and are
   deleted with the watch — or, after a crash, at the next start (a watch
   has a channel row, kind ``watch``, while it runs, for that).
-* **Limits**: ``max_watches`` on the host and ``max_watches_per_connection``
-  created by one connection that are still alive (``-32602`` beyond).
+* **Held by descriptor**: the watched directory (a file's directory, for a
+  file) is opened when the watch is created, by the same walk as the
+  ``resource*`` commands (``paths.open_confined``: no link followed), and the
+  watcher watches ``/proc/self/fd/<n>`` — that directory itself, wherever it
+  is renamed to. Swapping it (or a directory above it) for a symbolic link
+  afterwards never makes the watcher follow out of the root: a directory made
+  later beneath it is added through the descriptor too. The descriptor is
+  closed when the watch ends.
+* **Limits**: ``max_watches`` on the host, ``max_watches_per_user`` created
+  by one user (multi-user mode: one user cannot take them all; a connection
+  without a user is bounded by the host's limit) and
+  ``max_watches_per_connection`` created by one connection, counting the
+  watches still alive (``-32602`` beyond, naming the setting).
 * **Ownership** (multi-user mode): a watch is its creator's user's; another
   user's ``subscribe`` (or ``reconnect``) to its channel is refused like
   another user's session (``-32009``; ``Host.may_access``, docs/protocol.md
@@ -70,6 +81,7 @@ import stat
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import anyio.to_thread
@@ -97,11 +109,13 @@ from ahp_server.protocol.uris import WATCH_SCHEME
 from ahp_server.store.base import ChannelRow
 from ahp_server.workspace.globs import PathFilter
 from ahp_server.workspace.paths import (
+    DIRECTORY,
     PathInvalid,
     PathRefused,
     confine_path,
     file_uri,
     file_uri_to_path,
+    open_confined,
 )
 
 __all__ = ["WATCH_SCHEME", "ResourceWatches", "WatchActor"]
@@ -116,6 +130,8 @@ KIND = "watch"
 STOP_TIMEOUT = 5.0
 #: watchfiles yields a group once this many ms pass without a new change.
 _STEP_MS = 50
+#: A descriptor only to stand for a directory (or to ``fstat`` a file): no I/O through it.
+_HANDLE = getattr(os, "O_PATH", os.O_RDONLY) | os.O_NOFOLLOW
 #: Threads anyio may run besides the watchers (its own default).
 _OTHER_THREADS = 40
 
@@ -148,10 +164,13 @@ class WatchActor(ChannelActor[ResourceWatchState]):
 class _Watch:
     uri: str
     actor: WatchActor
-    #: The directory watchfiles watches (resolved), and the root the client
-    #: named (a path: reported URIs are built under it).
+    #: The directory watched (resolved, as it was when the watch was made), and
+    #: the root the client named (a path: reported URIs are built under it).
     directory: str
     shown: str
+    #: A descriptor of ``directory`` (``O_PATH``), held while the watch lives:
+    #: watchfiles watches it through ``/proc/self/fd`` (module docstring).
+    fd: int
     #: A file root: only this name in ``directory`` is reported.
     file_name: str | None
     recursive: bool
@@ -162,9 +181,14 @@ class _Watch:
     #: Why the watcher ended on its own, if it did.
     failure: str | None = None
 
+    @property
+    def watched(self) -> str:
+        """What watchfiles watches, and the prefix of every path it reports."""
+        return f"/proc/self/fd/{self.fd}"
+
     def accept(self, change: watchfiles.Change, path: str) -> bool:
         """watchfiles' filter (runs on the event loop, for every raw change)."""
-        relative = _relative(path, self.directory)
+        relative = _relative(path, self.watched)
         if relative is None:
             return False
         if self.file_name is not None:
@@ -174,12 +198,12 @@ class _Watch:
         if not self.recursive and "/" in relative:
             return False
         # A link inside the root that leads out is not followed into.
-        if _relative(os.path.realpath(path), self.directory) is None:
+        if _relative(os.path.realpath(path), os.path.realpath(self.watched)) is None:
             return False
         return self.filter.accepts(relative)
 
     def change_uri(self, path: str) -> str:
-        relative = _relative(path, self.directory) or ""
+        relative = _relative(path, self.watched) or ""
         if self.file_name is not None or not relative:
             return file_uri(self.shown)
         return file_uri(os.path.join(self.shown, relative))
@@ -218,12 +242,21 @@ class ResourceWatches:
         mine = self._by_connection.get(connection, set())
         if len(mine) >= settings.max_watches_per_connection:
             raise InvalidParams(
-                f"this connection already has {len(mine)} resource watches (the limit): "
-                "unsubscribe from one first"
+                f"this connection already has {len(mine)} resource watches, the limit "
+                "(workspace.max_watches_per_connection): unsubscribe from one first"
             )
+        user = connection.user
+        if user is not None:
+            theirs = sum(1 for w in self.watches.values() if w.actor.owner == user)
+            if theirs >= settings.max_watches_per_user:
+                raise InvalidParams(
+                    f"user {user!r} already has {theirs} resource watches, the limit "
+                    "(workspace.max_watches_per_user): unsubscribe from one first"
+                )
         if len(self.watches) >= settings.max_watches:
             raise InvalidParams(
-                f"this host already has {len(self.watches)} resource watches (the limit)"
+                f"this host already has {len(self.watches)} resource watches, the limit "
+                "(workspace.max_watches)"
             )
         watch = self._new_watch(connection, params)
         watch.actor.owner = connection.user  # before anyone can reach it
@@ -261,10 +294,9 @@ class ResourceWatches:
         uri = params.uri
         try:
             path = uri if uri.startswith("/") else file_uri_to_path(uri)
-            resolved = confine_path(
-                path, self.host.working_directories(viewer=connection), self.host.roots.forbidden
-            )
-            mode = os.stat(resolved).st_mode
+            roots = self.host.working_directories(viewer=connection)
+            resolved = confine_path(path, roots, self.host.roots.forbidden)
+            fd, mode = _open_watched(resolved, roots, uri)
         except PathInvalid as error:
             raise InvalidParams(str(error)) from None
         except PathRefused as error:
@@ -283,10 +315,8 @@ class ResourceWatches:
             ) from None
         if stat.S_ISDIR(mode):
             directory, file_name = str(resolved), None
-        elif stat.S_ISREG(mode):
-            directory, file_name = str(resolved.parent), resolved.name
         else:
-            raise InvalidParams(f"{uri!r} is neither a file nor a directory")
+            directory, file_name = str(resolved.parent), resolved.name
         recursive = params.recursive is True
         state = ResourceWatchState(
             root=uri,  # verbatim: "captured at createResourceWatch time" (the spec)
@@ -299,6 +329,7 @@ class ResourceWatches:
             uri=channel,
             actor=WatchActor(self.host, channel, state),
             directory=directory,
+            fd=fd,
             shown=os.path.normpath(path),
             file_name=file_name,
             recursive=recursive and file_name is None,
@@ -318,7 +349,7 @@ class ResourceWatches:
         debounce = settings.watch_debounce_ms
         try:
             async for changes in watchfiles.awatch(
-                watch.directory,
+                watch.watched,
                 watch_filter=watch.accept,
                 debounce=debounce,
                 step=min(_STEP_MS, debounce),
@@ -400,6 +431,7 @@ class ResourceWatches:
                     await task
             except Exception:  # noqa: BLE001, S110 - logged by the task itself
                 pass
+        os.close(watch.fd)  # the watcher has ended: nothing watches through it any more
         await watch.actor.stop()
         # Only now: a batch still being delivered would re-create its replay buffer.
         self.host.hub.drop_channel(uri)
@@ -432,6 +464,24 @@ class ResourceWatches:
             await self._release(uri, "the host is stopping")
         if self._releasing:
             await asyncio.gather(*self._releasing, return_exceptions=True)
+
+
+def _open_watched(resolved: Path, roots: list[str], uri: str) -> tuple[int, int]:
+    """A descriptor of the directory to watch — ``resolved`` itself, or a file's directory —
+    opened by the walk that follows no link, and ``resolved``'s mode; :class:`InvalidParams`
+    for anything but a file or a directory."""
+    fd = open_confined(resolved, roots, _HANDLE, shown=uri)
+    try:
+        mode = os.fstat(fd).st_mode
+    except BaseException:
+        os.close(fd)
+        raise
+    if stat.S_ISDIR(mode):
+        return fd, mode
+    os.close(fd)
+    if not stat.S_ISREG(mode):
+        raise InvalidParams(f"{uri!r} is neither a file nor a directory")
+    return open_confined(resolved.parent, roots, DIRECTORY, shown=uri), mode
 
 
 def _patterns(patterns: PatternList | UnsetType) -> tuple[str, ...]:

@@ -24,9 +24,23 @@ roots. What the spec leaves to the server is decided here and written down in
 
 A file is never read whole to learn that it is too big: it is ``stat``-ed
 first, and at most ``max_read_bytes + 1`` bytes are ever read. Devices, FIFOs
-and sockets are refused on ``stat``, before any ``open`` (opening some devices
-has effects of its own); what is then opened (``O_NOFOLLOW``, ``O_NONBLOCK``)
-must be the very file that was checked.
+and sockets are refused on ``stat`` (of an ``O_PATH`` descriptor), before any
+``open`` for reading or writing (opening some devices has effects of its own);
+what is then opened (``O_NOFOLLOW``, ``O_NONBLOCK``) must be the very file
+that was checked.
+
+Nothing is done by path string after the check. The resolved path is opened
+from its root without following any link (``paths.open_confined`` and
+``open_parent``: ``openat2(2)`` or an ``O_NOFOLLOW`` walk, ``workspace/walk.py``),
+and what is done to it uses the ``dir_fd=`` forms (``os.open``, ``os.mkdir``,
+``os.unlink``, ``os.rmdir``, ``os.rename``, ``os.stat(follow_symlinks=False)``);
+recursive copies and deletes walk by descriptor too. A directory swapped for a
+symbolic link mid-request is met and refused (-32009), never followed out.
+
+A regular file with more than one hard link (``st_nlink > 1``) is neither read
+(nor copied) nor written: another of its names may lie outside every root
+(-32009). Deleting or moving such a file acts on the entry only and is
+allowed; directories are not concerned (they cannot be hard-linked).
 """
 
 from __future__ import annotations
@@ -39,9 +53,8 @@ import hashlib
 import mimetypes
 import os
 import re
-import shutil
+import secrets
 import stat
-import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -66,14 +79,17 @@ from ahp_server.workspace.paths import (
     PathInvalid,
     PathNotFound,
     PathNotRegular,
-    PathOutside,
     PathRefused,
     confine_entry,
     confine_path,
     file_uri,
     file_uri_to_path,
     inside,
+    open_confined,
+    open_parent,
+    root_paths,
 )
+from ahp_server.workspace.walk import open_beneath
 
 __all__ = ["Change", "Files", "Limits", "base64_size", "etag_of"]
 
@@ -85,6 +101,10 @@ TRUNCATE, APPEND, INSERT = "truncate", "append", "insert"
 
 _CHUNK = 1024 * 1024
 _OPEN_FLAGS = os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+#: A descriptor only to ``fstat`` (``O_PATH``: no device or FIFO is really opened).
+_HANDLE = getattr(os, "O_PATH", os.O_RDONLY) | os.O_NOFOLLOW
+#: A directory descriptor to list, or to act beneath.
+_DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
 #: Bytes JSON writes as a two-character escape, and the other control bytes
 #: it writes as ``\\u00XX`` (six characters).
 _SHORT_ESCAPES = b'"\\\b\f\n\r\t'
@@ -156,13 +176,12 @@ def _failure(error: OSError, uri: str) -> ProtocolError:
         return ProtocolError(f"{uri} does not exist", code=AhpErrorCode.NotFound)
     if code == errno.EEXIST:
         return ProtocolError(f"{uri} already exists", code=AhpErrorCode.AlreadyExists)
-    if code in (errno.EACCES, errno.EPERM, errno.EROFS, errno.ELOOP):
+    if code == errno.ELOOP:
+        return _denied(f"{uri} leads through a symbolic link (or changed while it was opened)")
+    if code in (errno.EACCES, errno.EPERM, errno.EROFS):
         return ProtocolError(f"{uri}: {reason}", code=AhpErrorCode.PermissionDenied)
     if code in (errno.ENOTDIR, errno.EISDIR, errno.ENOTEMPTY, errno.ENAMETOOLONG, errno.EINVAL):
         return InvalidParams(f"{uri}: {reason}")
-    if isinstance(error, shutil.Error):  # copytree: a list of (source, destination, why)
-        failed = error.args[0] if error.args and isinstance(error.args[0], list) else []
-        return InternalError(f"{uri}: {len(failed)} entries could not be copied")
     return InternalError(f"{uri}: {reason}")
 
 
@@ -183,10 +202,23 @@ def _denied(message: str) -> ProtocolError:
 
 def _require_regular(uri: str, st: os.stat_result) -> None:
     if stat.S_ISREG(st.st_mode):
+        _single_link(uri, st)
         return
     if stat.S_ISDIR(st.st_mode):
         raise InvalidParams(f"{uri} is a directory")
+    if stat.S_ISLNK(st.st_mode):  # the path was resolved: a link here is a swap since
+        raise _denied(f"{uri} leads through a symbolic link (or changed while it was opened)")
     raise _denied(f"{uri} is not a regular file (a device, FIFO or socket): it is never opened")
+
+
+def _single_link(uri: str, st: os.stat_result) -> None:
+    """-32009 for a regular file with more than one hard link: another name of it may lie
+    outside every root, so its content is neither served nor changed (docs/workspace.md)."""
+    if stat.S_ISREG(st.st_mode) and st.st_nlink > 1:
+        raise _denied(
+            f"{uri} has {st.st_nlink} hard links: a file with more than one is neither read "
+            "nor written (another of its names may lie outside the workspace)"
+        )
 
 
 def _check_opened(fd: int, path: Path, uri: str, before: os.stat_result | None) -> os.stat_result:
@@ -196,6 +228,7 @@ def _check_opened(fd: int, path: Path, uri: str, before: os.stat_result | None) 
         before is not None and (st.st_dev, st.st_ino) != (before.st_dev, before.st_ino)
     ):
         raise _denied(f"{uri} changed while it was being opened")
+    _single_link(uri, st)
     with contextlib.suppress(OSError):  # no /proc: the checks above stand alone
         if os.readlink(f"/proc/self/fd/{fd}") != str(path):
             raise _denied(f"{uri} changed while it was being opened")
@@ -280,6 +313,37 @@ class Files:
                 file_uri_to_path(uri), self.roots, self.forbidden, allow_root=allow_root
             )
 
+    def _is_root(self, path: Path) -> bool:
+        return any(path == Path(os.path.realpath(root)) for root in root_paths(self.roots))
+
+    def _open(self, uri: str, path: Path, flags: int, mode: int = 0o600) -> int:
+        """A descriptor of the resolved ``path``, walked from its root with no link followed."""
+        return open_confined(path, self.roots, flags, shown=uri, mode=mode)
+
+    def _stat(self, uri: str, path: Path) -> os.stat_result:
+        """What is at the resolved ``path`` now (never a link), without opening it for I/O."""
+        fd = self._open(uri, path, _HANDLE)
+        try:
+            return os.fstat(fd)
+        finally:
+            os.close(fd)
+
+    @contextlib.contextmanager
+    def _parent(self, uri: str, path: Path) -> Iterator[int]:
+        """The descriptor of ``path``'s directory (walked, no link followed), closed after;
+        -32008 when that directory does not exist."""
+        try:
+            fd = open_parent(path, self.roots, shown=uri)
+        except (FileNotFoundError, NotADirectoryError):
+            raise ProtocolError(
+                f"the directory of {uri} does not exist (create it with resourceMkdir)",
+                code=AhpErrorCode.NotFound,
+            ) from None
+        try:
+            yield fd
+        finally:
+            os.close(fd)
+
     # -- resourceRead -----------------------------------------------------------------------
 
     def read(self, uri: str, encoding: str | None) -> ResourceReadResult:
@@ -326,11 +390,11 @@ class Files:
 
     def _read_bytes(self, uri: str, path: Path) -> bytes:
         cap = self.limits.max_read_bytes
-        before = os.stat(path)
+        before = self._stat(uri, path)
         _require_regular(uri, before)
         if before.st_size > cap:
             raise self._too_big(uri, before.st_size)
-        fd = os.open(path, os.O_RDONLY | _OPEN_FLAGS)
+        fd = self._open(uri, path, os.O_RDONLY | _OPEN_FLAGS)
         try:
             _check_opened(fd, path, uri, before)
             chunks: list[bytes] = []
@@ -417,9 +481,11 @@ class Files:
             raise InvalidParams(f"mode must be 'truncate', 'append' or 'insert', not {mode!r}")
         offset = _position(position)
         path = self._path(uri)
-        with _translated(uri):
+        with _translated(uri), self._parent(uri, path) as parent:
             try:
-                before: os.stat_result | None = os.stat(path)
+                before: os.stat_result | None = os.stat(
+                    path.name, dir_fd=parent, follow_symlinks=False
+                )
             except FileNotFoundError:
                 before = None
             if before is not None:
@@ -433,26 +499,23 @@ class Files:
                     code=AhpErrorCode.Conflict,
                 )
             if before is None:
-                self._create(uri, path, raw, offset)
+                self._create(uri, parent, path, raw, offset)
             elif mode == TRUNCATE and offset == 0:
-                self._replace(uri, path, raw, before)
+                self._replace(parent, path.name, raw, before)
             else:
-                self._in_place(uri, path, raw, before, mode, offset)
+                self._in_place(uri, parent, path, raw, before, mode, offset)
         return Change(path=str(path), size=len(raw))
 
     def _past_end(self, offset: int, size: int) -> ProtocolError:
         return InvalidParams(f"position {offset} is past the end of the file ({size} bytes)")
 
-    def _create(self, uri: str, path: Path, raw: bytes, offset: int) -> None:
+    def _create(self, uri: str, parent: int, path: Path, raw: bytes, offset: int) -> None:
         if offset:
             raise self._past_end(offset, 0)
-        if not path.parent.is_dir():
-            raise ProtocolError(
-                f"the directory of {uri} does not exist (create it with resourceMkdir)",
-                code=AhpErrorCode.NotFound,
-            )
         try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _OPEN_FLAGS, 0o666)
+            fd = os.open(
+                path.name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _OPEN_FLAGS, 0o666, dir_fd=parent
+            )
         except FileExistsError:
             raise ProtocolError(
                 f"{uri} appeared while it was being created: write again",
@@ -464,8 +527,9 @@ class Files:
         finally:
             os.close(fd)
 
-    def _replace(self, uri: str, path: Path, raw: bytes, before: os.stat_result) -> None:
-        fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    def _replace(self, parent: int, name: str, raw: bytes, before: os.stat_result) -> None:
+        """A new file beside the old one, renamed over it (both by ``parent``'s descriptor)."""
+        fd, temporary = _temporary(parent, name)
         try:
             try:
                 _write_all(fd, raw)
@@ -475,18 +539,25 @@ class Files:
                         os.fchown(fd, before.st_uid, before.st_gid)
             finally:
                 os.close(fd)
-            os.replace(temporary, path)
+            os.rename(temporary, name, src_dir_fd=parent, dst_dir_fd=parent)
         except BaseException:
             with contextlib.suppress(OSError):
-                os.unlink(temporary)
+                os.unlink(temporary, dir_fd=parent)
             raise
 
     def _in_place(
-        self, uri: str, path: Path, raw: bytes, before: os.stat_result, mode: str, offset: int
+        self,
+        uri: str,
+        parent: int,
+        path: Path,
+        raw: bytes,
+        before: os.stat_result,
+        mode: str,
+        offset: int,
     ) -> None:
         at_end = mode == APPEND and offset == 0
         flags = os.O_WRONLY | os.O_APPEND if at_end else os.O_RDWR
-        fd = os.open(path, flags | _OPEN_FLAGS)
+        fd = os.open(path.name, flags | _OPEN_FLAGS, dir_fd=parent)
         try:
             size = _check_opened(fd, path, uri, before).st_size
             if offset > size:
@@ -514,25 +585,30 @@ class Files:
         limit = self.limits.max_list_entries
         entries: list[DirectoryEntry] = []
         with _translated(uri):
-            st = os.stat(path)
-            if not stat.S_ISDIR(st.st_mode):
+            if not stat.S_ISDIR(self._stat(uri, path).st_mode):
                 raise InvalidParams(f"{uri} is not a directory")
-            with os.scandir(path) as scan:
-                for entry in scan:
-                    if len(entries) >= limit:
-                        raise InvalidParams(
-                            f"{uri} holds more than {limit} entries: too many to list"
-                        )
-                    entries.append(DirectoryEntry(name=entry.name, type=self._kind(entry)))
+            fd = self._open(uri, path, _DIRECTORY)
+            try:
+                with os.scandir(fd) as scan:
+                    for entry in scan:
+                        if len(entries) >= limit:
+                            raise InvalidParams(
+                                f"{uri} holds more than {limit} entries: too many to list"
+                            )
+                        kind = self._kind(uri, path, entry)
+                        entries.append(DirectoryEntry(name=entry.name, type=kind))
+            finally:
+                os.close(fd)
         entries.sort(key=lambda e: e.name)
         return ResourceListResult(entries=tuple(entries))
 
-    def _kind(self, entry: os.DirEntry[str]) -> str:
+    def _kind(self, uri: str, directory: Path, entry: os.DirEntry[str]) -> str:
         try:
             if not entry.is_symlink():
                 return "directory" if entry.is_dir(follow_symlinks=False) else "file"
-            target = confine_path(entry.path, self.roots, self.forbidden)
-            return "directory" if target.is_dir() else "file"
+            link = os.path.join(directory, entry.name)
+            target = confine_path(link, self.roots, self.forbidden)
+            return "directory" if stat.S_ISDIR(self._stat(uri, target).st_mode) else "file"
         except (OSError, PathRefused):
             return "file"
 
@@ -549,14 +625,18 @@ class Files:
         with _translated(uri):
             if follow_symlinks:
                 path = self._path(uri)
-                st = os.stat(path)
+                st = self._stat(uri, path)
                 canonical = uri if str(path) == file_uri_to_path(uri) else file_uri(path)
             else:
                 path = self._entry(uri, allow_root=True)
-                st = os.lstat(path)
+                if self._is_root(path):
+                    st = self._stat(uri, path)
+                else:
+                    with self._parent(uri, path) as parent:
+                        st = os.stat(path.name, dir_fd=parent, follow_symlinks=False)
                 canonical = uri
         mtime = iso_timestamp(st.st_mtime_ns / 1_000_000)
-        if stat.S_ISLNK(st.st_mode):
+        if stat.S_ISLNK(st.st_mode) and not follow_symlinks:
             return ResourceResolveResult(
                 uri=canonical, type="symlink", size=st.st_size, mtime=mtime
             )
@@ -576,25 +656,39 @@ class Files:
     # -- resourceMkdir ----------------------------------------------------------------------
 
     def mkdir(self, uri: str) -> Change:
-        """``resourceMkdir``: ``mkdir -p``; an existing directory is a success, a file -32010."""
+        """``resourceMkdir``: ``mkdir -p``; an existing directory is a success, a file -32010.
+
+        Walked by descriptors: each missing directory is made in its parent's
+        descriptor (``os.mkdir(dir_fd=)``), which was reached without a link.
+        """
         path = self._path(uri)
         with _translated(uri):
             try:
-                st = os.stat(path)
-            except FileNotFoundError:
-                try:
-                    os.makedirs(path, exist_ok=True)
-                except (FileExistsError, NotADirectoryError):
-                    raise ProtocolError(
-                        f"{uri} (or a directory above it) exists and is not a directory",
-                        code=AhpErrorCode.AlreadyExists,
-                    ) from None
-                return Change(path=str(path))
-            if not stat.S_ISDIR(st.st_mode):
+                missing: list[Path] = []
+                current = path
+                while True:
+                    try:
+                        os.close(self._open(uri, current, _HANDLE | os.O_DIRECTORY))
+                        break
+                    except FileNotFoundError:
+                        if self._is_root(current):
+                            raise
+                        missing.append(current)
+                        current = current.parent
+                for directory in reversed(missing):
+                    with self._parent(uri, directory) as parent:
+                        try:
+                            os.mkdir(directory.name, dir_fd=parent)
+                        except FileExistsError:
+                            st = os.stat(directory.name, dir_fd=parent, follow_symlinks=False)
+                            if not stat.S_ISDIR(st.st_mode):
+                                raise NotADirectoryError(errno.ENOTDIR, "not a directory") from None
+            except NotADirectoryError:
                 raise ProtocolError(
-                    f"{uri} exists and is not a directory", code=AhpErrorCode.AlreadyExists
-                )
-        return Change(path=str(path), created=False)
+                    f"{uri} (or a directory above it) exists and is not a directory",
+                    code=AhpErrorCode.AlreadyExists,
+                ) from None
+        return Change(path=str(path), created=bool(missing))
 
     # -- resourceDelete ---------------------------------------------------------------------
 
@@ -607,14 +701,14 @@ class Files:
         """
         path = self._entry(uri)
         self._keep_forbidden(uri, path)
-        with _translated(uri):
-            st = os.lstat(path)
+        with _translated(uri), self._parent(uri, path) as parent:
+            st = os.stat(path.name, dir_fd=parent, follow_symlinks=False)
             if stat.S_ISDIR(st.st_mode):
                 if recursive:
-                    shutil.rmtree(path)
+                    _remove_tree(parent, path.name)
                 else:
                     try:
-                        os.rmdir(path)
+                        os.rmdir(path.name, dir_fd=parent)
                     except OSError as error:
                         if error.errno in (errno.ENOTEMPTY, errno.EEXIST):
                             raise InvalidParams(
@@ -623,15 +717,23 @@ class Files:
                             ) from None
                         raise
             else:
-                os.unlink(path)
+                os.unlink(path.name, dir_fd=parent)
         return Change(path=str(path), size=None if stat.S_ISDIR(st.st_mode) else st.st_size)
 
     # -- resourceCopy / resourceMove --------------------------------------------------------
 
+    @contextlib.contextmanager
     def _destination(
-        self, uri: str, source: Path, fail_if_exists: bool, *, clear_files: bool
-    ) -> Path | None:
-        """The destination entry, ready to be written; None if it is the source itself.
+        self,
+        uri: str,
+        source: Path,
+        source_st: os.stat_result,
+        fail_if_exists: bool,
+        *,
+        clear_files: bool,
+    ) -> Iterator[tuple[Path, int] | None]:
+        """The destination entry and its directory's descriptor, ready to be written; None if
+        it is the source itself.
 
         An existing destination is removed first (common.md: overwritten
         unless ``failIfExists``) when it is a directory, or when
@@ -639,82 +741,91 @@ class Files:
         A rename replaces a file (or a link) atomically by itself.
         """
         target = self._entry(uri)
-        with _translated(uri):
-            if not target.parent.is_dir():
-                raise ProtocolError(
-                    f"the directory of {uri} does not exist (create it with resourceMkdir)",
-                    code=AhpErrorCode.NotFound,
-                )
-            if target == source:
-                return None
-            if source.is_dir() and not source.is_symlink() and target.is_relative_to(source):
-                raise InvalidParams(f"{uri} is inside the directory it would be a copy of")
-            if source.is_relative_to(target):
-                raise InvalidParams(f"{uri} holds the source: overwriting it would remove it")
-            if os.path.lexists(target):
-                if fail_if_exists:
-                    raise ProtocolError(f"{uri} already exists", code=AhpErrorCode.AlreadyExists)
-                if stat.S_ISDIR(os.lstat(target).st_mode):
-                    shutil.rmtree(target)
-                elif clear_files or (source.is_dir() and not source.is_symlink()):
-                    os.unlink(target)
-        return target
+        with self._parent(uri, target) as parent:
+            with _translated(uri):
+                if target == source:
+                    yield None
+                    return
+                tree = stat.S_ISDIR(source_st.st_mode)
+                if tree and target.is_relative_to(source):
+                    raise InvalidParams(f"{uri} is inside the directory it would be a copy of")
+                if source.is_relative_to(target):
+                    raise InvalidParams(f"{uri} holds the source: overwriting it would remove it")
+                try:
+                    existing = os.stat(target.name, dir_fd=parent, follow_symlinks=False)
+                except FileNotFoundError:
+                    existing = None
+                if existing is not None:
+                    if fail_if_exists:
+                        raise ProtocolError(
+                            f"{uri} already exists", code=AhpErrorCode.AlreadyExists
+                        )
+                    if stat.S_ISDIR(existing.st_mode):
+                        self._keep_forbidden(uri, target)
+                        _remove_tree(parent, target.name)
+                    elif clear_files or tree:
+                        os.unlink(target.name, dir_fd=parent)
+            yield target, parent
 
     def copy(self, source: str, destination: str, fail_if_exists: bool = False) -> Change:
         """``resourceCopy``: a file, or a directory tree (links in it copied as links).
 
         The source's links are followed (its content is copied, from inside
         the roots); the destination is the entry named. A tree holding a
-        device, FIFO or socket is refused before anything is copied.
+        device, FIFO, socket or a file with several hard links is refused
+        before anything is copied. Everything is read and written by
+        descriptor (the tree walked with no link followed).
         """
         origin = self._path(source)
-        with _translated(source):
-            st = os.stat(origin)
-            if stat.S_ISDIR(st.st_mode):
-                self._keep_forbidden(source, origin)
-                self._check_tree(source, origin)
-            else:
-                _require_regular(source, st)
-        target = self._destination(destination, origin, fail_if_exists, clear_files=True)
-        if target is None:
-            raise InvalidParams(f"{source} cannot be copied onto itself")
-        with _translated(destination):
-            if stat.S_ISDIR(st.st_mode):
-                shutil.copytree(origin, target, symlinks=True, copy_function=_copy_regular)
-            else:
-                _copy_regular(str(origin), str(target))
+        with contextlib.ExitStack() as stack:
+            with _translated(source):
+                st = self._stat(source, origin)
+                if stat.S_ISDIR(st.st_mode):
+                    self._keep_forbidden(source, origin)
+                    fd = self._open(source, origin, _DIRECTORY)
+                    stack.callback(os.close, fd)
+                    _check_tree(source, fd)
+                else:
+                    _require_regular(source, st)
+                    fd = self._open(source, origin, os.O_RDONLY | _OPEN_FLAGS)
+                    stack.callback(os.close, fd)
+                    _check_opened(fd, origin, source, st)
+            found = stack.enter_context(
+                self._destination(destination, origin, st, fail_if_exists, clear_files=True)
+            )
+            if found is None:
+                raise InvalidParams(f"{source} cannot be copied onto itself")
+            target, parent = found
+            with _translated(destination):
+                _copy_into(source, fd, st, parent, target.name)
         return Change(
             path=str(origin),
             destination=str(target),
             size=None if stat.S_ISDIR(st.st_mode) else st.st_size,
         )
 
-    def _check_tree(self, uri: str, root: Path) -> None:
-        for directory, _, names in os.walk(root):
-            for name in names:
-                mode = os.lstat(os.path.join(directory, name)).st_mode
-                if not (stat.S_ISREG(mode) or stat.S_ISLNK(mode)):
-                    raise _denied(
-                        f"{uri} holds {name!r}, a device, FIFO or socket: it is not copied"
-                    )
-
     def move(self, source: str, destination: str, fail_if_exists: bool = False) -> Change:
         """``resourceMove``: rename the entry (a link moves as a link); across file systems, copy
         and delete. Moving onto itself does nothing; a working directory cannot be moved."""
         origin = self._entry(source)
         self._keep_forbidden(source, origin)
-        with _translated(source):
-            os.lstat(origin)
-        target = self._destination(destination, origin, fail_if_exists, clear_files=False)
-        if target is None:
-            return Change(path=str(origin), destination=str(origin))
-        with _translated(destination):
-            try:
-                os.rename(origin, target)
-            except OSError as error:
-                if error.errno != errno.EXDEV:
-                    raise
-                shutil.move(origin, target)
+        with contextlib.ExitStack() as stack:
+            with _translated(source):
+                origin_parent = stack.enter_context(self._parent(source, origin))
+                st = os.stat(origin.name, dir_fd=origin_parent, follow_symlinks=False)
+            found = stack.enter_context(
+                self._destination(destination, origin, st, fail_if_exists, clear_files=False)
+            )
+            if found is None:
+                return Change(path=str(origin), destination=str(origin))
+            target, parent = found
+            with _translated(destination):
+                try:
+                    os.rename(origin.name, target.name, src_dir_fd=origin_parent, dst_dir_fd=parent)
+                except OSError as error:
+                    if error.errno != errno.EXDEV:
+                        raise
+                    _move_across(source, origin_parent, origin.name, st, parent, target.name)
         return Change(path=str(origin), destination=str(target))
 
     # -- resourceRequest --------------------------------------------------------------------
@@ -728,8 +839,117 @@ class Files:
         return self._path(uri)
 
 
-def _copy_regular(source: str, destination: str) -> str:
-    """``shutil`` copy function that opens only regular files (never a device or FIFO)."""
-    if not stat.S_ISREG(os.lstat(source).st_mode):
-        raise PathOutside(f"{source!r} is not a regular file: it is not copied")
-    return shutil.copy2(source, destination)
+def _temporary(parent: int, name: str) -> tuple[int, str]:
+    """A new empty file beside ``name`` in ``parent`` (``O_EXCL``, mode 0600): fd and name."""
+    while True:
+        temporary = f".{name}.{secrets.token_hex(6)}.tmp"
+        try:
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+            return os.open(temporary, flags, 0o600, dir_fd=parent), temporary
+        except FileExistsError:
+            continue
+
+
+def _entries(fd: int) -> list[str]:
+    with os.scandir(fd) as scan:
+        return [entry.name for entry in scan]
+
+
+def _remove_tree(parent: int, name: str) -> None:
+    """``rm -r`` of the directory ``name`` in ``parent``, by descriptors: a link met is
+    removed as a link, never followed (``ELOOP`` if the directory itself became one)."""
+    fd = open_beneath(parent, name, _DIRECTORY)
+    try:
+        for entry in _entries(fd):
+            st = os.stat(entry, dir_fd=fd, follow_symlinks=False)
+            if stat.S_ISDIR(st.st_mode):
+                _remove_tree(fd, entry)
+            else:
+                os.unlink(entry, dir_fd=fd)
+    finally:
+        os.close(fd)
+    os.rmdir(name, dir_fd=parent)
+
+
+def _check_tree(uri: str, fd: int) -> None:
+    """-32009 when the tree at ``fd`` holds a device, FIFO, socket, or a file with several
+    hard links (walked by descriptors, links not followed)."""
+    for name in _entries(fd):
+        st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+        if stat.S_ISDIR(st.st_mode):
+            sub = open_beneath(fd, name, _DIRECTORY)
+            try:
+                _check_tree(uri, sub)
+            finally:
+                os.close(sub)
+        elif stat.S_ISREG(st.st_mode):
+            if st.st_nlink > 1:
+                raise _denied(f"{uri} holds {name!r}, a file with several hard links: not copied")
+        elif not stat.S_ISLNK(st.st_mode):
+            raise _denied(f"{uri} holds {name!r}, a device, FIFO or socket: it is not copied")
+
+
+def _same(a: os.stat_result, b: os.stat_result) -> bool:
+    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
+
+
+def _copy_into(uri: str, fd: int, st: os.stat_result, parent: int, name: str) -> None:
+    """Copy the file or directory open at ``fd`` (``st``) to the new entry ``name`` in
+    ``parent``: content, mode and times; a tree's links as links."""
+    if stat.S_ISDIR(st.st_mode):
+        os.mkdir(name, 0o700, dir_fd=parent)
+        copy = open_beneath(parent, name, _DIRECTORY)
+        try:
+            for entry in _entries(fd):
+                _copy_entry(uri, fd, entry, copy, entry)
+            os.fchmod(copy, stat.S_IMODE(st.st_mode))
+            os.utime(copy, ns=(st.st_atime_ns, st.st_mtime_ns))
+        finally:
+            os.close(copy)
+        return
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    out = os.open(name, flags, 0o600, dir_fd=parent)
+    try:
+        while chunk := os.read(fd, _CHUNK):
+            _write_all(out, chunk)
+        os.fchmod(out, stat.S_IMODE(st.st_mode))
+        os.utime(out, ns=(st.st_atime_ns, st.st_mtime_ns))
+    finally:
+        os.close(out)
+
+
+def _copy_entry(uri: str, parent: int, name: str, into: int, new: str) -> None:
+    """Copy the entry ``name`` of ``parent`` to ``new`` in ``into``: a link as a link, a file or
+    a directory opened (no link followed) and checked to be what was seen."""
+    st = os.stat(name, dir_fd=parent, follow_symlinks=False)
+    if stat.S_ISLNK(st.st_mode):
+        os.symlink(os.readlink(name, dir_fd=parent), new, dir_fd=into)
+        return
+    if stat.S_ISDIR(st.st_mode):
+        fd = open_beneath(parent, name, _DIRECTORY)
+    elif stat.S_ISREG(st.st_mode):
+        fd = open_beneath(parent, name, os.O_RDONLY | os.O_NONBLOCK)
+    else:
+        raise _denied(f"{uri} holds {name!r}, a device, FIFO or socket: it is not copied")
+    try:
+        opened = os.fstat(fd)
+        if not _same(opened, st) or (stat.S_ISREG(st.st_mode) and opened.st_nlink > 1):
+            raise _denied(f"{uri}: {name!r} changed while it was being copied")
+        _copy_into(uri, fd, opened, into, new)
+    finally:
+        os.close(fd)
+
+
+def _move_across(uri: str, parent: int, name: str, st: os.stat_result, into: int, new: str) -> None:
+    """A move to another file system: copy the entry by descriptors, then delete it."""
+    if stat.S_ISDIR(st.st_mode):
+        fd = open_beneath(parent, name, _DIRECTORY)
+        try:
+            _check_tree(uri, fd)
+        finally:
+            os.close(fd)
+    _copy_entry(uri, parent, name, into, new)
+    if stat.S_ISDIR(st.st_mode):
+        _remove_tree(parent, name)
+    else:
+        os.unlink(name, dir_fd=parent)

@@ -30,19 +30,28 @@ say why — :class:`PathInvalid` (not a usable path or URI), :class:`PathOutside
 caller can map them to its own errors (the resource commands map them to
 ``-32602``, ``-32009``, ``-32008``).
 
-What is checked is the path as it resolves *now*: a process that can write
-inside a root and swaps a directory for a symbolic link between the check and
-the use can still redirect an operation. The resource commands narrow that
-window (``O_NOFOLLOW`` on the last component, a check of what was opened).
+What is checked is the path as it resolves *now*; what is then opened must be
+that very path. :func:`open_confined` and :func:`open_parent` open the
+resolved path (which has no link left in it) from the descriptor of the root
+that holds it, through ``workspace/walk.py``: ``openat2(2)`` with
+``RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS``, or a component-by-component
+``O_NOFOLLOW`` walk. A directory swapped for a symbolic link between the
+check and the open is met on the way and refused (:class:`PathOutside`, like
+any path leading out), so a process that can write inside a root cannot
+redirect an operation out of it. Callers act on what they opened with the
+``dir_fd=`` forms of the system calls, never by path again.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 import urllib.parse
 from collections.abc import Iterable
 from pathlib import Path
+
+from ahp_server.workspace.walk import open_beneath
 
 __all__ = [
     "SYSTEM_FORBIDDEN",
@@ -58,8 +67,13 @@ __all__ = [
     "file_uri",
     "file_uri_to_path",
     "inside",
+    "open_confined",
+    "open_parent",
     "root_paths",
 ]
+
+#: A directory descriptor that is only walked from (never read).
+DIRECTORY = getattr(os, "O_PATH", os.O_RDONLY) | os.O_DIRECTORY
 
 #: Never reached, whatever the roots: the kernel's and the devices' file systems
 #: (``/proc/<pid>/environ`` holds the host's secrets). The host adds its own data
@@ -257,3 +271,47 @@ def confine_directory(path: str, roots: Iterable[str], forbidden: Iterable[str] 
     if not resolved.is_dir():
         raise PathNotRegular(f"{path!r} is not a directory")
     return resolved
+
+
+def _changed(shown: str) -> PathOutside:
+    return PathOutside(
+        f"{shown!r} leads through a symbolic link (or changed while it was opened): refused"
+    )
+
+
+def open_confined(
+    path: Path, roots: Iterable[str], flags: int, *, shown: str, mode: int = 0o600
+) -> int:
+    """A descriptor of the resolved ``path`` (from :func:`confine_path` and its kin), opened
+    from the root that holds it without following any link (``workspace/walk.py``).
+
+    The root itself is opened the same way from ``/`` (it is resolved: no link
+    in it either). A link met anywhere — a directory swapped for one since
+    ``path`` was resolved, or the last component — is :class:`PathOutside`
+    naming ``shown``; other errors are the system's ``OSError``.
+    """
+    allowed = _roots(roots)
+    holders = [root for root in allowed if path == root or path.is_relative_to(root)]
+    if not holders:
+        raise _outside(shown, allowed)
+    root = max(holders, key=lambda r: len(r.parts))
+    try:
+        slash = os.open("/", DIRECTORY | os.O_CLOEXEC)
+        try:
+            root_fd = open_beneath(slash, str(root), DIRECTORY)
+        finally:
+            os.close(slash)
+        try:
+            return open_beneath(root_fd, str(path.relative_to(root)), flags, mode)
+        finally:
+            os.close(root_fd)
+    except OSError as error:
+        if error.errno in (errno.ELOOP, errno.EXDEV):
+            raise _changed(shown) from None
+        raise
+
+
+def open_parent(path: Path, roots: Iterable[str], *, shown: str) -> int:
+    """A directory descriptor of ``path``'s parent (:func:`open_confined`), for the
+    ``dir_fd=`` forms of what is then done to ``path.name``. ``path`` is not a root."""
+    return open_confined(path.parent, roots, DIRECTORY, shown=shown)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -149,6 +150,7 @@ class Daemon:
         self.process: asyncio.subprocess.Process | None = None
         self.url = ""
         self.stderr: list[str] = []
+        self._drain: asyncio.Task[None] | None = None
 
     async def start(self) -> str:
         self.process = await asyncio.create_subprocess_exec(
@@ -181,12 +183,20 @@ class Daemon:
                 self.stderr.append(line)
                 if line.startswith("{") and json.loads(line).get("event") == "listening":
                     self.url = str(json.loads(line)["url"])
+                    self._drain = asyncio.create_task(self._read_log(self.process.stderr))
                     return self.url
+
+    async def _read_log(self, stream: asyncio.StreamReader) -> None:
+        """Keep reading its log (the last lines kept): a full pipe would stop the server."""
+        while line := await stream.readline():
+            self.stderr.append(line.decode())
+            del self.stderr[:-1000]
 
     async def kill(self) -> None:
         assert self.process is not None
         self.process.kill()  # SIGKILL: no cleanup at all
         await self.process.wait()
+        await self._drained()
 
     async def terminate(self) -> int:
         assert self.process is not None
@@ -208,3 +218,12 @@ class Daemon:
         if self.process is not None and self.process.returncode is None:
             self.process.kill()
             await self.process.wait()
+        await self._drained()
+
+    async def _drained(self) -> None:
+        """Stop reading its log (a child it left may still hold the pipe open)."""
+        if self._drain is not None:
+            self._drain.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._drain
+            self._drain = None

@@ -647,6 +647,42 @@ async def test_another_users_resource_watch_is_refused(shared: RunningHost, tmp_
         await admin.subscribe(channel, timeout=TIMEOUT)
 
 
+async def test_a_user_at_the_watch_quota_is_refused_and_another_user_still_watches(
+    tmp_path: Path,
+) -> None:
+    """``workspace.max_watches_per_user``: a user's watches count across their connections;
+    over the quota -32602 names the setting; another user is unaffected."""
+    settings = Settings(users=USERS, data_dir=str(tmp_path / "data"), max_watches_per_user=2)
+    running = await start_host(settings)
+    hers, his = tmp_path / "alice-work", tmp_path / "bob-work"
+    hers.mkdir()
+    his.mkdir()
+    try:
+        async with (
+            as_user(running, ALICE) as alice,
+            as_user(running, ALICE) as alice_again,
+            as_user(running, BOB) as bob,
+        ):
+            await alice.create_session(working_directories=[hers.as_uri()])
+            await bob.create_session(working_directories=[his.as_uri()])
+            await watch(alice, hers)
+            await watch(alice_again, hers)  # another connection: the user's count, not its own
+            for client in (alice, alice_again):
+                error = await refused(
+                    client.request(
+                        "createResourceWatch",
+                        {"channel": ROOT, "uri": hers.as_uri()},
+                        timeout=TIMEOUT,
+                    )
+                )
+                assert error.code == INVALID_PARAMS
+                assert "workspace.max_watches_per_user" in error.message
+            assert await watch(bob, his)
+            assert await watch(bob, his)
+    finally:
+        await running.stop()
+
+
 async def test_a_connection_without_a_user_sees_only_the_root_channel(
     shared: RunningHost, tmp_path: Path
 ) -> None:

@@ -324,6 +324,35 @@ async def test_watches_per_connection_and_per_host_are_bounded(tmp_path: Path) -
         await bench.running.stop()
 
 
+async def test_a_watched_directory_swapped_for_a_link_never_reports_what_is_outside(
+    bench: Bench,
+) -> None:
+    """The watch holds the directory (a descriptor, watched through /proc/self/fd): after it is
+    swapped for a link to ``outside``, a directory made in it is watched where it really is,
+    never through the link — nothing that happens outside is ever reported."""
+    watched = bench.work / "watched"
+    watched.mkdir()
+    (bench.outside / "shared").mkdir()
+    async with AhpClient.connect(bench.running.url) as client:
+        await session_in(client, bench.work)
+        channel = await watch(client, watched, recursive=True)
+        changes = Changes(client, channel)
+        await client.subscribe(channel)
+        moved = bench.work / "moved"
+        watched.rename(moved)
+        watched.symlink_to(bench.outside, target_is_directory=True)  # the swap
+        # A directory named like one outside: watching it by path would lead out.
+        (moved / "shared").mkdir()
+        await changes.seen(watched / "shared", "added")
+        (bench.outside / "shared" / "secret.txt").write_text("outside")
+        (bench.outside / "secret.txt").write_text("outside")
+        (moved / "shared" / "marker.txt").write_text("inside")
+        await changes.seen(watched / "shared" / "marker.txt", "added")  # all before it came too
+        reported = {uri for uri, _ in changes.items}
+        assert (watched / "shared" / "secret.txt").as_uri() not in reported
+        assert (watched / "secret.txt").as_uri() not in reported
+
+
 # -- floods ----------------------------------------------------------------------------------
 
 
