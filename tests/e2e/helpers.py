@@ -208,11 +208,12 @@ class Daemon:
         """Wait (bounded) for the process to exit by itself; its exit status. The
         rest of its stderr is in :attr:`stderr`."""
         assert self.process is not None
-        assert self.process.stderr is not None
         async with asyncio.timeout(TIMEOUT):
-            while line := (await self.process.stderr.readline()).decode():
-                self.stderr.append(line)
-            return await self.process.wait()
+            status = await self.process.wait()
+            if self._drain is not None:
+                await self._drain  # the log's last lines, up to the end of the pipe
+                self._drain = None
+            return status
 
     async def close(self) -> None:
         if self.process is not None and self.process.returncode is None:
