@@ -15,7 +15,7 @@ class FakeSocket {
   readyState = 0;
   onopen: (() => void) | null = null;
   onmessage: ((event: { data: string }) => void) | null = null;
-  onclose: (() => void) | null = null;
+  onclose: ((event: { code: number; reason: string }) => void) | null = null;
   closed: { code?: number; reason?: string } | undefined;
   private readonly inbox: Json[] = [];
   private waiter: ((message: Json) => void) | undefined;
@@ -43,7 +43,13 @@ class FakeSocket {
     if (this.readyState === 3) return;
     this.readyState = 3;
     this.closed = { code, reason };
-    queueMicrotask(() => this.onclose?.());
+    queueMicrotask(() => this.onclose?.({ code: code ?? 1005, reason: reason ?? '' }));
+  }
+
+  /** The host closes the connection with `code` and `reason`. */
+  closedByHost(code: number, reason: string): void {
+    this.readyState = 3;
+    this.onclose?.({ code, reason });
   }
 
   /** The next message the client sends. */
@@ -150,5 +156,18 @@ describe('initialize', () => {
     while (socket.closed === undefined) await settle();
     expect(client.protocolVersion).toBeUndefined();
     expect(client.lastError).toMatch(/did not offer/);
+  });
+});
+
+describe('closes', () => {
+  it('keeps the reason the host closed with, until the next handshake', async () => {
+    const { client } = startClient();
+    running = client;
+    await handshake('1.0.0');
+    const socket = sockets[sockets.length - 1];
+    await socket.next(); // listSessions
+    socket.closedByHost(1012, 'the store failed: database or disk is full');
+    expect(client.status).toBe('reconnecting');
+    expect(client.lastError).toBe('the host closed the connection: the store failed: database or disk is full');
   });
 });

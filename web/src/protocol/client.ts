@@ -245,9 +245,15 @@ export class AhpClient {
       void this.handshake();
     };
     socket.onmessage = (event) => this.receive(String(event.data));
-    socket.onclose = () => {
+    socket.onclose = (event) => {
       if (this.socket !== socket) return;
       this.socket = undefined;
+      // The host says why it closed (a failed store, a slow reader): shown on the
+      // badge until the next handshake. A reason of the page's own closes keeps
+      // the error that made it close.
+      if (event.reason && this.lastError === undefined) {
+        this.lastError = `the host closed the connection: ${event.reason}`;
+      }
       this.connectionLost();
       if (this.stopped) return;
       if (!opened) void this.closedBeforeOpen();

@@ -148,6 +148,7 @@ function ConnectionBadge({ store }: { store: Store }) {
       title={status === 'open' ? undefined : store.client.lastError}
     >
       {labels[status]}
+      {status === 'reconnecting' && store.client.lastError ? ` (${store.client.lastError})` : ''}
     </span>
   );
 }
