@@ -130,7 +130,8 @@ class OutboxBudget:
         self.used += size
         if self.used > self.peak:
             self.peak = self.used
-        self._holders.add(connection)
+        if connection.held_bytes == size:  # it held nothing before
+            self._holders.add(connection)
         if self.limit is not None and self.used > self.limit:
             self._evict(spare=None)
 
