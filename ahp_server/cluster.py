@@ -385,6 +385,8 @@ class ClusterNode:
 
     async def _bus_disconnected(self) -> None:
         log.warning("bus disconnected", node=self.node_id)
+        if self.edge is not None:
+            self.edge.bus_lost()
 
     async def _bus_reconnected(self) -> None:
         log.info("bus reconnected", node=self.node_id)

@@ -9,9 +9,13 @@ the loop, in order. Who commits depends on ``synchronous``:
 * ``NORMAL`` (the default): the loop itself, once per loop iteration
   (:meth:`SqliteStore._commit_on_loop`). A WAL commit without fsync is a
   write into the OS page cache; the fsyncs happen at checkpoints, which a
-  checkpointer thread runs on its own connection while the loop holds its
-  commits (so each checkpoint completes and the WAL starts over).
-* ``FULL``: a writer thread, since every commit waits for an fsync.
+  checkpointer thread runs on its own connection while commits go on. Once
+  the WAL file reaches its bound (``wal_limit``, measured after every
+  transaction) the loop holds its commits until a checkpoint has truncated
+  it, so the WAL stays within the bound whatever the disk's speed.
+* ``FULL``: a writer thread, since every commit waits for an fsync; SQLite's
+  own checkpoints run in line, and past the bound the thread truncates the WAL
+  before its next commit.
 
 Reads run in a worker thread (``asyncio.to_thread``) on their own connection,
 which WAL lets run beside the writer.
@@ -52,6 +56,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import sqlite3
 import threading
 import time
@@ -210,8 +215,13 @@ MIGRATIONS: dict[int, str] = {
 #: synchronous=NORMAL: ask the checkpointer to run after about this much WAL
 #: (SQLite's own default is 1,000 pages, ~4 MB) ...
 CHECKPOINT_BYTES = 4 * 1024 * 1024
-#: ... and make the commits wait for it once the WAL has this many pages (~16 MB).
-HOLD_FRAMES = 4096
+#: ... and once the WAL file is this large, commits wait until a checkpoint has
+#: truncated it (docs/durability.md, "The WAL's bound").
+WAL_LIMIT = 16 * 1024 * 1024
+#: A truncating checkpoint that readers keep from restarting the WAL waits for
+#: them this long (SQLite's busy handler), this many times; then commits go on.
+CHECKPOINT_BUSY_MS = 1000
+CHECKPOINT_TRIES = 5
 
 #: synchronous=NORMAL: fold the log's tail into the database once it holds this
 #: many bytes not yet folded ...
@@ -286,7 +296,7 @@ class SqliteStore(GroupCommit, Store):
         *,
         synchronous: str = "NORMAL",
         checkpoint_bytes: int = CHECKPOINT_BYTES,
-        hold_frames: int = HOLD_FRAMES,
+        wal_limit: int = WAL_LIMIT,
         commit_window: float = 0.0,
         tail_fold_bytes: int = TAIL_FOLD_BYTES,
         tail_fold_seconds: float = TAIL_FOLD_SECONDS,
@@ -317,15 +327,26 @@ class SqliteStore(GroupCommit, Store):
         self._thread: threading.Thread | None = None
         self._checkpoint_due = False
         self._checkpoint_bytes = checkpoint_bytes
-        self._hold_frames = hold_frames
-        #: A checkpoint is running (in the checkpointer thread).
+        #: A checkpoint is running (in the checkpointer thread) ...
         self._checkpoint_running = False
-        #: ... and the loop holds its commits until it ends.
+        #: ... a truncating one (it runs only while the loop holds its commits).
+        self._checkpoint_truncates = False
+        #: The WAL file reached the bound: the loop holds its commits until a
+        #: checkpoint has truncated it (_bound_wal); set while it does not.
         self._holding = False
+        self._unheld = asyncio.Event()
+        self._unheld.set()
         #: Roughly what the loop's commits added to the WAL since the last checkpoint.
         self._wal_bytes = 0
-        #: Pages in the WAL when the last checkpoint ran (0: it starts over).
-        self._wal_frames = 0
+        self._wal_path = Path(f"{self._path}-wal")
+        self._wal_limit = wal_limit
+        #: The WAL file's size at which commits wait: the limit, or more after
+        #: readers kept a checkpoint from truncating it (one limit more each time).
+        self._wal_hold_at = wal_limit
+        #: The largest the WAL file was after a transaction, and how many times
+        #: commits waited for a truncating checkpoint (tests, docs/durability.md).
+        self.wal_peak = 0
+        self.wal_holds = 0
         #: SQLite transactions so far, and how many there were when the running
         #: checkpoint was asked for (a complete one makes them durable).
         self._transactions = 0
@@ -486,7 +507,7 @@ class SqliteStore(GroupCommit, Store):
             return
         if self._failure is None:  # after a failed commit there is nothing to wait for
             await self.flush()
-            self._fold(now=True)
+            await self._fold_now()
         if self._fold_timer is not None:
             self._fold_timer.cancel()
             self._fold_timer = None
@@ -606,18 +627,19 @@ class SqliteStore(GroupCommit, Store):
         with contextlib.suppress(sqlite3.Error):
             self._writer_conn.execute("ROLLBACK")
         self._failure = error
+        self._unheld.set()
         self._failed(error)
 
-    def _fold(self, *, now: bool = False) -> None:
+    def _fold(self) -> None:
         """Fold the log's tail into the database: one transaction for many commits.
 
-        Not while a checkpoint holds the transactions (:meth:`_checkpoint_done`
-        folds then) unless ``now`` (a read, or closing, needs the log complete).
+        Not while the loop holds its transactions for a checkpoint
+        (:meth:`_checkpoint_done` folds then; :meth:`_fold_now` waits for it).
         """
         if self._fold_timer is not None:
             self._fold_timer.cancel()
             self._fold_timer = None
-        if self._failure is not None or not self._unfolded or (self._holding and not now):
+        if self._failure is not None or not self._unfolded or self._holding:
             return
         try:
             self._commit(self._writer_conn, [])
@@ -627,27 +649,34 @@ class SqliteStore(GroupCommit, Store):
             return
         self._transacted()
 
+    async def _fold_now(self) -> None:
+        """Fold the tail now (a read, or closing, needs the log complete) — after the
+        truncating checkpoint, if one runs: it locks writers out (_bound_wal)."""
+        while self._holding and self._failure is None:
+            await self._unheld.wait()
+        self._fold()
+
     def _transacted(self) -> None:
         """After each transaction on the loop: checkpoints, and the tail's next file."""
         self._transactions += 1
         self._wal_bytes += 8192  # each commit writes a page or two besides its data
-        if self._wal_bytes >= self._checkpoint_bytes and not self._checkpoint_running:
+        if self._bound_wal():
+            # The WAL reached its bound: the loop's commits wait (writes queue;
+            # actors run up to their in-flight limit) until a checkpoint has
+            # truncated it — the one running, if any, then a truncating one.
+            self._holding = True
+            self._unheld.clear()
+            if not self._checkpoint_running:
+                self._ask_checkpoint()
+        elif self._wal_bytes >= self._checkpoint_bytes and not self._checkpoint_running:
             # Checkpoints copy the WAL into the database and fsync it, in the
-            # checkpointer thread while commits go on. But a checkpoint that
-            # races new commits never completes, and then the WAL never starts
-            # over and grows without bound. So once it has grown past
-            # `hold_frames`, a checkpoint makes the transactions wait (writes
-            # queue; actors run up to their in-flight limit): it copies the
-            # little the racing ones left, and the next commit starts the WAL
-            # over. (A writer thread checkpointing in line would hold commits
-            # for every checkpoint.)
-            self._wal_bytes = 0
-            self._checkpoint_running = True
-            self._checkpoint_mark = self._transactions
-            self._holding = self._wal_frames >= self._hold_frames
-            with self._ready:
-                self._checkpoint_due = True
-                self._ready.notify()
+            # checkpointer thread while commits go on, so that the truncating
+            # one the bound calls for finds little left to copy. One that races
+            # new commits cannot let the WAL start over, so the WAL grows while
+            # it runs, for as long as its fsync takes: only the bound caps it.
+            # (A writer thread checkpointing in line would hold commits for
+            # every checkpoint.)
+            self._ask_checkpoint()
         tail = self._tail
         if tail is not None and tail.size >= self._tail_file_bytes:
             # All of it is folded (a transaction folds first): the next file
@@ -664,20 +693,84 @@ class SqliteStore(GroupCommit, Store):
             tail.close()
             self._retired.append((self._transactions, tail.path))
 
-    def _checkpoint_done(self, frames: int, copied: int) -> None:
-        """On the loop: the checkpoint found ``frames`` pages in the WAL and copied ``copied``."""
-        if frames >= 0:  # (-1: the checkpoint failed; the next one tries again)
-            # After a complete checkpoint that held the commits, the next
-            # commit starts the WAL over. A racing one cannot know that.
-            self._wal_frames = 0 if self._holding and copied == frames else frames
-            if copied == frames and self._retired:
-                # Complete: the database file holds, fsynced, every transaction
-                # up to the mark — and so everything the retired files held.
-                mark = self._checkpoint_mark
-                for _, path in [r for r in self._retired if r[0] <= mark]:
-                    path.unlink(missing_ok=True)
-                self._retired = [r for r in self._retired if r[0] > mark]
-        self._checkpoint_running = self._holding = False
+    def _bound_wal(self) -> bool:
+        """After a transaction: the WAL file's size (one ``stat``); true if it is at the bound.
+
+        Checked after every transaction, and every transaction waits while it
+        is true, so the file never passes the bound by more than the one
+        transaction that crossed it, however slow the disk (docs/durability.md).
+        """
+        size = self._wal_size()
+        self.wal_peak = max(self.wal_peak, size)
+        if size < self._wal_hold_at:
+            return False
+        self.wal_holds += 1
+        return True
+
+    def _wal_size(self) -> int:
+        try:
+            return os.stat(self._wal_path).st_size
+        except FileNotFoundError:
+            return 0
+
+    def _ask_checkpoint(self) -> None:
+        """Wake the checkpointer: truncating while the loop holds its commits, else passive."""
+        self._wal_bytes = 0
+        self._checkpoint_running = True
+        self._checkpoint_truncates = self._holding
+        self._checkpoint_mark = self._transactions
+        with self._ready:
+            self._checkpoint_due = True
+            self._ready.notify()
+
+    def _truncate_wal(self, conn: sqlite3.Connection) -> tuple[int, int, int]:
+        """``wal_checkpoint(TRUNCATE)`` on ``conn`` (no transaction writes meanwhile):
+        copies the WAL and empties its file, retried while readers keep it from
+        restarting the WAL (each try waits for them ``conn``'s busy timeout);
+        ``(busy, frames, copied)`` of the last try, ``busy`` 1 if it never could
+        (logged)."""
+        patience = conn.execute("PRAGMA busy_timeout").fetchone()[0]
+        conn.execute(f"PRAGMA busy_timeout = {CHECKPOINT_BUSY_MS}")
+        try:
+            for _ in range(CHECKPOINT_TRIES):
+                busy, frames, copied = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+                if busy == 0:
+                    break
+        finally:
+            conn.execute(f"PRAGMA busy_timeout = {int(patience)}")
+        if busy:
+            log.warning(
+                "WAL past its bound: readers kept the checkpoint from truncating it",
+                path=str(self._path),
+                wal_bytes=self._wal_size(),
+                tries=CHECKPOINT_TRIES,
+            )
+        return int(busy), int(frames), int(copied)
+
+    def _checkpoint_done(self, busy: int, frames: int, copied: int) -> None:
+        """On the loop: the checkpoint found ``frames`` pages in the WAL and copied
+        ``copied``; ``busy`` (a truncating one) readers kept it from truncating the WAL."""
+        truncated = self._checkpoint_truncates and frames >= 0 and busy == 0
+        if frames >= 0 and copied == frames and self._retired:
+            # (-1: the checkpoint failed; the next one tries again)
+            # Complete: the database file holds, fsynced, every transaction
+            # up to the mark — and so everything the retired files held.
+            mark = self._checkpoint_mark
+            for _, path in [r for r in self._retired if r[0] <= mark]:
+                path.unlink(missing_ok=True)
+            self._retired = [r for r in self._retired if r[0] > mark]
+        self._checkpoint_running = False
+        if self._holding and not self._checkpoint_truncates:
+            self._ask_checkpoint()  # the passive one that ran when the bound was reached
+            return
+        if self._holding:
+            # Truncated: the bound holds again. Not (readers, or an error; logged):
+            # commits go on, and wait again once the WAL has grown another limit
+            # — never a wait per commit while a long reader (a backup) runs.
+            size = 0 if truncated else self._wal_size()
+            self._wal_hold_at = size + self._wal_limit
+            self._holding = False
+            self._unheld.set()
         assert self._loop is not None
         if self._queue and not self._scheduled:
             self._scheduled = True
@@ -696,18 +789,21 @@ class SqliteStore(GroupCommit, Store):
                 if self._stopping:
                     return
                 self._checkpoint_due = False
-            frames = copied = -1
+                truncate = self._checkpoint_truncates
+            busy = frames = copied = -1
             try:
-                # PASSIVE never waits for the loop's connection (see _commit_on_loop).
-                _, frames, copied = self._checkpointer.execute(
-                    "PRAGMA wal_checkpoint(PASSIVE)"
-                ).fetchone()
+                if truncate:  # the loop holds its commits meanwhile
+                    busy, frames, copied = self._truncate_wal(self._checkpointer)
+                else:  # PASSIVE never waits for the loop's connection (see _commit_on_loop).
+                    busy, frames, copied = self._checkpointer.execute(
+                        "PRAGMA wal_checkpoint(PASSIVE)"
+                    ).fetchone()
             except sqlite3.Error:  # thread boundary: the next checkpoint tries again
                 log.warning("checkpoint failed", path=str(self._path), exc_info=True)
             finally:
                 assert self._loop is not None
                 with contextlib.suppress(RuntimeError):  # the loop is gone: nothing waits
-                    self._loop.call_soon_threadsafe(self._checkpoint_done, frames, copied)
+                    self._loop.call_soon_threadsafe(self._checkpoint_done, busy, frames, copied)
 
     def _write_loop(self) -> None:
         conn = self._writer_conn
@@ -743,6 +839,13 @@ class SqliteStore(GroupCommit, Store):
             last = batch[-1][3]
             assert self._loop is not None
             self._loop.call_soon_threadsafe(self._committed_batch, callbacks, last)
+            if self._bound_wal():  # the next commit waits for a truncating checkpoint
+                try:
+                    busy, _, _ = self._truncate_wal(conn)
+                except sqlite3.Error:  # not a failed commit: the next one tries again
+                    log.warning("checkpoint failed", path=str(self._path), exc_info=True)
+                    busy = 1
+                self._wal_hold_at = (self._wal_size() if busy else 0) + self._wal_limit
 
     def _commit(self, conn: sqlite3.Connection, batch: list[_Write]) -> None:
         """Write one batch in one transaction, after the tail not yet folded.
@@ -967,7 +1070,7 @@ class SqliteStore(GroupCommit, Store):
         reader = self._reader
         assert reader is not None, "store not open"
         if self._unfolded:  # what was committed to the tail is read from the database
-            self._fold(now=True)
+            await self._fold_now()
         lock = self._read_lock
 
         def run() -> Any:

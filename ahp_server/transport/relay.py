@@ -783,11 +783,23 @@ class EdgeRelay:
         self._rewatching: asyncio.Task[None] | None = None
         #: False once this node serves clients itself (it became the primary).
         self.active = True
+        #: The bus went away and nats-py has not finished reconnecting (bus_lost).
+        self._bus_away = False
 
     @property
     def ready(self) -> bool:
-        """A primary is known: new clients can be relayed."""
-        return self.active and self.primary is not None
+        """A primary is known and the bus is here: new clients can be relayed."""
+        return self.active and self.primary is not None and not self._bus_away
+
+    def bus_lost(self) -> None:
+        """The bus went away (nats-py's disconnect): not ready until :meth:`bus_reconnected`.
+
+        nats-py delivers messages again — the primary's heartbeats among them —
+        before it calls back that it has reconnected, and the reconnect then
+        closes every relayed client (``Node._bus_reconnected``): a client let
+        in meanwhile would be closed at once.
+        """
+        self._bus_away = True
 
     @property
     def connections(self) -> int:
@@ -832,7 +844,9 @@ class EdgeRelay:
         restart the watch's ordered consumer stays deaf until its idle
         heartbeats time out (about 15 s): a new primary's record would be
         missed meanwhile (heartbeats would still find it, a heartbeat later).
+        The edge is ready again (once a primary is known).
         """
+        self._bus_away = False
         if not self.active or (self._rewatching is not None and not self._rewatching.done()):
             return
         self._rewatching = asyncio.get_running_loop().create_task(

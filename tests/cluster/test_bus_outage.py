@@ -8,6 +8,10 @@ While the bus is gone, the primary serves its own clients (it needs only
 PostgreSQL) and keeps its lease; an edge closes its relayed clients with 1012
 and refuses new ones with 503. Once the bus is back, nats-py reconnects by
 itself, the edge hears the primary again and its clients resume.
+
+It runs alone and with the machine's other core kept busy (``load``): every
+wait is for a condition, bounded generously, never a fixed time — but one: the
+primary must keep its lease for longer than its TTL without the bus.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from tests.cluster.helpers import (
     new_cluster_name,
     wait_for_primary,
 )
+from tests.load import BusyCore, busy_core
 from tests.postgres import postgres_schema, query
 
 ROOT = "ahp-root://"
@@ -51,9 +56,19 @@ def private_nats(tmp_path: Path) -> Iterator[PrivateNats]:
         server.close()
 
 
+@pytest.fixture(params=["idle", "busy"])
+def load(request: pytest.FixtureRequest) -> Iterator[BusyCore | None]:
+    """The test alone, or with the machine's other core kept busy (``yes``)."""
+    if request.param == "idle":
+        yield None
+        return
+    with busy_core() as busy:
+        yield busy
+
+
 async def http_status(port: int, path: str) -> int:
     """The status of ``GET path`` on a node (a plain HTTP request, bounded)."""
-    async with asyncio.timeout(5):
+    async with asyncio.timeout(TIMEOUT):
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
         try:
             request = f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n"
@@ -114,7 +129,7 @@ def turns(client: AhpClient, chat: str) -> int:
 
 
 async def test_cluster_survives_a_bus_outage_and_recovers(
-    tmp_path: Path, private_nats: PrivateNats
+    tmp_path: Path, private_nats: PrivateNats, load: BusyCore | None
 ) -> None:
     """kill -9 NATS: the edge's client is closed with 1012, the edge is not ready (503),
     the primary serves its own clients and keeps its lease. NATS back on the same port and
@@ -151,12 +166,12 @@ async def test_cluster_survives_a_bus_outage_and_recovers(
             # 2. The bus dies.
             await asyncio.to_thread(private_nats.kill)
             killed_at = time.monotonic()
-            # B is closed with 1012 within a few heartbeats (the edge stops hearing the primary).
-            await b.wait_closed(timeout=10 * HEARTBEAT + 5)
+            # B is closed with 1012 (the edge stops hearing the primary).
+            await b.wait_closed(timeout=TIMEOUT)
             closed_after = time.monotonic() - killed_at
             assert b.close_code == 1012, (b.close_code, b.close_reason)
             # The edge is not ready, and its door refuses new clients with 503.
-            await wait_status(edge, "/readyz", 503, within=10)
+            await wait_status(edge, "/readyz", 503)
             with pytest.raises(InvalidStatus) as refused:
                 await AhpClient.connect(edge.url, subscriptions=[ROOT], timeout=TIMEOUT)
             assert refused.value.response.status_code == 503
@@ -178,7 +193,7 @@ async def test_cluster_survives_a_bus_outage_and_recovers(
             # 3. The bus comes back on the same port, with the same store.
             await asyncio.to_thread(private_nats.start)
             restarted_at = time.monotonic()
-            await wait_status(edge, "/readyz", 200, within=TIMEOUT)
+            await wait_status(edge, "/readyz", 200)
             ready_after = time.monotonic() - restarted_at
             print(
                 f"\nbus outage: edge closed its client {closed_after:.2f} s after the kill; "
@@ -207,12 +222,16 @@ async def test_cluster_survives_a_bus_outage_and_recovers(
             # once, not a heartbeat later): a record of a later epoch is followed at
             # once — a signed one: a record written by a client of NATS without the
             # cluster secret is dropped. (Last: the edge then relays to that primary,
-            # which is nobody.)
+            # which is nobody.) Its new watch may still be waiting for JetStream to
+            # answer: a record written before it would be seen only as the latest.
+            await edge.wait_event("watching the primary's record again")
             await announce_primary(private_nats, cluster, "mallory", 3, secret=None)
-            await edge.wait_event("unauthenticated bus message dropped", within=3)
+            await edge.wait_event("unauthenticated bus message dropped")
             await announce_primary(private_nats, cluster, "elsewhere", 2, secret=CLUSTER_SECRET)
-            await edge.wait_event("relaying to the primary", within=3, primary="elsewhere", epoch=2)
+            await edge.wait_event("relaying to the primary", primary="elsewhere", epoch=2)
             assert not edge.has("relaying to the primary", primary="mallory")
+            if load is not None:  # the load really ran beside it
+                assert load.cpu_seconds > 1.0
         finally:
             for client in (a, b):
                 if client is not None:

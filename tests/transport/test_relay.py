@@ -603,6 +603,31 @@ async def test_the_door_is_503_until_a_primary_beats(bus: Callable[[], Any]) -> 
             assert door.edge.connections == 1
 
 
+async def test_the_door_is_503_while_the_bus_reconnects_though_the_primary_beats(
+    bus: Callable[[], Any],
+) -> None:
+    """Between nats-py's disconnect and its reconnected callback — which closes every
+    relayed client — the door refuses new clients, heartbeats or not: nats-py delivers
+    the primary's beats before that callback, and a client let in then would be
+    closed at once (tests/cluster/test_bus_outage.py)."""
+    async with edge_door(bus) as door:
+        await ready_door(door)
+        door.edge.bus_lost()  # what the node does when nats-py reports the disconnect
+        seen = door.edge._primary_seen
+        await door.primary.beat()
+        await wait_until(lambda: door.edge._primary_seen > seen, "the edge heard the beat")
+        assert not door.edge.ready
+        assert await readyz(door) == 503
+        with pytest.raises(InvalidStatus) as refused:
+            async with connect(door.url, open_timeout=TIMEOUT):
+                pass
+        assert refused.value.response.status_code == 503
+        door.edge.bus_reconnected()  # what the node does once nats-py has reconnected
+        assert await readyz(door) == 200
+        async with relayed_client(door):
+            assert door.edge.connections == 1
+
+
 async def test_frames_reach_the_primary_in_order_and_back(bus: Callable[[], Any]) -> None:
     async with edge_door(bus) as door:
         await ready_door(door)
