@@ -50,6 +50,7 @@ from tests.agents.test_acp import children, poll, until_no_children
 from tests.conftest import RunningHost, captured_logs, start_host
 from tests.e2e.helpers import TIMEOUT, Daemon
 from tests.e2e.test_identity import echoed
+from tests.processes import DAEMONIZE, alive, daemon_pids, parent_of, session_of, until_gone
 
 ROOT = "ahp-root://"
 SH = Settings(terminal_shell=("/bin/sh",))
@@ -183,14 +184,6 @@ async def dispose_terminal(client: AhpClient, uri: str) -> None:
 def root_terminals(client: AhpClient) -> dict[str, Any]:
     terminals = client.confirmed(ROOT, RootState).terminals
     return {t.resource: t for t in terminals} if isinstance(terminals, tuple) else {}
-
-
-def alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as stat:
-            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 @dataclasses.dataclass
@@ -592,6 +585,52 @@ async def test_host_stop_leaves_no_process_behind(tmp_path: Path) -> None:
         await running.stop()  # SIGKILL after the grace for the shell that ignores SIGHUP
     assert await until_no_children(before) == set()
     await poll(lambda: not alive(job))
+
+
+async def escaped_daemon(work: Path, client: AhpClient) -> tuple[str, int, int]:
+    """A terminal whose shell started :data:`DAEMONIZE`: the terminal, and the daemon's
+    two pids, checked to have really left the shell's session and lost their parent."""
+    uri = await create_terminal(client, cwd=work.as_uri())
+    watched = Watched(client, uri)
+    await watched.subscribe()
+    pids = work / "pids"
+    pids.mkdir()
+    await watched.type(f"echo shell-$$; sh {DAEMONIZE} {pids}\n")
+    shell = int((await watched.output(r"shell-(\d+)")).group(1))
+    leader, grandchild = await daemon_pids(pids)
+    assert alive(leader)
+    assert alive(grandchild)
+    # What a kill of the terminal's group or session misses: another session, and a
+    # grandchild whose parent is gone.
+    assert session_of(leader) == leader != session_of(shell) == shell
+    assert session_of(grandchild) == leader
+    assert parent_of(grandchild) != leader
+    return uri, leader, grandchild
+
+
+@pytest.mark.parametrize("end", ["disposeTerminal", "host stop"])
+async def test_dispose_and_host_stop_end_what_left_the_session_and_double_forked(
+    tmp_path: Path, end: str
+) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    config = tmp_path / "ahp.toml"
+    config.write_text(
+        '[workspace]\nterminal_shell = ["/bin/sh"]\nterminal_kill_grace = 0.5\n',
+        encoding="utf-8",
+    )
+    daemon = Daemon(tmp_path / "data", "--config", str(config))
+    try:
+        async with AhpClient.connect(await daemon.start()) as client:
+            await client.create_session(working_directories=[work.as_uri()])
+            uri, leader, grandchild = await escaped_daemon(work, client)
+            if end == "disposeTerminal":
+                await dispose_terminal(client, uri)
+        if end == "host stop":
+            assert await daemon.terminate() == 0
+        await until_gone(leader, grandchild)
+    finally:
+        await daemon.close()
 
 
 # -- persistence -----------------------------------------------------------------------------

@@ -8,14 +8,7 @@ from pathlib import Path
 import pytest
 
 from ahp_server.workspace.terminals import TerminalLimit, Terminals
-
-
-def alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
-            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
+from tests.processes import alive
 
 
 async def test_output_exit_code_and_cwd(tmp_path: Path) -> None:
