@@ -39,6 +39,10 @@ and §12. What this host decides where the spec leaves it open
   wire carries no trimming action — the guide lets each side trim its own
   copy ("Both sides MAY independently trim") — so a subscriber's snapshot is
   bounded, and a replay of the log (after a restart) trims identically.
+* **Input typed with echo off** (``ECHO`` cleared on the pty when the input
+  arrives: ``read -s``, password prompts) goes to the process, but the
+  ``terminal/input`` published, replayed and stored has ``data: ""`` (the
+  action and its ``origin`` stay, so the order and ``serverSeq`` do).
 * **Exit**: ``terminal/exited`` with the exit code (absent when a signal ended
   the process, as the spec says). An agent's command, on exit, first has its
   claim narrowed to ``{kind: session, session}`` (guide, "Agent Runs a Command").
@@ -423,6 +427,20 @@ class TerminalActor(ChannelActor[TerminalState]):
                 RejectionCode.TerminalUnavailable, "the terminal's process is not reading its input"
             )
         return None
+
+    def recorded(self, action: object) -> object:
+        if isinstance(action, TerminalInputAction) and action.data and self._unechoed():
+            # Typed with echo off (a password at ``read -s``, ``sudo``, ``ssh``): the
+            # process gets it (after_client_action, from the dispatched action), the log,
+            # the subscribers and the store get the action with empty data.
+            return replace(action, data="")
+        return action
+
+    def _unechoed(self) -> bool:
+        """The pty does not echo input now (what the kernel decides as the input is
+        written: the same moment, with no await between, as after_client_action)."""
+        pty = self.pty
+        return pty is not None and not pty.echoing()
 
     async def after_client_action(self, action: object, client_id: str) -> None:
         # terminal/input is side-effect-only: the reducer ignores it, the pty gets it.

@@ -282,6 +282,16 @@ class PtyProcess:
             self._loop.remove_writer(self._fd)
             self._writing = False
 
+    def echoing(self) -> bool:
+        """Whether the terminal echoes input now (``ECHO`` in its local modes; Linux reads
+        the program's side through the master). False when that cannot be told."""
+        if self._fd is None:
+            return False
+        try:
+            return bool(termios.tcgetattr(self._fd)[3] & termios.ECHO)
+        except (OSError, termios.error):
+            return False
+
     def resize(self, cols: int, rows: int) -> None:
         """Set the window size (the kernel sends ``SIGWINCH`` to the foreground group)."""
         if self._fd is None:

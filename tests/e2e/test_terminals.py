@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import hashlib
 import re
 import sys
 import uuid
@@ -629,6 +630,57 @@ async def test_dispose_and_host_stop_end_what_left_the_session_and_double_forked
         if end == "host stop":
             assert await daemon.terminate() == 0
         await until_gone(leader, grandchild)
+    finally:
+        await daemon.close()
+
+
+# -- input typed with echo off -----------------------------------------------------------------
+
+
+async def test_input_typed_with_echo_off_reaches_the_process_but_is_never_stored(
+    tmp_path: Path,
+) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    config = tmp_path / "ahp.toml"
+    config.write_text('[workspace]\nterminal_shell = ["/bin/sh"]\n', encoding="utf-8")
+    data = tmp_path / "data"
+    daemon = Daemon(data, "--config", str(config))
+    secret = f"hunter2-{uuid.uuid4().hex}"
+    digest = hashlib.sha256(secret.encode()).hexdigest()[:16]
+    try:
+        url = await daemon.start()
+        async with AhpClient.connect(url) as typist, AhpClient.connect(url) as other:
+            await typist.create_session(working_directories=[work.as_uri()])
+            uri = await create_terminal(typist, cwd=work.as_uri())
+            mine, theirs = Watched(typist, uri), Watched(other, uri)
+            await mine.subscribe()
+            await theirs.subscribe()
+            # What `read -s` does (dash has no -s): echo off, read a line, echo on.
+            await mine.type(
+                "stty -echo; echo off-$((6*7)); read pw; stty echo; "
+                'echo "got-$(printf %s "$pw" | sha256sum | cut -c1-16)"\n'
+            )
+            await mine.output(r"off-42")  # echo is off from here on
+            await mine.type(secret + "\n")
+            await mine.output(f"got-{digest}")  # the process read it
+            await mine.type("echo on-$((2*3))\n")
+            await theirs.output(r"on-6")
+            for watched in (mine, theirs):
+                inputs = [
+                    e.action.data for e in watched.applied if e.action.type == "terminal/input"
+                ]
+                # Recorded as an input with no data, in its place; echoed input is kept.
+                assert inputs[1] == ""
+                assert inputs[2] == "echo on-$((2*3))\n"
+                assert secret not in repr(watched.applied)
+                assert secret not in watched.text
+            late = Watched(other, uri)  # a later subscriber's snapshot
+            assert secret not in text_of(await late.subscribe())
+        assert await daemon.terminate() == 0
+        stored = b"".join(f.read_bytes() for f in data.rglob("*") if f.is_file())
+        assert b"off-42" in stored  # the terminal is stored…
+        assert secret.encode() not in stored  # …but not what was typed with echo off
     finally:
         await daemon.close()
 
