@@ -251,7 +251,8 @@ class AgentProcess:
         config = self.config
         if cwd is None:
             self._scratch = tempfile.mkdtemp(prefix="ahp-agent-")
-        if shutil.which(config.command, path=self._environment().get("PATH", os.defpath)) is None:
+        path = self._environment().get("PATH", os.defpath)
+        if "/" not in config.command and shutil.which(config.command, path=path) is None:
             self._cleanup_scratch()
             raise AgentError(
                 f"The agent {config.title!r} could not be started: {_command_line(config)}: "

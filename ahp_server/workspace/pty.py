@@ -60,7 +60,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 import structlog
 
-from ahp_server.workspace.reaper import Tree, settle
+from ahp_server.workspace.reaper import Tree
 
 __all__ = ["LINGER", "READ_CHUNK", "PtyError", "PtyProcess", "session_members"]
 
@@ -307,7 +307,7 @@ class PtyProcess:
             self._linger = self._loop.call_later(LINGER, self._linger_over)
         self._maybe_finish()
         await self._done.wait()
-        await settle()  # what the tree's end killed is reaped
+        await self._tree.settle()  # what the tree's end killed is reaped
 
     def _linger_over(self) -> None:
         self._linger = None

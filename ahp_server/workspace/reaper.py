@@ -30,8 +30,8 @@ sessions the callers signal are reached):
   ``SIGKILL``\\ ed together. The root stays asyncio's to reap; every other
   process killed that becomes the host's zombie is reaped here by its own pid
   (``waitpid(pid, WNOHANG)``, never ``waitpid(-1)``, which would take the exit
-  status of a child asyncio waits for). :func:`settle` waits (bounded) until
-  all of them are gone.
+  status of a child asyncio waits for). :meth:`Tree.settle` waits (bounded)
+  until all of them are gone.
 
 Limits: an orphan that cleared its environment and was never seen in its
 tree is not found, nor is one that had already ended when its root died
@@ -52,7 +52,7 @@ from collections.abc import Sequence
 
 import structlog
 
-__all__ = ["MARK", "SHIM", "Tree", "descendants", "reap", "settle"]
+__all__ = ["MARK", "SHIM", "Tree", "descendants", "reap"]
 
 log = structlog.get_logger(__name__)
 
@@ -62,7 +62,7 @@ MARK = "AHP_SERVER_TREE"
 #: Readings of the trees while stopping them, at most (a fork bomb is stopped
 #: a generation per reading).
 MAX_ROUNDS = 256
-#: Seconds :func:`settle` waits for what was killed to be gone.
+#: Seconds :meth:`Tree.settle` waits for what was killed to be gone.
 SETTLE = 5.0
 _PR_SET_CHILD_SUBREAPER = 36
 
@@ -200,6 +200,8 @@ class Tree:
         self.argv += argv
         self._pid: int | None = None
         self._started = -1
+        #: What :meth:`end` killed besides the root (pid → start time).
+        self._killed: dict[int, int] = {}
 
     def started(self, pid: int) -> None:
         """The root runs as ``pid`` (asyncio's child: reaped there, never here)."""
@@ -254,7 +256,7 @@ class Tree:
 
         Synchronous and bounded. The root is left to asyncio to reap; the
         others are reaped as they become the host's zombies (:func:`reap`,
-        :func:`settle`).
+        :meth:`settle`).
         """
         root = self._root()
         stopped: dict[int, int] = {}
@@ -279,18 +281,38 @@ class Tree:
         for pid, started in stopped.items():
             if pid != root:
                 _doomed[pid] = started
+                self._killed[pid] = started
         reap()
         return len(stopped)
 
+    async def settle(self) -> None:
+        """Wait until everything :meth:`end` killed is gone (reaped), at most
+        :data:`SETTLE` seconds (then logged: a process in uninterruptible sleep dies
+        when it wakes, and is reaped by a later :func:`reap`)."""
+        delay = 0.005
+        try:
+            async with asyncio.timeout(SETTLE):
+                while True:
+                    reap()
+                    killed = self._killed
+                    for pid in [p for p in killed if _doomed.get(p) != killed[p]]:
+                        del killed[pid]
+                    if not killed:
+                        return
+                    await asyncio.sleep(delay)
+                    delay = min(delay * 2, 0.05)
+        except TimeoutError:
+            log.warning("killed processes not gone yet", left=sorted(self._killed))
+
     async def ended(self) -> None:
-        """:meth:`end`, then :func:`settle`."""
+        """:meth:`end`, then :meth:`settle`."""
         self.end()
-        await settle()
+        await self.settle()
 
 
 def reap() -> int:
-    """Reap what :meth:`Tree.end` killed that is now the host's zombie; how many are
-    still to go."""
+    """Reap what :meth:`Tree.end` killed that is now the host's zombie (of every
+    tree); how many are still to go."""
     me = os.getpid()
     for pid, started in list(_doomed.items()):
         stat = _stat(pid)
@@ -302,17 +324,3 @@ def reap() -> int:
             del _doomed[pid]
             _seen.pop(pid, None)
     return len(_doomed)
-
-
-async def settle() -> None:
-    """Wait until everything :meth:`Tree.end` killed is gone (reaped), at most
-    :data:`SETTLE` seconds (then logged: a process in uninterruptible sleep dies
-    when it wakes, and is reaped by a later call)."""
-    delay = 0.005
-    try:
-        async with asyncio.timeout(SETTLE):
-            while reap():
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, 0.05)
-    except TimeoutError:
-        log.warning("killed processes not gone yet", left=len(_doomed))

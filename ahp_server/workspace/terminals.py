@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import structlog
 
-from ahp_server.workspace.reaper import Tree, settle
+from ahp_server.workspace.reaper import Tree
 
 __all__ = ["INHERITED_ENV", "Terminal", "TerminalExit", "TerminalLimit", "Terminals"]
 
@@ -160,7 +160,8 @@ class Terminal:
         """Kill (if still running) and reap; the output stays readable."""
         self.kill()
         await self._process.wait()
-        await settle()
+        if self._tree is not None:
+            await self._tree.settle()
         self._reader.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await self._reader
