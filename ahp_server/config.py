@@ -225,10 +225,12 @@ class Settings:
 
     #: Terminal channels (``createTerminal``; docs/workspace.md "Terminals"):
     #: at most this many at once (running or exited, the host's own and agents'),
-    #: each keeping at most this much output (the oldest is dropped), running
-    #: this command (empty: ``$SHELL``, else ``/bin/sh``), and given this many
-    #: seconds to end after SIGHUP/SIGTERM before SIGKILL.
+    #: and (multi-user mode) this many of one user's, each keeping at most this
+    #: much output (the oldest is dropped), running this command (empty:
+    #: ``$SHELL``, else ``/bin/sh``), and given this many seconds to end after
+    #: SIGHUP/SIGTERM before SIGKILL.
     max_terminals: int = 32
+    max_terminals_per_user: int = 16
     terminal_scrollback_bytes: int = 256 * 1024
     terminal_shell: tuple[str, ...] = ()
     terminal_kill_grace: float = 2.0
@@ -347,6 +349,7 @@ _KEYS: dict[str, tuple[str, str]] = {
     "providers.session_close_timeout": ("session_close_timeout", "posfloat"),
     "workspace.roots": ("workspace_roots", "rootlist"),
     "workspace.max_terminals": ("max_terminals", "posint"),
+    "workspace.max_terminals_per_user": ("max_terminals_per_user", "posint"),
     "workspace.terminal_scrollback_bytes": ("terminal_scrollback_bytes", "posint"),
     "workspace.terminal_shell": ("terminal_shell", "strlist"),
     "workspace.terminal_kill_grace": ("terminal_kill_grace", "posfloat"),

@@ -126,6 +126,7 @@ from ahp_server.protocol.types import (
     UsageInfo,
 )
 from ahp_server.workspace.paths import PathRefused, confine, confine_directory, root_paths
+from ahp_server.workspace.reaper import Tree
 from ahp_server.workspace.terminals import INHERITED_ENV, Terminal, TerminalLimit, Terminals
 
 __all__ = ["AcpProvider"]
@@ -210,6 +211,8 @@ class AgentProcess:
         self.config = config
         self.label = label  # the AHP session (or chat) this process serves, for the log
         self._process: asyncio.subprocess.Process | None = None
+        #: The process and everything it starts (workspace/reaper.py): ended whole.
+        self._tree: Tree | None = None
         self.conn: ClientSideConnection | None = None
         self.capabilities = AcpAgentCapabilities()
         self._stderr: deque[str] = deque(maxlen=STDERR_TAIL_LINES)
@@ -248,10 +251,18 @@ class AgentProcess:
         config = self.config
         if cwd is None:
             self._scratch = tempfile.mkdtemp(prefix="ahp-agent-")
+        path = self._environment().get("PATH", os.defpath)
+        if "/" not in config.command and shutil.which(config.command, path=path) is None:
+            self._cleanup_scratch()
+            raise AgentError(
+                f"The agent {config.title!r} could not be started: {_command_line(config)}: "
+                "no such program",
+                error_type="agentStartFailed",
+            )
+        tree = Tree([config.command, *config.args])
         try:
             self._process = await asyncio.create_subprocess_exec(
-                config.command,
-                *config.args,
+                *tree.argv,
                 cwd=cwd or self._scratch,
                 env=self._environment(),
                 stdin=asyncio.subprocess.PIPE,
@@ -268,6 +279,8 @@ class AgentProcess:
                 error_type="agentStartFailed",
             ) from None
         process = self._process
+        tree.started(process.pid)
+        self._tree = tree
         assert process.stdin is not None
         assert process.stdout is not None
         log.info("agent process started", agent=config.name, pid=process.pid, serves=self.label)
@@ -375,6 +388,9 @@ class AgentProcess:
         return "; ".join(parts) or "unknown error"
 
     def _signal(self, signum: int) -> None:
+        """Signal the process, its group and everything it started."""
+        if self._tree is not None:
+            self._tree.signal(signum)  # first: its reading must see the process alive
         process = self._process
         if process is None or process.returncode is not None:
             return
@@ -382,7 +398,8 @@ class AgentProcess:
             os.killpg(process.pid, signum)
 
     async def stop(self) -> None:
-        """End the process: close stdin, SIGTERM its group, SIGKILL after a grace; reap it."""
+        """End the process: close stdin, SIGTERM its group and tree, SIGKILL after a grace
+        (and whatever it left behind once it has ended); reap them all."""
         if self.stopped:
             return
         self.stopped = True
@@ -405,7 +422,8 @@ class AgentProcess:
             except TimeoutError:
                 self._signal(signal.SIGKILL)
                 await process.wait()
-            self._signal(signal.SIGKILL)  # whatever it left behind in its group
+            if self._tree is not None:
+                await self._tree.ended()  # whatever it left behind, in its group or not
             log.info(
                 "agent process stopped",
                 agent=self.config.name,

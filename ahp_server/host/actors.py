@@ -490,10 +490,16 @@ class ChannelActor(Generic[S]):
             return False
         self._sender = connection  # acknowledged even if not subscribed (§7.2)
         try:
-            self.apply(action, origin)
+            self.apply(self.recorded(action), origin)
         finally:
             self._sender = None
         return True
+
+    def recorded(self, action: object) -> object:
+        """An accepted client action as it is applied, published and stored; its side
+        effects (:meth:`after_client_action`) get the action as dispatched. The
+        identity here; a terminal drops input typed with echo off (host/terminals.py)."""
+        return action
 
     def accepts(self, message: _ServerAction) -> bool:
         return True

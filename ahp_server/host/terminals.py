@@ -39,6 +39,10 @@ and §12. What this host decides where the spec leaves it open
   wire carries no trimming action — the guide lets each side trim its own
   copy ("Both sides MAY independently trim") — so a subscriber's snapshot is
   bounded, and a replay of the log (after a restart) trims identically.
+* **Input typed with echo off** (``ECHO`` cleared on the pty when the input
+  arrives: ``read -s``, password prompts) goes to the process, but the
+  ``terminal/input`` published, replayed and stored has ``data: ""`` (the
+  action and its ``origin`` stay, so the order and ``serverSeq`` do).
 * **Exit**: ``terminal/exited`` with the exit code (absent when a signal ended
   the process, as the spec says). An agent's command, on exit, first has its
   claim narrowed to ``{kind: session, session}`` (guide, "Agent Runs a Command").
@@ -49,10 +53,12 @@ and §12. What this host decides where the spec leaves it open
   listed in ``RootState.terminals``, taking no input. One the host did not see
   end (a crash) gets a line saying so and ``terminal/exited`` without a code.
   ``disposeTerminal`` deletes the stored data.
-* **No orphans**: the process group (and the terminal's foreground group) gets
-  SIGHUP + SIGTERM, SIGKILL after ``terminal_kill_grace``, and is reaped — on
+* **No orphans**: the process group, the terminal's foreground group and the
+  shell's whole process tree (``workspace/reaper.py``: ``setsid`` and double
+  forks included) get SIGHUP + SIGTERM; what remains once the shell has ended,
+  or after ``terminal_kill_grace``, is killed, and all is reaped — on
   ``disposeTerminal``, on ``disposeSession`` (its session-claimed terminals
-  are disposed with it) and on host stop.
+  are disposed with it), on host stop, and when the shell exits.
 * **Agents' commands** (ACP ``terminal/create``) are shown read-only
   (``isPty: false``) in a channel the host names, claimed
   ``{kind: session, session, turnId}``; input to them is rejected.
@@ -64,7 +70,9 @@ and §12. What this host decides where the spec leaves it open
   its channel; a ``terminal/claimed`` naming another user's session or client
   is rejected.
 * **Limits**: at most ``[workspace] max_terminals`` terminals (running or
-  exited; an agent's command beyond it runs unshown).
+  exited; an agent's command beyond it runs unshown), and in multi-user mode
+  at most ``max_terminals_per_user`` of one user's (a terminal is its claim's
+  user's, as above), so one user cannot take every terminal.
 * **Audit**: ``terminal started`` (connection and client, URI, cwd, the
   command's name; an agent's command is logged so where it is spawned,
   ``workspace/terminals.py``, and its channel as ``agent terminal shown``) and
@@ -424,6 +432,20 @@ class TerminalActor(ChannelActor[TerminalState]):
             )
         return None
 
+    def recorded(self, action: object) -> object:
+        if isinstance(action, TerminalInputAction) and action.data and self._unechoed():
+            # Typed with echo off (a password at ``read -s``, ``sudo``, ``ssh``): the
+            # process gets it (after_client_action, from the dispatched action), the log,
+            # the subscribers and the store get the action with empty data.
+            return replace(action, data="")
+        return action
+
+    def _unechoed(self) -> bool:
+        """The pty does not echo input now (what the kernel decides as the input is
+        written: the same moment, with no await between, as after_client_action)."""
+        pty = self.pty
+        return pty is not None and not pty.echoing()
+
     async def after_client_action(self, action: object, client_id: str) -> None:
         # terminal/input is side-effect-only: the reducer ignores it, the pty gets it.
         pty = self.pty
@@ -503,7 +525,8 @@ class TerminalService:
         self.host = host
         #: Terminals by URI, in creation order (the catalogue's order).
         self.terminals: dict[str, TerminalActor] = {}
-        self._reserved: set[str] = set()
+        #: Terminals being created (their checks await), with the user each will be of.
+        self._reserved: dict[str, str | None] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._stopping = False
         host.services.append(self)
@@ -528,12 +551,13 @@ class TerminalService:
             raise InvalidParams("a terminal URI holds no spaces or control characters")
         if host.knows(uri) or uri in self._reserved:
             raise ProtocolError(f"{uri} already exists", code=AhpErrorCode.AlreadyExists)
-        self._check_room()
-        self._reserved.add(uri)  # until it is registered (checks below await)
+        user = self._user_of(params.claim)
+        self._check_room(user)
+        self._reserved[uri] = user  # until it is registered (checks below await)
         try:
             actor = await self._new_terminal(connection, params)
         finally:
-            self._reserved.discard(uri)
+            del self._reserved[uri]
         self._add(actor)
         assert actor.pty is not None
         log.info(
@@ -634,8 +658,10 @@ class TerminalService:
         """``Host.agent_terminals``: a read-only channel mirroring an agent's command."""
         if self._stopping:
             return
-        if len(self.terminals) + len(self._reserved) >= self.host.settings.max_terminals:
-            log.info("agent terminal not shown: terminal limit reached", session=request.session)
+        try:
+            self._check_room(self.host.owner_of(request.session))
+        except InvalidParams as error:
+            log.info("agent terminal not shown", session=request.session, reason=str(error))
             return
         uri = f"{TERMINAL_SCHEME}{uuid.uuid4()}"
         command = os.path.basename(terminal.command) or terminal.command
@@ -768,11 +794,34 @@ class TerminalService:
 
     # -- bookkeeping ---------------------------------------------------------------------
 
-    def _check_room(self) -> None:
-        limit = self.host.settings.max_terminals
+    def _user_of(self, claim: object) -> str | None:
+        """The user a terminal so claimed is of (``Host.may_see_claim``): a session's
+        owner, a client id's user."""
+        if isinstance(claim, TerminalSessionClaim):
+            return self.host.owner_of(claim.session)
+        if isinstance(claim, TerminalClientClaim):
+            return self.host.client_users.get(claim.client_id)
+        return None
+
+    def _check_room(self, user: str | None) -> None:
+        """Refuse (``-32602``) a terminal over ``max_terminals``, or (multi-user mode)
+        over ``max_terminals_per_user`` of ``user``'s (running or exited alike)."""
+        settings = self.host.settings
+        limit = settings.max_terminals
         if len(self.terminals) + len(self._reserved) >= limit:
             raise InvalidParams(
                 f"this host already has {limit} terminals (the limit): dispose one first"
+            )
+        if not self.host.multi_user:
+            return  # one user: the host's limit is theirs
+        per_user = settings.max_terminals_per_user
+        held = sum(1 for u in self._reserved.values() if u == user) + sum(
+            1 for actor in self.terminals.values() if self._user_of(actor.state.claim) == user
+        )
+        if held >= per_user:
+            raise InvalidParams(
+                f"{'user ' + repr(user) if user else 'this user'} already has {per_user} "
+                "terminals (workspace.max_terminals_per_user): dispose one first"
             )
 
     def _command(self) -> list[str]:

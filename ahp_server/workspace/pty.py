@@ -14,9 +14,11 @@ How a process is started (:meth:`PtyProcess.spawn`):
   without one, Ctrl-C (``\\x03``) would signal nothing and shells would run
   without job control. ``subprocess`` cannot do that last step itself and a
   ``preexec_fn`` is unsafe in a process with threads (the store writes from
-  one), so the child first runs a few lines of Python (:data:`_CHILD`) that
-  take the terminal and ``exec`` the command: the command then *is* that
-  process (same pid, reaped by asyncio like any subprocess).
+  one), so the child first runs a few lines of Python that take the terminal
+  and ``exec`` the command: the command then *is* that process (same pid,
+  reaped by asyncio like any subprocess). Those lines are the root shim of a
+  process tree (``workspace/reaper.py``), which also makes the command a child
+  subreaper: nothing it starts can get away from the terminal.
 * The environment is exactly what the caller passes (the host passes a small
   inherited set, never its secrets: ``workspace/terminals.py`` ``INHERITED_ENV``).
 
@@ -31,15 +33,17 @@ program, memory bounded.
 Exit: once the process has exited, the output still in the pty is read to
 the end (EOF/``EIO``) — or for at most :data:`LINGER` seconds when a
 background process it left keeps the terminal open — then ``on_exit`` is
-called exactly once, after the last ``on_output``. What the process left
-running in its session (background jobs) is killed then: a terminal's
-processes end with it. :meth:`~PtyProcess.terminate` ends a running process:
-``SIGHUP`` (what a terminal closing sends; interactive shells ignore
+called exactly once, after the last ``on_output``. Everything the process
+started that still runs (background jobs, daemons that left the session with
+``setsid`` or a double fork) is killed then (``reaper.Tree.end``): a
+terminal's processes end with it. :meth:`~PtyProcess.terminate` ends a running
+process: ``SIGHUP`` (what a terminal closing sends; interactive shells ignore
 ``SIGTERM``), ``SIGTERM`` and ``SIGCONT`` to its process group, the terminal's
-foreground group and every process of its session (a shell with job control
+foreground group, every process of its session (a shell with job control
 gives each job a group of its own; on Linux the session's members are found in
-``/proc``), ``SIGKILL`` after a grace period; it waits until the process is
-reaped and reported. A process that left the session (``setsid``) is on its own.
+``/proc``) and every process of its tree, ``SIGKILL`` to the whole tree after a
+grace period (or as soon as the process itself has ended); it waits until the
+process and everything killed with it are reaped.
 """
 
 from __future__ import annotations
@@ -51,11 +55,12 @@ import fcntl
 import os
 import signal
 import struct
-import sys
 import termios
 from collections.abc import Callable, Mapping, Sequence
 
 import structlog
+
+from ahp_server.workspace.reaper import Tree
 
 __all__ = ["LINGER", "READ_CHUNK", "PtyError", "PtyProcess", "session_members"]
 
@@ -70,30 +75,6 @@ LINGER = 0.25
 MAX_INPUT_BYTES = 1024 * 1024
 #: Output read at exit, after the process ended (a leftover may still write).
 _FINAL_DRAIN = 256 * 1024
-
-#: Runs in the child: take the pty (stdin) as controlling terminal, give every
-#: signal its default disposition and an empty mask (an ignored signal survives
-#: exec: a host started with SIGINT ignored — by ``nohup … &`` in a script, say —
-#: would hand its shells a Ctrl-C that interrupts nothing; Python itself ignores
-#: SIGPIPE), then become the command.
-_CHILD = (
-    "import fcntl, os, signal, sys, termios\n"
-    "for number in range(1, signal.NSIG):\n"
-    "    try:\n"
-    "        signal.signal(number, signal.SIG_DFL)\n"
-    "    except (OSError, ValueError):\n"
-    "        pass\n"
-    "signal.pthread_sigmask(signal.SIG_SETMASK, [])\n"
-    "try:\n"
-    "    fcntl.ioctl(0, termios.TIOCSCTTY, 0)\n"
-    "except OSError:\n"
-    "    pass\n"
-    "try:\n"
-    "    os.execvp(sys.argv[1], sys.argv[1:])\n"
-    "except OSError as error:\n"
-    "    sys.stderr.write(f'cannot run {sys.argv[1]}: {error.strerror}\\r\\n')\n"
-    "    sys.exit(127)\n"
-)
 
 
 class PtyError(Exception):
@@ -134,8 +115,10 @@ class PtyProcess:
         master: int,
         on_output: Callable[[str], None],
         on_exit: Callable[[int | None], None],
+        tree: Tree,
     ) -> None:
         self._process = process
+        self._tree = tree
         self._fd: int | None = master
         self._on_output = on_output
         self._on_exit = on_exit
@@ -180,13 +163,9 @@ class PtyProcess:
         try:
             fcntl.ioctl(master, termios.TIOCSWINSZ, _winsize(cols, rows))
             os.set_blocking(master, False)
+            tree = Tree(argv, tty=True)
             process = await asyncio.create_subprocess_exec(
-                sys.executable,
-                "-I",
-                "-S",
-                "-c",
-                _CHILD,
-                *argv,
+                *tree.argv,
                 stdin=slave,
                 stdout=slave,
                 stderr=slave,
@@ -199,7 +178,8 @@ class PtyProcess:
             raise PtyError(f"cannot start {argv[0]!r}: {error.strerror or error}") from None
         finally:
             os.close(slave)  # the child has its own copies
-        return cls(process, master, on_output, on_exit)
+        tree.started(process.pid)
+        return cls(process, master, on_output, on_exit, tree)
 
     @property
     def pid(self) -> int:
@@ -302,6 +282,16 @@ class PtyProcess:
             self._loop.remove_writer(self._fd)
             self._writing = False
 
+    def echoing(self) -> bool:
+        """Whether the terminal echoes input now (``ECHO`` in its local modes; Linux reads
+        the program's side through the master). False when that cannot be told."""
+        if self._fd is None:
+            return False
+        try:
+            return bool(termios.tcgetattr(self._fd)[3] & termios.ECHO)
+        except (OSError, termios.error):
+            return False
+
     def resize(self, cols: int, rows: int) -> None:
         """Set the window size (the kernel sends ``SIGWINCH`` to the foreground group)."""
         if self._fd is None:
@@ -316,6 +306,8 @@ class PtyProcess:
         if not self._eof and not self.finished:
             self._linger = self._loop.call_later(LINGER, self._linger_over)
         self._maybe_finish()
+        await self._done.wait()
+        await self._tree.settle()  # what the tree's end killed is reaped
 
     def _linger_over(self) -> None:
         self._linger = None
@@ -342,7 +334,7 @@ class PtyProcess:
             drained += data
         text = self._decoder.decode(bytes(drained), final=True)
         self._close_fd()
-        self._signal_all(signal.SIGKILL)  # whatever it left behind in its session
+        self._tree.end()  # whatever it left behind, in its session or not
         if text:
             self._on_output(text)
         self._on_exit(self.exit_code)
@@ -363,7 +355,9 @@ class PtyProcess:
 
     def _signal_all(self, signum: int) -> None:
         """Signal everything the terminal runs: its process group, its foreground group
-        (a job the shell started), and every other process of its session."""
+        (a job the shell started), every other process of its session, and every
+        process of its tree (``setsid`` or not)."""
+        self._tree.signal(signum)  # first: its reading of the tree must see the shell alive
         leader = self._process.pid
         groups = {leader}
         if self._fd is not None:
@@ -383,7 +377,8 @@ class PtyProcess:
         return self.exit_code
 
     async def terminate(self, grace: float) -> int | None:
-        """End the process (SIGHUP + SIGTERM, SIGKILL after ``grace`` s), reap it, report it."""
+        """End the process and its tree (SIGHUP + SIGTERM, SIGKILL after ``grace`` s or once
+        the process has ended), reap them, report it."""
         if self._process.returncode is None:
             for signum in (signal.SIGHUP, signal.SIGTERM, signal.SIGCONT):
                 self._signal_all(signum)

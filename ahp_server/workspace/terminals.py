@@ -2,13 +2,14 @@
 
 Layer: workspace (asyncio subprocesses; no protocol, no host).
 
-Each command runs in its own process group (``start_new_session``), so a kill
-reaches what it started too. Its output (stdout and stderr, merged) is kept in
-a ring of at most ``output_limit`` bytes: older bytes are dropped from the
-start and the output reports ``truncated`` (ACP ``terminal/output``). A
-:class:`Terminals` set is bounded in count and is closed — every process
-killed and waited for — when its owner ends (turn cancelled, chat or session
-disposed, host stopping).
+Each command runs in its own process group (``start_new_session``) as the
+root of a process tree (``workspace/reaper.py``), so a kill reaches everything
+it started, in its group or not (``setsid``, double forks). Its output
+(stdout and stderr, merged) is kept in a ring of at most ``output_limit``
+bytes: older bytes are dropped from the start and the output reports
+``truncated`` (ACP ``terminal/output``). A :class:`Terminals` set is bounded
+in count and is closed — every process killed and waited for — when its owner
+ends (turn cancelled, chat or session disposed, host stopping).
 
 The environment is *not* the host's: a command gets a small inherited set
 (``PATH``, ``HOME``, locale, ``TERM``…) plus what the agent asked for, so the
@@ -21,11 +22,14 @@ import asyncio
 import contextlib
 import itertools
 import os
+import shutil
 import signal
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import structlog
+
+from ahp_server.workspace.reaper import Tree
 
 __all__ = ["INHERITED_ENV", "Terminal", "TerminalExit", "TerminalLimit", "Terminals"]
 
@@ -63,11 +67,13 @@ class Terminal:
         *,
         command: str = "",
         cwd: str = "",
+        tree: Tree | None = None,
     ) -> None:
         self.id = terminal_id
         self.command = command
         self.cwd = cwd
         self._process = process
+        self._tree = tree
         self._limit = limit
         self._buffer = bytearray()
         self.truncated = False
@@ -142,7 +148,9 @@ class Terminal:
         return status
 
     def kill(self) -> None:
-        """SIGKILL the command's process group (the command and what it started)."""
+        """SIGKILL the command and everything it started (its tree; its process group)."""
+        if self._tree is not None:
+            self._tree.end()  # also what it left running after it exited
         if self._process.returncode is not None:
             return
         with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -152,11 +160,21 @@ class Terminal:
         """Kill (if still running) and reap; the output stays readable."""
         self.kill()
         await self._process.wait()
+        if self._tree is not None:
+            await self._tree.settle()
         self._reader.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await self._reader
         if self._exit_watchers:  # their exits are reported before close returns
             await asyncio.gather(*self._exit_watchers, return_exceptions=True)
+
+
+def _runnable(command: str, path: str, cwd: str) -> bool:
+    """Whether ``command`` names an executable (on ``path``, or relative to ``cwd``)."""
+    if "/" in command:
+        target = os.path.join(cwd, command)
+        return os.path.isfile(target) and os.access(target, os.X_OK)
+    return shutil.which(command, path=path) is not None
 
 
 class Terminals:
@@ -191,10 +209,12 @@ class Terminals:
         environment = {k: os.environ[k] for k in INHERITED_ENV if k in os.environ}
         environment.update(env)
         limit = MAX_OUTPUT_BYTES if output_limit is None else min(output_limit, MAX_OUTPUT_BYTES)
+        if not _runnable(command, environment.get("PATH", os.defpath), cwd):
+            raise TerminalLimit(f"cannot run {command!r}: no such program")
+        tree = Tree([command, *args])
         try:
             process = await asyncio.create_subprocess_exec(
-                command,
-                *args,
+                *tree.argv,
                 cwd=cwd,
                 env=environment,
                 stdin=asyncio.subprocess.DEVNULL,
@@ -204,8 +224,9 @@ class Terminals:
             )
         except OSError as error:
             raise TerminalLimit(f"cannot run {command!r}: {error.strerror or error}") from None
+        tree.started(process.pid)
         terminal = Terminal(
-            f"term-{next(self._ids)}", process, max(0, limit), command=command, cwd=cwd
+            f"term-{next(self._ids)}", process, max(0, limit), command=command, cwd=cwd, tree=tree
         )
         self._terminals[terminal.id] = terminal
         log.info("terminal started", terminal=terminal.id, command=command, cwd=cwd)

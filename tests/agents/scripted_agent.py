@@ -25,6 +25,8 @@ chosen by the prompt's last text block:
                        and leaves it running (never released)
 ``/hang``              never answers, ignores ``session/cancel``
 ``/slow N``            N chunks, 50 ms apart; stops early on ``session/cancel``
+``/daemon``            runs ``tests/daemonize.sh`` itself (a daemon that leaves its session
+                       and double-forks, pids in the state directory); answers ``daemon``
 ``/crash``             a chunk, then the process exits with code 3
 ``/crash-once``        ``/crash``, unless the prompt is a resumed one (a block before the
                        message says the agent was restarted): then it answers what that
@@ -339,6 +341,14 @@ class ScriptedAgent:
             await self.say(session_id, f"{i} ")
             await asyncio.sleep(0.05)
         return "end_turn"
+
+    async def do_daemon(self, session_id: str, rest: str, prompt: list[Any]) -> None:
+        script = Path(__file__).parent.parent / "daemonize.sh"
+        starter = await asyncio.create_subprocess_exec("sh", str(script), str(STATE))
+        await starter.wait()
+        while not (STATE / "double.pid").exists():  # noqa: ASYNC110 - a file: nothing to await
+            await asyncio.sleep(0.02)
+        await self.say(session_id, "daemon")
 
     async def do_crash(self, session_id: str, rest: str, prompt: list[Any]) -> None:
         await self.say(session_id, "about to crash")

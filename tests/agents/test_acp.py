@@ -37,6 +37,8 @@ from ahp_server.protocol.types import (
     Turn,
 )
 from tests.conftest import RunningHost, captured_logs, start_host
+from tests.e2e.helpers import session_of as session_of_chat
+from tests.processes import alive, daemon_pids, parent_of, session_of, until_gone
 
 TIMEOUT = 20.0
 SCRIPT = str(Path(__file__).with_name("scripted_agent.py"))
@@ -574,6 +576,26 @@ async def test_commands_an_agent_runs_are_killed_when_the_host_stops(tmp_path: P
     finally:
         if not stopped:
             await started.running.stop()
+
+
+async def test_stopping_an_agent_ends_what_left_its_session_and_double_forked(
+    bench: Bench,
+) -> None:
+    before = children()
+    async with AhpClient.connect(bench.url) as client:
+        chat = await open_chat(client, bench.work)
+        (agent,) = children() - before
+        assert await client.ask(chat, "/daemon", timeout=TIMEOUT) == "daemon"
+        leader, grandchild = await daemon_pids(bench.state)
+        assert alive(leader)
+        assert alive(grandchild)
+        # What a kill of the agent's process group misses: another session, and a
+        # grandchild whose parent is gone.
+        assert session_of(leader) == leader != session_of(agent) == agent
+        assert parent_of(grandchild) != leader
+        # The agent process is stopped with its session.
+        await client.dispose_session(session_of_chat(bench.running.host, chat))
+        await until_gone(agent, leader, grandchild)
 
 
 async def test_the_agents_stderr_goes_to_the_log_with_the_agent(bench: Bench) -> None:

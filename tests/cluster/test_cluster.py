@@ -45,6 +45,7 @@ from tests.cluster.helpers import (
 )
 from tests.e2e.helpers import comparable
 from tests.postgres import postgres_schema, query
+from tests.processes import alive
 
 ROOT = "ahp-root://"
 TIMEOUT = 30.0
@@ -444,7 +445,7 @@ async def _fence_a_primary_with_a_terminal(nodes: list[Node], tmp_path: Path) ->
             primary.resume()
         assert await primary.exit_code(within=TIMEOUT) != 0
         async with asyncio.timeout(TIMEOUT):
-            while any(_alive_pid(pid) for pid in shells):  # noqa: ASYNC110 - other processes
+            while any(alive(pid) for pid in shells):  # noqa: ASYNC110 - other processes
                 await asyncio.sleep(0.1)
     finally:
         await client.close()
@@ -469,12 +470,3 @@ def _command(pid: int) -> str:
         return Path(f"/proc/{pid}/comm").read_text().strip()
     except OSError:
         return ""
-
-
-def _alive_pid(pid: int) -> bool:
-    """Running (a zombie counts as gone: it has ended, its parent just has not reaped it)."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"

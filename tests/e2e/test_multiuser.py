@@ -718,3 +718,36 @@ async def test_a_connection_without_a_user_sees_only_the_root_channel(
         )
         assert error.code == PERMISSION_DENIED
         assert await listed(alice) == {session_of(shared.host, chat), session}
+
+
+async def test_a_user_at_the_terminal_quota_is_refused_and_another_is_not(
+    tmp_path: Path,
+) -> None:
+    """Issue 29: terminals are bounded per user (``workspace.max_terminals_per_user``)
+    as well as per host, so one user cannot take every terminal."""
+    settings = Settings(
+        users=USERS, max_terminals=8, max_terminals_per_user=2, terminal_shell=("/bin/sh",)
+    )
+    running = await start_host(settings)
+    hers, his = tmp_path / "alice-work", tmp_path / "bob-work"
+    hers.mkdir()
+    his.mkdir()
+    try:
+        async with as_user(running, ALICE) as alice, as_user(running, BOB) as bob:
+            session = await alice.create_session(working_directories=[hers.as_uri()])
+            await bob.create_session(working_directories=[his.as_uri()])
+            chat = await default_chat_of(alice, session)
+            # Two of Alice's: one her client holds, one her session does.
+            await create_terminal(alice, cwd=hers.as_uri())
+            await create_terminal(alice, claim=TerminalSessionClaim(session=session, chat=chat))
+            error = await refused(create_terminal(alice, cwd=hers.as_uri()))
+            assert error.code == INVALID_PARAMS
+            assert "max_terminals_per_user" in str(error)
+            assert "'alice' already has 2 terminals" in str(error)
+            # Bob is not held back by Alice's terminals (the host has room for 8).
+            await create_terminal(bob, cwd=his.as_uri())
+            await create_terminal(bob, cwd=his.as_uri())
+            assert (await refused(create_terminal(bob, cwd=his.as_uri()))).code == INVALID_PARAMS
+            assert len(running.host.workspace_channels) == 4
+    finally:
+        await running.stop()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import hashlib
 import re
 import sys
 import uuid
@@ -50,6 +51,7 @@ from tests.agents.test_acp import children, poll, until_no_children
 from tests.conftest import RunningHost, captured_logs, start_host
 from tests.e2e.helpers import TIMEOUT, Daemon
 from tests.e2e.test_identity import echoed
+from tests.processes import DAEMONIZE, alive, daemon_pids, parent_of, session_of, until_gone
 
 ROOT = "ahp-root://"
 SH = Settings(terminal_shell=("/bin/sh",))
@@ -183,14 +185,6 @@ async def dispose_terminal(client: AhpClient, uri: str) -> None:
 def root_terminals(client: AhpClient) -> dict[str, Any]:
     terminals = client.confirmed(ROOT, RootState).terminals
     return {t.resource: t for t in terminals} if isinstance(terminals, tuple) else {}
-
-
-def alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as stat:
-            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 @dataclasses.dataclass
@@ -592,6 +586,103 @@ async def test_host_stop_leaves_no_process_behind(tmp_path: Path) -> None:
         await running.stop()  # SIGKILL after the grace for the shell that ignores SIGHUP
     assert await until_no_children(before) == set()
     await poll(lambda: not alive(job))
+
+
+async def escaped_daemon(work: Path, client: AhpClient) -> tuple[str, int, int]:
+    """A terminal whose shell started :data:`DAEMONIZE`: the terminal, and the daemon's
+    two pids, checked to have really left the shell's session and lost their parent."""
+    uri = await create_terminal(client, cwd=work.as_uri())
+    watched = Watched(client, uri)
+    await watched.subscribe()
+    pids = work / "pids"
+    pids.mkdir()
+    await watched.type(f"echo shell-$$; sh {DAEMONIZE} {pids}\n")
+    shell = int((await watched.output(r"shell-(\d+)")).group(1))
+    leader, grandchild = await daemon_pids(pids)
+    assert alive(leader)
+    assert alive(grandchild)
+    # What a kill of the terminal's group or session misses: another session, and a
+    # grandchild whose parent is gone.
+    assert session_of(leader) == leader != session_of(shell) == shell
+    assert session_of(grandchild) == leader
+    assert parent_of(grandchild) != leader
+    return uri, leader, grandchild
+
+
+@pytest.mark.parametrize("end", ["disposeTerminal", "host stop"])
+async def test_dispose_and_host_stop_end_what_left_the_session_and_double_forked(
+    tmp_path: Path, end: str
+) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    config = tmp_path / "ahp.toml"
+    config.write_text(
+        '[workspace]\nterminal_shell = ["/bin/sh"]\nterminal_kill_grace = 0.5\n',
+        encoding="utf-8",
+    )
+    daemon = Daemon(tmp_path / "data", "--config", str(config))
+    try:
+        async with AhpClient.connect(await daemon.start()) as client:
+            await client.create_session(working_directories=[work.as_uri()])
+            uri, leader, grandchild = await escaped_daemon(work, client)
+            if end == "disposeTerminal":
+                await dispose_terminal(client, uri)
+        if end == "host stop":
+            assert await daemon.terminate() == 0
+        await until_gone(leader, grandchild)
+    finally:
+        await daemon.close()
+
+
+# -- input typed with echo off -----------------------------------------------------------------
+
+
+async def test_input_typed_with_echo_off_reaches_the_process_but_is_never_stored(
+    tmp_path: Path,
+) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    config = tmp_path / "ahp.toml"
+    config.write_text('[workspace]\nterminal_shell = ["/bin/sh"]\n', encoding="utf-8")
+    data = tmp_path / "data"
+    daemon = Daemon(data, "--config", str(config))
+    secret = f"hunter2-{uuid.uuid4().hex}"
+    digest = hashlib.sha256(secret.encode()).hexdigest()[:16]
+    try:
+        url = await daemon.start()
+        async with AhpClient.connect(url) as typist, AhpClient.connect(url) as other:
+            await typist.create_session(working_directories=[work.as_uri()])
+            uri = await create_terminal(typist, cwd=work.as_uri())
+            mine, theirs = Watched(typist, uri), Watched(other, uri)
+            await mine.subscribe()
+            await theirs.subscribe()
+            # What `read -s` does (dash has no -s): echo off, read a line, echo on.
+            await mine.type(
+                "stty -echo; echo off-$((6*7)); read pw; stty echo; "
+                'echo "got-$(printf %s "$pw" | sha256sum | cut -c1-16)"\n'
+            )
+            await mine.output(r"off-42")  # echo is off from here on
+            await mine.type(secret + "\n")
+            await mine.output(f"got-{digest}")  # the process read it
+            await mine.type("echo on-$((2*3))\n")
+            await theirs.output(r"on-6")
+            for watched in (mine, theirs):
+                inputs = [
+                    e.action.data for e in watched.applied if e.action.type == "terminal/input"
+                ]
+                # Recorded as an input with no data, in its place; echoed input is kept.
+                assert inputs[1] == ""
+                assert inputs[2] == "echo on-$((2*3))\n"
+                assert secret not in repr(watched.applied)
+                assert secret not in watched.text
+            late = Watched(other, uri)  # a later subscriber's snapshot
+            assert secret not in text_of(await late.subscribe())
+        assert await daemon.terminate() == 0
+        stored = b"".join(f.read_bytes() for f in data.rglob("*") if f.is_file())
+        assert b"off-42" in stored  # the terminal is stored…
+        assert secret.encode() not in stored  # …but not what was typed with echo off
+    finally:
+        await daemon.close()
 
 
 # -- persistence -----------------------------------------------------------------------------

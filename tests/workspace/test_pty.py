@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from ahp_server.workspace.pty import PtyError, PtyProcess, session_members
+from tests.processes import alive
 
 TIMEOUT = 10.0
 
@@ -69,14 +70,6 @@ class Shell:
 
 def real(path: Path) -> str:
     return str(path.resolve())
-
-
-def alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as stat:
-            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 async def until(predicate: Callable[[], bool]) -> None:

@@ -8,14 +8,7 @@ from pathlib import Path
 import pytest
 
 from ahp_server.workspace.terminals import TerminalLimit, Terminals
-
-
-def alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
-            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
+from tests.processes import DAEMONIZE, alive, daemon_pids, parent_of, session_of, until_gone
 
 
 async def test_output_exit_code_and_cwd(tmp_path: Path) -> None:
@@ -106,3 +99,22 @@ async def test_count_is_bounded_and_closed_sets_refuse(tmp_path: Path) -> None:
         await Terminals().create(
             str(tmp_path / "nothing"), [], cwd=str(tmp_path), env={}, output_limit=None
         )
+
+
+async def test_release_kills_what_left_the_commands_session_and_double_forked(
+    tmp_path: Path,
+) -> None:
+    terminals = Terminals()
+    terminal = await terminals.create(
+        "sh", [str(DAEMONIZE), str(tmp_path)], cwd=str(tmp_path), env={}, output_limit=None
+    )
+    leader, grandchild = await daemon_pids(tmp_path)
+    assert alive(leader)
+    assert alive(grandchild)
+    assert session_of(leader) == leader != terminal.pid  # the command leads its own session
+    assert parent_of(grandchild) != leader
+    await terminal.wait()  # the command itself exits at once, leaving the daemon running
+    assert alive(leader)
+    await terminals.release(terminal.id)
+    await until_gone(leader, grandchild)
+    await terminals.close()
