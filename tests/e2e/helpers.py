@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 import signal
 import sys
 from collections.abc import Sequence
@@ -93,19 +94,39 @@ def session_of(host: Host, chat: str) -> str:
 
 
 class Daemon:
-    """``python -m ahp_server serve`` on a data directory, restartable."""
+    """``python -m ahp_server serve`` on a data directory, restartable.
 
-    def __init__(self, data_dir: Path, *extra: str, roots: Sequence[str] | None = None) -> None:
+    ``user``: run it as this uid (and gid), not as the tests' user.
+    """
+
+    def __init__(
+        self,
+        data_dir: Path,
+        *extra: str,
+        roots: Sequence[str] | None = None,
+        user: int | None = None,
+    ) -> None:
         self.data_dir = data_dir
         self.extra = extra
         #: Its workspace roots (AHP_SERVER_WORKSPACE_ROOTS): the tests' unless given.
         self.roots = TEST_ROOTS if roots is None else roots
+        self.user = user
         self.process: asyncio.subprocess.Process | None = None
         self.url = ""
         self.stderr: list[str] = []
 
-    async def start(self) -> str:
+    async def _spawn(self) -> asyncio.subprocess.Process:
+        as_user: list[str] = []
+        if self.user is not None:
+            # setpriv (util-linux) drops to the uid, keeping only the right to read
+            # and search (CAP_DAC_READ_SEARCH): the interpreter may live where only
+            # root may look (a home of mode 0700); writing obeys the uid's rights.
+            setpriv = shutil.which("setpriv")
+            assert setpriv is not None, "running a host as another user needs setpriv"
+            as_user = [setpriv, f"--reuid={self.user}", f"--regid={self.user}", "--clear-groups"]
+            as_user += ["--inh-caps=+dac_read_search", "--ambient-caps=+dac_read_search"]
         self.process = await asyncio.create_subprocess_exec(
+            *as_user,
             sys.executable,
             "-m",
             "ahp_server",
@@ -122,16 +143,28 @@ class Daemon:
             stderr=asyncio.subprocess.PIPE,
             env={**os.environ, "AHP_SERVER_WORKSPACE_ROOTS": os.pathsep.join(self.roots)},
         )
-        assert self.process.stderr is not None
+        return self.process
+
+    async def start(self) -> str:
+        process = await self._spawn()
+        assert process.stderr is not None
         async with asyncio.timeout(30):
             while True:
-                line = (await self.process.stderr.readline()).decode()
+                line = (await process.stderr.readline()).decode()
                 if not line:
                     raise AssertionError("the server exited: " + "".join(self.stderr))
                 self.stderr.append(line)
                 if line.startswith("{") and json.loads(line).get("event") == "listening":
                     self.url = str(json.loads(line)["url"])
                     return self.url
+
+    async def refused(self) -> tuple[int, list[str]]:
+        """Start one that is expected to refuse to start: its exit status and stderr lines."""
+        process = await self._spawn()
+        async with asyncio.timeout(30):
+            _, stderr = await process.communicate()
+        assert process.returncode is not None
+        return process.returncode, stderr.decode().splitlines()
 
     async def kill(self) -> None:
         assert self.process is not None
