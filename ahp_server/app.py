@@ -16,6 +16,7 @@ feeds the gateway from sockets. Only this module knows all three.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from websockets.asyncio.server import Server
@@ -26,6 +27,8 @@ from ahp_server.config import ConfigError, Settings
 from ahp_server.host.gateway import Gateway
 from ahp_server.host.host import Host, wall_clock_ms
 from ahp_server.store.base import Store
+from ahp_server.store.lock import DataDirLock
+from ahp_server.store.sqlite import SqliteStore
 from ahp_server.transport.websocket import start_server
 
 if TYPE_CHECKING:  # the relay needs nats-py: only cluster nodes import it
@@ -74,6 +77,8 @@ class App:
         )
         self.gateway = Gateway(self.host)
         self.server: Server | None = None
+        #: The data directory's lock while the SQLite store is open (store/lock.py).
+        self._lock: DataDirLock | None = None
 
     @property
     def urls(self) -> list[str]:
@@ -85,13 +90,30 @@ class App:
         ]
 
     async def start(self) -> None:
-        """Open the store, recover, then listen. Nothing is left running if it fails."""
-        await self.host.start()
+        """Lock the data directory, open the store, recover, then listen.
+
+        Nothing is left running, nor locked, if it fails.
+        """
+        store = self.host.store
+        if isinstance(store, SqliteStore):
+            # Before anything in the directory is opened, rotated or written.
+            self._lock = DataDirLock.acquire(Path(store.path).parent)
+        try:
+            await self.host.start()
+        except BaseException:
+            self._unlock()
+            raise
         try:
             self.server = await start_server(self.gateway)
         except (OSError, ConfigError):
             await self.host.stop()
+            self._unlock()
             raise
+
+    def _unlock(self) -> None:
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
 
     async def listen(self, *, edge: EdgeRelay) -> None:
         """Listen before the host starts (cluster mode): clients are relayed meanwhile."""
@@ -110,6 +132,8 @@ class App:
         await self.host.abort()
         if self.server is not None:
             await self.server.wait_closed()
+        # The data directory stays locked: the store was not closed, and the
+        # process is about to exit (which releases the lock).
 
     async def stop(self, *, close_timeout: float = 5.0) -> None:
         """Stop accepting, end turns and agent sessions, close clients with 1001, commit."""
@@ -119,3 +143,4 @@ class App:
         await self.host.stop(close_timeout=close_timeout)
         if server is not None:
             await server.wait_closed()
+        self._unlock()

@@ -351,10 +351,10 @@ async def serve(settings: Settings) -> None:
     app = App(settings)
     await app.start()
     tune_gc()
+    stop = _stop_on_signals()  # before "listening": a SIGTERM from then on stops it gracefully
     for url in app.urls:
         log.info("listening", url=url, version=PROTOCOL_VERSION)
     log.info("workspace roots", roots=list(app.host.roots.default))
-    stop = _stop_on_signals()
     waits = [asyncio.ensure_future(stop.wait()), asyncio.ensure_future(app.host.failed.wait())]
     try:
         await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)

@@ -760,6 +760,7 @@ class Commands:
             only=lambda c: host.may_see_owned(c, owner),
         )
         host.session_count_changed()
+        await host.commit_now()  # answered once the deletion is durable (docs/durability.md)
         log.info("session disposed", session=params.channel, client_id=connection.client_id)
         return _NULL
 
@@ -939,6 +940,7 @@ class Commands:
         await host.forget(params.channel)
         await session.apply_server(SessionChatRemovedAction(chat=params.channel))
         await session.forget_chat(params.channel)
+        await host.commit_now()  # answered once the deletion is durable (docs/durability.md)
         log.info("chat disposed", chat=params.channel, client_id=connection.client_id)
         return _NULL
 

@@ -391,6 +391,17 @@ class Host:
         for actor in (*actors, self.root):
             await actor.stop()
 
+    async def commit_now(self) -> None:
+        """Wait until everything queued so far is durable, committing it at once.
+
+        For an answer that promises a change is kept (``disposeSession``,
+        ``disposeChat``: docs/durability.md): the store's next group commit
+        takes it, not held back for ``commit_window_ms``, and this returns
+        once that commit is done (``StoreError`` if the store failed).
+        """
+        self.store.commit_soon()
+        await self.store.flush()
+
     def spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
         """Run a background coroutine owned by the host (cancelled on stop)."""
         task = asyncio.get_running_loop().create_task(coro)

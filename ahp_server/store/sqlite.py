@@ -64,15 +64,17 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import structlog
 
 from ahp_server.store.base import ChannelRow, LoadedChannel, Store, StoreError
 from ahp_server.store.group import HIGH_WATER, SEGMENT, Callback, GroupCommit, Row, segments
 from ahp_server.store.lift import MARKER, Lifter
+from ahp_server.store.lock import not_writable
 from ahp_server.store.tail import Position, TailFile, replay
 
-__all__ = ["SCHEMA_VERSION", "SqliteStore", "complete_copy"]
+__all__ = ["SCHEMA_VERSION", "SqliteStore", "check_untouched", "complete_copy", "refusal"]
 
 log = structlog.get_logger(__name__)
 
@@ -285,6 +287,73 @@ def complete_copy(copy: sqlite3.Connection, database: Path) -> int:
     return len(found.rows)
 
 
+def refusal(path: Path, error: sqlite3.DatabaseError | OSError) -> StoreError:
+    """What is wrong with the database at ``path``, as the one line a refused start prints.
+
+    The one place these start-up errors become messages: a file or folder
+    this process cannot write, a file that is no database, a corrupt one.
+    """
+    if isinstance(error, PermissionError):
+        return not_writable(Path(error.filename) if error.filename else path)
+    if isinstance(error, OSError):
+        return StoreError(f"{path}: {error}")
+    text = str(error)
+    if "readonly" in text or "unable to open" in text:
+        return not_writable(path)
+    if "malformed" in text or "corrupt" in text:
+        return StoreError(
+            f"{path}: the database is corrupt ({text}); refusing to start over it — "
+            "restore a backup, or move it aside to start empty"
+        )
+    return StoreError(
+        f"{path}: not a readable ahp-server database ({text}); "
+        "refusing to start over it — move it aside or restore a backup"
+    )
+
+
+def check_untouched(path: Path) -> None:
+    """Refuse a database this host cannot use, reading it only: nothing is written.
+
+    Before any migration, tail replay or write (``SqliteStore.open``): the
+    folder and the files must be writable by this process, and the file must
+    pass SQLite's ``quick_check`` (every page of every table and index read
+    and its structure checked; cheaper than ``integrity_check``, which also
+    matches every index against its table) and be an ahp-server database of
+    a schema this version understands. Without a ``-wal`` file the database
+    is read as immutable, so not even an empty ``-wal`` or ``-shm`` is
+    created; with one (a host that was killed) the WAL is read too.
+    """
+    if not path.exists():
+        if not os.access(path.parent, os.W_OK | os.X_OK):
+            raise not_writable(path.parent)
+        return  # a new database
+    wal = path.with_name(path.name + "-wal")
+    shm = path.with_name(path.name + "-shm")
+    for needed in (path.parent, path, wal, shm):
+        if needed.exists() and not os.access(needed, os.W_OK):
+            raise not_writable(needed)
+    immutable = "" if wal.exists() else "&immutable=1"
+    try:
+        conn = sqlite3.connect(f"file:{quote(str(path))}?mode=ro{immutable}", uri=True)
+        try:
+            found = conn.execute("PRAGMA quick_check(1)").fetchone()
+            if found is None or found[0] != "ok":
+                detail = "" if found is None else str(found[0]).splitlines()[0]
+                raise sqlite3.DatabaseError(f"database disk image is malformed: {detail}")
+            version = SqliteStore._schema_version(conn)
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError as error:
+        raise refusal(path, error) from None
+    except StoreError as error:  # tables of something else
+        raise StoreError(f"{path}: {error}") from None
+    if version > SCHEMA_VERSION:
+        raise StoreError(
+            f"{path}: schema version {version} is newer than this ahp-server "
+            f"understands ({SCHEMA_VERSION}); upgrade ahp-server or restore a backup"
+        )
+
+
 class SqliteStore(GroupCommit, Store):
     """One SQLite file with group commit: on the event loop (NORMAL) or a writer thread (FULL)."""
 
@@ -401,17 +470,17 @@ class SqliteStore(GroupCommit, Store):
         return conn
 
     def open(self) -> int:
-        """Open or create the database; refuse unreadable files and newer schemas."""
-        self._path.parent.mkdir(parents=True, exist_ok=True)
+        """Open or create the database; refuse, before writing anything, a file this
+        process cannot write, a corrupt or foreign one, and a newer schema
+        (:func:`check_untouched`)."""
+        try:
+            self._path.parent.mkdir(parents=True, exist_ok=True)
+        except PermissionError:
+            raise not_writable(self._path.parent) from None
+        check_untouched(self._path)
         try:
             conn = self._connect()
             version = self._schema_version(conn)
-            if version > SCHEMA_VERSION:
-                conn.close()
-                raise StoreError(
-                    f"{self._path}: schema version {version} is newer than this ahp-server "
-                    f"understands ({SCHEMA_VERSION}); upgrade ahp-server or restore a backup"
-                )
             for step in range(version, SCHEMA_VERSION):
                 conn.executescript("BEGIN;" + MIGRATIONS[step] + "COMMIT;")
                 conn.execute(
@@ -420,13 +489,8 @@ class SqliteStore(GroupCommit, Store):
             self._recover_tail(conn)
             _lift_to_1_0(conn)
             server_seq = _high_water(conn)
-        except sqlite3.DatabaseError as error:
-            raise StoreError(
-                f"{self._path}: not a readable ahp-server database ({error}); "
-                "refusing to start over it — move it aside or restore a backup"
-            ) from None
-        except OSError as error:  # the log's tail (a rename, a new file) or the directory
-            raise StoreError(f"{self._path}: {error}") from None
+        except (sqlite3.DatabaseError, OSError) as error:  # OSError: the log's tail or the folder
+            raise refusal(self._path, error) from None
         self._writer_conn = conn
         self._reader = self._connect()
         self._loop = asyncio.get_running_loop()

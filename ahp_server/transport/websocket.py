@@ -4,6 +4,11 @@ Layer: transport (websockets asyncio API).
 
 Before the upgrade (``process_request``), in this order:
 
+* any plain HTTP request (not an upgrade, or to one of the paths below) whose
+  ``Host`` is not a loopback name, on a host without a token → 403 (DNS
+  rebinding: a page whose name now resolves to this host must read nothing
+  here; the same test as for the page's own origin, below). With a token any
+  ``Host`` passes (a proxy's name).
 * ``GET /healthz`` → 200 while the process runs; ``GET /readyz`` → 200 once the
   store is open and the host accepts connections, else 503; these need no
   token. Once the store has failed (``Host.failure``) both answer 503
@@ -152,6 +157,10 @@ def _plain(
     return Response(status.value, status.phrase, headers, body.encode())
 
 
+#: Paths answered over plain HTTP even on an upgrade request.
+_HTTP_ROUTES = frozenset(("/healthz", "/readyz", "/metrics"))
+
+
 def _token_of(request: Request) -> str | None:
     authorization = request.headers.get("Authorization")
     if authorization is not None:
@@ -272,24 +281,35 @@ def gatekeeper(  # type: ignore[no-untyped-def]
             identities[connection] = found
         return found is not None
 
+    def unrebindable(request: Request) -> bool:
+        """Whether the request's ``Host`` is one a DNS-rebinding page cannot send: a
+        loopback name — or any name once a token guards the door (such a page has
+        no token; behind a proxy the Host is the proxy's name)."""
+        if expected is not None or users:
+            return True
+        name = host_name(request.headers.get("Host"))
+        return name is not None and is_loopback(name)
+
     def admitted(origin: str, request: Request) -> bool:
         if origin in origins:
             return True
         if page is None:
             return False
         # The page this host served, from a name that cannot be rebound, or guarded by the token.
-        host_header = request.headers.get("Host")
-        if not same_origin(origin, host_header):
-            return False
-        name = host_name(host_header)
-        return expected is not None or bool(users) or (name is not None and is_loopback(name))
+        return same_origin(origin, request.headers.get("Host")) and unrebindable(request)
 
     async def process_request(connection: ServerConnection, request: Request) -> Response | None:
-        if page is not None and "websocket" not in request.headers.get("Upgrade", "").lower():
+        path = urlsplit(request.path).path
+        upgrade = "websocket" in request.headers.get("Upgrade", "").lower()
+        if (not upgrade or path in _HTTP_ROUTES) and not unrebindable(request):
+            # Plain HTTP (the page, health, metrics, anything else): a rebound name
+            # reads nothing here, as it could not open a WebSocket (admitted()).
+            log.info("host refused", host=request.headers.get("Host"))
+            return _plain(HTTPStatus.FORBIDDEN, "host not allowed\n")
+        if page is not None and not upgrade:
             answer = page.respond(request)
             if answer is not None:
                 return answer
-        path = urlsplit(request.path).path
         if path in ("/healthz", "/readyz") and host.failure is not None:
             # Neither alive nor ready: it is about to exit for its supervisor to restart it.
             return _plain(HTTPStatus.SERVICE_UNAVAILABLE, f"failed: {host.failure}\n")

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import json
 import os
+import shutil
 import signal
 import sys
 import urllib.error
@@ -132,7 +133,10 @@ def session_of(host: Host, chat: str) -> str:
 
 
 class Daemon:
-    """``python -m ahp_server serve`` on a data directory, restartable."""
+    """``python -m ahp_server serve`` on a data directory, restartable.
+
+    ``user``: run it as this uid (and gid), not as the tests' user.
+    """
 
     def __init__(
         self,
@@ -140,6 +144,7 @@ class Daemon:
         *extra: str,
         roots: Sequence[str] | None = None,
         env: Mapping[str, str] | None = None,
+        user: int | None = None,
     ) -> None:
         self.data_dir = data_dir
         self.extra = extra
@@ -147,13 +152,24 @@ class Daemon:
         self.roots = TEST_ROOTS if roots is None else roots
         #: Variables added to its environment (``AHP_SERVER_*`` settings, say).
         self.env = dict(env or {})
+        self.user = user
         self.process: asyncio.subprocess.Process | None = None
         self.url = ""
         self.stderr: list[str] = []
         self._drain: asyncio.Task[None] | None = None
 
-    async def start(self) -> str:
+    async def _spawn(self) -> asyncio.subprocess.Process:
+        as_user: list[str] = []
+        if self.user is not None:
+            # setpriv (util-linux) drops to the uid, keeping only the right to read
+            # and search (CAP_DAC_READ_SEARCH): the interpreter may live where only
+            # root may look (a home of mode 0700); writing obeys the uid's rights.
+            setpriv = shutil.which("setpriv")
+            assert setpriv is not None, "running a host as another user needs setpriv"
+            as_user = [setpriv, f"--reuid={self.user}", f"--regid={self.user}", "--clear-groups"]
+            as_user += ["--inh-caps=+dac_read_search", "--ambient-caps=+dac_read_search"]
         self.process = await asyncio.create_subprocess_exec(
+            *as_user,
             sys.executable,
             "-m",
             "ahp_server",
@@ -174,10 +190,14 @@ class Daemon:
                 **self.env,
             },
         )
-        assert self.process.stderr is not None
+        return self.process
+
+    async def start(self) -> str:
+        process = await self._spawn()
+        assert process.stderr is not None
         async with asyncio.timeout(30):
             while True:
-                line = (await self.process.stderr.readline()).decode()
+                line = (await process.stderr.readline()).decode()
                 if not line:
                     raise AssertionError("the server exited: " + "".join(self.stderr))
                 self.stderr.append(line)
@@ -191,6 +211,13 @@ class Daemon:
         while line := await stream.readline():
             self.stderr.append(line.decode())
             del self.stderr[:-1000]
+    async def refused(self) -> tuple[int, list[str]]:
+        """Start one that is expected to refuse to start: its exit status and stderr lines."""
+        process = await self._spawn()
+        async with asyncio.timeout(30):
+            _, stderr = await process.communicate()
+        assert process.returncode is not None
+        return process.returncode, stderr.decode().splitlines()
 
     async def kill(self) -> None:
         assert self.process is not None

@@ -254,6 +254,36 @@ async def test_dispose_deletes_stored_data(daemon: Daemon) -> None:
         assert (await client.list_sessions()).items == ()
 
 
+async def test_a_disposal_is_durable_before_its_answer(daemon: Daemon) -> None:
+    """``disposeSession`` and ``disposeChat`` answered, then ``kill -9`` at once: a
+    restarted host never brings back what it answered gone (docs/durability.md)."""
+    rounds = 6
+    kills = 0
+    for _ in range(rounds):
+        url = await daemon.start()
+        async with AhpClient.connect(url) as client:
+            chat = await client.open_chat()
+            session = (await client.list_sessions()).items[-1].resource
+            extra = await client.create_chat(session)
+            await client.dispose_chat(extra)
+        await daemon.kill()  # the answer is in: no commit may be left to make
+        kills += 1
+        url = await daemon.start()
+        async with AhpClient.connect(url) as client:
+            state = await client.subscribe(session)
+            assert isinstance(state, SessionState)
+            assert [c.resource for c in state.chats] == [chat], "a disposed chat came back"
+            await client.dispose_session(session)
+        await daemon.kill()
+        kills += 1
+        url = await daemon.start()
+        async with AhpClient.connect(url) as client:
+            listed = [s.resource for s in (await client.list_sessions()).items]
+            assert session not in listed, "a disposed session came back"
+        assert await daemon.terminate() == 0
+    assert kills == 2 * rounds
+
+
 async def test_an_unreadable_database_stops_the_start_with_a_clear_error(tmp_path: Path) -> None:
     data = tmp_path / "data"
     data.mkdir()

@@ -220,6 +220,55 @@ async def test_configured_origins_are_still_admitted() -> None:
         await running.stop()
 
 
+# -- the Host of a plain HTTP request (DNS rebinding) ------------------------------------
+
+#: Every route answered over plain HTTP, and one that is none of them.
+PLAIN_ROUTES = ("/", "/assets/app.js", "/healthz", "/readyz", "/metrics", "/nothing-here")
+
+
+async def test_a_rebound_name_reads_no_plain_route_without_a_token(plain: RunningHost) -> None:
+    # A page at evil.example whose name now resolves to 127.0.0.1 fetches this
+    # host's routes: same-origin to the browser, so it could read the answers.
+    port = port_of(plain)
+    refused = 0
+    for path in PLAIN_ROUTES:
+        for headers in ({"Host": f"evil.example:{port}"}, {"Host": "evil.example"}):
+            status, _, body = await raw(port, path, headers)
+            assert (status, body) == (403, b"host not allowed\n"), path
+            refused += 1
+    for path in ("/healthz", "/readyz", "/metrics"):  # answered over HTTP on an upgrade too
+        rebound = f"evil.example:{port}"
+        status, _, body = await raw(port, path, upgrade(f"http://{rebound}", host=rebound))
+        assert (status, body) == (403, b"host not allowed\n"), path
+        refused += 1
+    assert refused == 2 * len(PLAIN_ROUTES) + 3
+    # Loopback names are this host's own: each route answers as before.
+    for host in (f"127.0.0.1:{port}", f"localhost:{port}", f"[::1]:{port}", "localhost"):
+        for path in ("/", "/assets/app.js", "/healthz", "/readyz", "/metrics"):
+            status, _, body = await raw(port, path, {"Host": host})
+            assert status == 200, (host, path)
+            assert body != b"host not allowed\n"
+
+
+async def test_with_a_token_any_host_reaches_the_plain_routes() -> None:
+    running = await start_host(Settings(token=TOKEN))
+    try:
+        port = port_of(running)
+        proxied = {"Host": "ahp.example.com"}  # a reverse proxy's name
+        for path in ("/", "/healthz", "/readyz"):
+            status, _, _ = await raw(port, path, proxied)
+            assert status == 200, path
+        status, _, _ = await raw(port, "/metrics", proxied)
+        assert status == 401  # the token still guards the counters
+        status, _, body = await raw(
+            port, "/metrics", {**proxied, "Authorization": f"Bearer {TOKEN}"}
+        )
+        assert status == 200
+        assert b"ahp_" in body
+    finally:
+        await running.stop()
+
+
 @pytest.mark.parametrize(
     ("origin", "host", "same"),
     [
