@@ -211,6 +211,7 @@ class Daemon:
         while line := await stream.readline():
             self.stderr.append(line.decode())
             del self.stderr[:-1000]
+
     async def refused(self) -> tuple[int, list[str]]:
         """Start one that is expected to refuse to start: its exit status and stderr lines."""
         process = await self._spawn()
