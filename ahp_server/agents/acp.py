@@ -13,7 +13,8 @@ after a host restart when the agent can), and runs each turn as one
 chat actions through :class:`~ahp_server.agents.base.TurnIO`; the mapping is
 the table in docs/agents.md. The agent may ask the host for permission
 (``session/request_permission`` → a tool confirmation with the agent's
-options), for files (``fs/*``, confined to the chat's working directories)
+options), for files (``fs/*``, confined to the chat's working directories and
+opened race-free by ``workspace/files.py``, as the ``resource*`` commands are)
 and for commands (``terminal/*``, run by ``workspace/terminals.py``).
 
 Ordering: the SDK runs every incoming notification in a task of its own. The
@@ -43,7 +44,6 @@ import json
 import os
 import shutil
 import signal
-import stat
 import tempfile
 import time
 from collections import deque
@@ -111,6 +111,7 @@ from ahp_server.agents.base import (
     TurnRequest,
 )
 from ahp_server.config import AgentConfig
+from ahp_server.protocol.errors import ProtocolError
 from ahp_server.protocol.types import (
     AgentCapabilities,
     AgentInfo,
@@ -125,6 +126,7 @@ from ahp_server.protocol.types import (
     Turn,
     UsageInfo,
 )
+from ahp_server.workspace.files import Files, Limits
 from ahp_server.workspace.paths import PathRefused, confine, confine_directory, root_paths
 from ahp_server.workspace.reaper import Tree
 from ahp_server.workspace.terminals import INHERITED_ENV, Terminal, TerminalLimit, Terminals
@@ -145,6 +147,10 @@ MAX_LINE_BYTES = 64 * 1024 * 1024
 MAX_PENDING_UPDATES = 100_000
 #: Largest file an agent may read or write through the host.
 MAX_FILE_BYTES = 16 * 1024 * 1024
+#: The agents' file caps, in ``workspace/files.py``'s terms (fixed: no setting names them).
+FILE_LIMITS = Limits(
+    max_read_bytes=MAX_FILE_BYTES, max_write_bytes=MAX_FILE_BYTES, read_setting=None
+)
 #: Text of a changed file handed to the host's changeset, each side (the host
 #: keeps less: ``[workspace] changeset_content_bytes``); larger: listed without.
 CHANGE_TEXT_BYTES = 1024 * 1024
@@ -188,6 +194,11 @@ class _Chat:
     turn: _Turn | None = None
     #: A cancelled prompt still running in the agent (ACP: it must answer "cancelled").
     draining: asyncio.Future[PromptResponse] | None = None
+
+    def files(self) -> Files:
+        """The file operations of this chat's ``fs/*``: confined to its working directories,
+        opened race-free as the ``resource*`` commands' are (docs/workspace.md)."""
+        return Files(list(self.roots), FILE_LIMITS, self.forbidden)
 
     async def settle(self) -> None:
         """Wait (bounded) for a cancelled prompt to end before the next one starts."""
@@ -485,28 +496,14 @@ class AgentProcess:
         return chat, new
 
 
-def _old_text(path: str | os.PathLike[str]) -> tuple[bool, str | None]:
-    """Whether the file at ``path`` exists, and its text (``None``: not small UTF-8).
-
-    Small: at most :data:`CHANGE_TEXT_BYTES`. Never blocks on what is not a
-    regular file (opened non-blocking, checked before it is read).
-    """
+def _text(raw: bytes | None) -> str | None:
+    """``raw`` as text for a changeset (``None``: none, or not UTF-8)."""
+    if raw is None:
+        return None
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except FileNotFoundError:
-        return False, None
-    except OSError:
-        return True, None
-    with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return True, None
-        data = handle.read(CHANGE_TEXT_BYTES + 1)
-    if len(data) > CHANGE_TEXT_BYTES:
-        return True, None
-    try:
-        return True, data.decode("utf-8")
+        return raw.decode("utf-8")
     except UnicodeDecodeError:
-        return True, None
+        return None
 
 
 def _refused(message: str, **data: Any) -> RequestError:
@@ -574,14 +571,13 @@ class _BridgeClient:
     ) -> ReadTextFileResponse:
         chat = self._chat(session_id)
         try:
-            resolved = confine(path, chat.roots, chat.forbidden, must_exist=True)
-            size = resolved.stat().st_size
-        except PathRefused as error:
-            log.info("agent file read refused", agent=self._process.config.name, reason=str(error))
-            raise _refused(str(error), path=path) from None
-        if size > MAX_FILE_BYTES:
-            raise _refused(f"the file is over {MAX_FILE_BYTES} bytes", path=path)
-        text = await asyncio.to_thread(resolved.read_text, "utf-8", "replace")
+            raw = await asyncio.to_thread(chat.files().read_file, path)
+        except ProtocolError as error:
+            log.info(
+                "agent file read refused", agent=self._process.config.name, reason=error.message
+            )
+            raise _refused(error.message, path=path) from None
+        text = raw.decode("utf-8", "replace")
         if line is not None or limit is not None:
             lines = text.splitlines(keepends=True)
             start = max(0, (line or 1) - 1)
@@ -594,44 +590,37 @@ class _BridgeClient:
     ) -> WriteTextFileResponse | None:
         chat = self._chat(session_id)
         try:
-            resolved = confine(path, chat.roots, chat.forbidden)
-            confine_directory(str(resolved.parent), chat.roots, chat.forbidden)
-        except PathRefused as error:
-            log.info("agent file write refused", agent=self._process.config.name, reason=str(error))
-            raise _refused(str(error), path=path) from None
-        data = content.encode("utf-8")
+            data = content.encode("utf-8")
+        except UnicodeEncodeError:
+            raise _refused(
+                "the content is not valid Unicode (a lone surrogate)", path=path
+            ) from None
         if len(data) > MAX_FILE_BYTES:
             raise _refused(f"the content is over {MAX_FILE_BYTES} bytes", path=path)
-
-        def write() -> tuple[bool, str | None]:
-            existed, before = _old_text(resolved)  # for the turn's changeset
-            # Atomic: a reader never sees half a file.
-            handle, temporary = tempfile.mkstemp(dir=resolved.parent, prefix=".ahp-write-")
-            try:
-                with os.fdopen(handle, "wb") as out:
-                    out.write(data)
-                os.replace(temporary, resolved)
-            except BaseException:
-                with contextlib.suppress(OSError):
-                    os.unlink(temporary)
-                raise
-            return existed, before
-
-        existed, before = await asyncio.to_thread(write)
+        try:
+            # Atomic (a reader never sees half a file); the text before, for the changeset.
+            replaced = await asyncio.to_thread(
+                chat.files().replace_file, path, data, keep=CHANGE_TEXT_BYTES
+            )
+        except ProtocolError as error:
+            log.info(
+                "agent file write refused", agent=self._process.config.name, reason=error.message
+            )
+            raise _refused(error.message, path=path) from None
         log.info(
             "agent wrote a file",
             agent=self._process.config.name,
             chat=chat.chat,
-            path=str(resolved),
+            path=str(replaced.path),
             bytes=len(data),
         )
         turn = chat.turn
         if turn is not None:
             change = FileChange(
-                str(resolved),
-                before=before,
+                str(replaced.path),
+                before=_text(replaced.before),
                 after=content if len(data) <= CHANGE_TEXT_BYTES else None,
-                created=not existed,
+                created=not replaced.existed,
             )
             try:
                 await turn.io.file_changed(change)  # listed before the agent hears "written"

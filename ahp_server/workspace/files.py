@@ -1,4 +1,5 @@
-"""The file operations behind the ``resource*`` commands, confined to the working directories.
+"""The file operations behind the ``resource*`` commands (and the ACP bridge's ``fs/*``),
+confined to the working directories.
 
 Layer: workspace (blocking file I/O, no asyncio, no host; it may use protocol
 types and errors). The host runs every method of :class:`Files` in a worker
@@ -41,6 +42,11 @@ A regular file with more than one hard link (``st_nlink > 1``) is neither read
 (nor copied) nor written: another of its names may lie outside every root
 (-32009). Deleting or moving such a file acts on the entry only and is
 allowed; directories are not concerned (they cannot be hard-linked).
+
+The ACP bridge's ``fs/read_text_file`` and ``fs/write_text_file``
+(``agents/acp.py``) go through the same code — :meth:`Files.read_file` and
+:meth:`Files.replace_file`, which take the agent's absolute path instead of
+a URI — so an agent is held by the same walk and the same hard-link rule.
 """
 
 from __future__ import annotations
@@ -91,7 +97,7 @@ from ahp_server.workspace.paths import (
 )
 from ahp_server.workspace.walk import open_beneath
 
-__all__ = ["Change", "Files", "Limits", "base64_size", "etag_of"]
+__all__ = ["Change", "Files", "Limits", "Replaced", "base64_size", "etag_of"]
 
 #: ``ContentEncoding`` values (common.md ``resourceRead``).
 UTF8 = "utf-8"
@@ -129,6 +135,9 @@ class Limits:
     max_write_bytes: int
     #: Most entries ``resourceList`` returns (a larger directory is refused).
     max_list_entries: int = 100_000
+    #: The setting that sets ``max_read_bytes``, named when a file is refused for its size
+    #: (``None``: a fixed cap, as the ACP bridge's).
+    read_setting: str | None = "workspace.max_read_bytes"
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,6 +149,18 @@ class Change:
     destination: str | None = None
     #: ``mkdir``: False when the directory was already there.
     created: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class Replaced:
+    """What :meth:`Files.replace_file` replaced, for the turn's changeset."""
+
+    #: The resolved path written.
+    path: Path
+    #: Whether a file was there before.
+    existed: bool
+    #: Its bytes before (``None``: none, or more than the ``keep`` asked).
+    before: bytes | None
 
 
 def etag_of(st: os.stat_result) -> str:
@@ -329,15 +350,16 @@ class Files:
             os.close(fd)
 
     @contextlib.contextmanager
-    def _parent(self, uri: str, path: Path) -> Iterator[int]:
+    def _parent(
+        self, uri: str, path: Path, *, hint: str = " (create it with resourceMkdir)"
+    ) -> Iterator[int]:
         """The descriptor of ``path``'s directory (walked, no link followed), closed after;
         -32008 when that directory does not exist."""
         try:
             fd = open_parent(path, self.roots, shown=uri)
         except (FileNotFoundError, NotADirectoryError):
             raise ProtocolError(
-                f"the directory of {uri} does not exist (create it with resourceMkdir)",
-                code=AhpErrorCode.NotFound,
+                f"the directory of {uri} does not exist{hint}", code=AhpErrorCode.NotFound
             ) from None
         try:
             yield fd
@@ -397,25 +419,19 @@ class Files:
         fd = self._open(uri, path, os.O_RDONLY | _OPEN_FLAGS)
         try:
             _check_opened(fd, path, uri, before)
-            chunks: list[bytes] = []
-            total = 0
-            while total <= cap:
-                chunk = os.read(fd, min(_CHUNK, cap + 1 - total))
-                if not chunk:
-                    break
-                chunks.append(chunk)
-                total += len(chunk)
+            raw = _read_at_most(fd, cap + 1)
         finally:
             os.close(fd)
-        if total > cap:
-            raise self._too_big(uri, total)  # it grew after the stat
-        return b"".join(chunks)
+        if len(raw) > cap:
+            raise self._too_big(uri, len(raw))  # it grew after the stat
+        return raw
 
     def _too_big(self, uri: str, size: int) -> ProtocolError:
         cap = self.limits.max_read_bytes
+        setting = self.limits.read_setting
         return InvalidParams(
-            f"{uri} is {size} bytes, over this host's read limit of {cap} bytes "
-            "(workspace.max_read_bytes)",
+            f"{uri} is {size} bytes, over this host's read limit of {cap} bytes"
+            + (f" ({setting})" if setting else ""),
             data={"size": size, "limit": cap},
         )
 
@@ -527,14 +543,20 @@ class Files:
         finally:
             os.close(fd)
 
-    def _replace(self, parent: int, name: str, raw: bytes, before: os.stat_result) -> None:
-        """A new file beside the old one, renamed over it (both by ``parent``'s descriptor)."""
-        fd, temporary = _temporary(parent, name)
+    def _replace(self, parent: int, name: str, raw: bytes, before: os.stat_result | None) -> None:
+        """A new file beside the old one, renamed over it (both by ``parent``'s descriptor):
+        the old one's mode and, when allowed, owner kept; with no old one (``before`` None)
+        the default mode (``0666`` less the umask)."""
+        fd, temporary = _temporary(parent, name, 0o600 if before is not None else 0o666)
         try:
             try:
                 _write_all(fd, raw)
-                os.fchmod(fd, stat.S_IMODE(before.st_mode))
-                if (before.st_uid, before.st_gid) != (os.geteuid(), os.getegid()):
+                if before is not None:
+                    os.fchmod(fd, stat.S_IMODE(before.st_mode))
+                if before is not None and (before.st_uid, before.st_gid) != (
+                    os.geteuid(),
+                    os.getegid(),
+                ):
                     with contextlib.suppress(PermissionError):
                         os.fchown(fd, before.st_uid, before.st_gid)
             finally:
@@ -828,6 +850,44 @@ class Files:
                     _move_across(source, origin_parent, origin.name, st, parent, target.name)
         return Change(path=str(origin), destination=str(target))
 
+    # -- the ACP bridge's fs/* (agents/acp.py) ----------------------------------------------
+
+    def read_file(self, path: str) -> bytes:
+        """``fs/read_text_file``: the bytes of the file at the absolute ``path``, at most
+        ``max_read_bytes``, opened as ``resourceRead`` opens one (from its root, no link
+        followed, a file with several hard links refused). Refusals are protocol errors
+        naming ``path`` as the agent gave it.
+        """
+        with _translated(path):
+            resolved = confine_path(path, self.roots, self.forbidden)
+            return self._read_bytes(path, resolved)
+
+    def replace_file(self, path: str, raw: bytes, *, keep: int) -> Replaced:
+        """``fs/write_text_file``: ``raw`` becomes the file at the absolute ``path``,
+        atomically — a temporary file in its directory renamed over it, both by the
+        descriptor of that directory (walked from the root, no link followed), which must
+        exist. An existing file must be a regular file with one link; its mode is kept, and
+        its bytes (at most ``keep``) are read through the same descriptor first, so the
+        "before" of the changeset is the very file replaced.
+        """
+        with _translated(path):
+            resolved = confine_path(path, self.roots, self.forbidden)
+            if self._is_root(resolved):
+                raise InvalidParams(f"{path} is a directory")
+            with self._parent(path, resolved, hint="") as parent:
+                try:
+                    before: os.stat_result | None = os.stat(
+                        resolved.name, dir_fd=parent, follow_symlinks=False
+                    )
+                except FileNotFoundError:
+                    before = None
+                old: bytes | None = None
+                if before is not None:
+                    _require_regular(path, before)
+                    old = _head(parent, resolved, path, before, keep)
+                self._replace(parent, resolved.name, raw, before)
+        return Replaced(resolved, before is not None, old)
+
     # -- resourceRequest --------------------------------------------------------------------
 
     def request(self, uri: str) -> Path:
@@ -839,15 +899,41 @@ class Files:
         return self._path(uri)
 
 
-def _temporary(parent: int, name: str) -> tuple[int, str]:
-    """A new empty file beside ``name`` in ``parent`` (``O_EXCL``, mode 0600): fd and name."""
+def _temporary(parent: int, name: str, mode: int = 0o600) -> tuple[int, str]:
+    """A new empty file beside ``name`` in ``parent`` (``O_EXCL``, ``mode`` less the umask):
+    fd and name."""
     while True:
         temporary = f".{name}.{secrets.token_hex(6)}.tmp"
         try:
             flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-            return os.open(temporary, flags, 0o600, dir_fd=parent), temporary
+            return os.open(temporary, flags, mode, dir_fd=parent), temporary
         except FileExistsError:
             continue
+
+
+def _read_at_most(fd: int, size: int) -> bytes:
+    """Up to ``size`` bytes from ``fd`` (fewer only at its end)."""
+    chunks: list[bytes] = []
+    total = 0
+    while total < size:
+        chunk = os.read(fd, min(_CHUNK, size - total))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        total += len(chunk)
+    return b"".join(chunks)
+
+
+def _head(parent: int, path: Path, uri: str, before: os.stat_result, keep: int) -> bytes | None:
+    """The bytes of the file ``path.name`` in ``parent`` (the one ``before`` describes), or
+    ``None`` when it holds more than ``keep``."""
+    fd = os.open(path.name, os.O_RDONLY | _OPEN_FLAGS, dir_fd=parent)
+    try:
+        _check_opened(fd, path, uri, before)
+        raw = _read_at_most(fd, keep + 1)
+    finally:
+        os.close(fd)
+    return None if len(raw) > keep else raw
 
 
 def _entries(fd: int) -> list[str]:

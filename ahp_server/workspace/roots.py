@@ -27,8 +27,10 @@ The rule (docs/workspace.md, "Roots"):
   them is refused all the same.
 * **A session without a working directory** gets a folder of its own:
   ``<first root>/ahp-sessions/<session id>`` (:meth:`Roots.session_folder`),
-  which becomes its working directory (so it survives restarts). With no
-  root, such a session cannot be created.
+  which becomes its working directory (so it survives restarts). It is made
+  by descriptor from the root (``mkdir`` with ``dir_fd=``, no link followed):
+  an ``ahp-sessions`` that is a symbolic link is refused, so no folder is
+  ever made outside the root. With no root, such a session cannot be created.
 
 Refusals are :class:`~ahp_server.workspace.paths.PathOutside` with a message
 that names the setting to change.
@@ -36,6 +38,7 @@ that names the setting to change.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
@@ -45,10 +48,12 @@ from pathlib import Path
 
 from ahp_server.config import Settings, is_loopback
 from ahp_server.workspace.paths import (
+    DIRECTORY,
     SYSTEM_FORBIDDEN,
     PathInvalid,
     PathOutside,
     inside,
+    open_confined,
     root_paths,
 )
 
@@ -170,21 +175,35 @@ class Roots:
 
     def session_folder(self, session_id: str, user: str | None) -> Path:
         """A new folder for a session created without a working directory:
-        ``<first root>/ahp-sessions/<id>``, made now; :class:`PathOutside` with no root."""
+        ``<first root>/ahp-sessions/<id>``, made now by descriptor from the root;
+        :class:`PathOutside` with no root, or when ``ahp-sessions`` is a symbolic link."""
         allowed = self.allowed(user)
         if not allowed:
             raise PathOutside(
                 "this session needs a working directory and none can be made: no workspace "
                 f"root is configured (set {self.setting(user)})"
             )
-        parent = Path(allowed[0]) / SESSION_FOLDERS
-        parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        root = Path(allowed[0])
+        root.mkdir(parents=True, exist_ok=True)  # the operator's, as configured
+        parent = root / SESSION_FOLDERS
         name = _UNSAFE.sub("_", session_id).strip("._")[:64] or "session"
         digest = hashlib.sha256(session_id.encode()).hexdigest()
-        for candidate in (name, f"{name}-{digest[:12]}", f"{name}-{digest}"):
-            try:
-                (parent / candidate).mkdir(mode=0o700)
-            except FileExistsError:
-                continue
-            return parent / candidate
+        # By descriptor from the root (docs/workspace.md "How paths are opened"): an
+        # ahp-sessions swapped for a link is refused, never followed out of the root.
+        root_fd = open_confined(root, [str(root)], DIRECTORY, shown=str(root))
+        try:
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(SESSION_FOLDERS, 0o700, dir_fd=root_fd)
+        finally:
+            os.close(root_fd)
+        parent_fd = open_confined(parent, [str(root)], DIRECTORY, shown=str(parent))
+        try:
+            for candidate in (name, f"{name}-{digest[:12]}", f"{name}-{digest}"):
+                try:
+                    os.mkdir(candidate, 0o700, dir_fd=parent_fd)
+                except FileExistsError:
+                    continue
+                return parent / candidate
+        finally:
+            os.close(parent_fd)
         raise PathOutside(f"cannot make a folder for the session in {parent}: names taken")

@@ -88,12 +88,27 @@ def _openat2(dir_fd: int, relative: str, flags: int, mode: int) -> int:
 
 def _step(dir_fd: int, name: str, flags: int, mode: int) -> int:
     """One component, never a link: ``ELOOP`` if it is one (``O_PATH | O_NOFOLLOW`` would
-    open the link itself, so what was opened is checked)."""
-    fd = os.open(name, flags | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=dir_fd)
+    open the link itself, so what was opened is checked). ``O_DIRECTORY | O_NOFOLLOW`` on a
+    link fails ``ENOTDIR``: said ``ELOOP`` here, as ``openat2`` says it, when the name is a
+    link — or a directory again, swapped back since."""
+    try:
+        fd = os.open(name, flags | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=dir_fd)
+    except NotADirectoryError:
+        if flags & os.O_DIRECTORY and _link_or_directory(dir_fd, name):
+            raise OSError(errno.ELOOP, os.strerror(errno.ELOOP), name) from None
+        raise
     if stat.S_ISLNK(os.fstat(fd).st_mode):
         os.close(fd)
         raise OSError(errno.ELOOP, os.strerror(errno.ELOOP), name)
     return fd
+
+
+def _link_or_directory(dir_fd: int, name: str) -> bool:
+    try:
+        mode = os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode
+    except OSError:
+        return False
+    return stat.S_ISLNK(mode) or stat.S_ISDIR(mode)
 
 
 def _walk(dir_fd: int, relative: str, flags: int, mode: int) -> int:

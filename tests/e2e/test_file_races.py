@@ -1,5 +1,10 @@
 """Swapping a directory for a link mid-request never lets a file command out of the root.
 
+The same holds for what an ACP agent (tests/agents/scripted_agent.py, run by
+the daemon) reads and writes through ``fs/*``, and for the folder the host
+makes for a session created without a working directory (``ahp-sessions``
+swapped instead).
+
 A real daemon (``python -m ahp_server serve``, tests/e2e/helpers.py) and a real
 WebSocket client. A thread swaps ``work/a`` — a directory inside the session's
 working directory — for a symbolic link to ``outside`` and back
@@ -21,7 +26,9 @@ from __future__ import annotations
 
 import asyncio
 import ctypes
+import json
 import os
+import sys
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
@@ -31,8 +38,12 @@ from typing import Any
 import pytest
 
 from ahp_server.client import AhpClient, RemoteError
+from ahp_server.protocol.types import ChatState, FileEditSide
 from ahp_server.workspace import walk
+from ahp_server.workspace.roots import SESSION_FOLDERS
+from tests.agents.test_acp import SCRIPT, open_chat
 from tests.e2e.helpers import TIMEOUT, Daemon
+from tests.e2e.test_changesets import Catalogue, text
 
 ROOT = "ahp-root://"
 SECRET = "outside: never served"
@@ -113,6 +124,14 @@ class Bench:
     outside: Path
     #: A directory inside the root that is never swapped.
     stable: Path
+    #: The root (the host's only one: sessions without a directory get theirs in it).
+    root: Path
+    #: A chat with the scripted ACP agent (tests/agents/scripted_agent.py), once opened.
+    chat: str = ""
+    #: The changesets of that chat's session.
+    changesets: Catalogue | None = None
+    #: The agent's fs/* calls the host served (not refused) during a race.
+    served: int = 0
 
     def uri(self, relative: str) -> str:
         return (self.work / relative).as_uri()
@@ -150,12 +169,18 @@ async def bench(
     (outside / "victimdir").mkdir(parents=True)
     for name in ("target.txt", "secret.txt", "victim.txt", "victimdir/x.txt"):
         (outside / name).write_text(SECRET)
-    daemon = Daemon(tmp_path / "data", roots=[str(root)])
+    config = tmp_path / "host.toml"
+    config.write_text(
+        f'[[agents]]\nname = "scripted"\ncommand = {json.dumps(sys.executable)}\n'
+        f"args = [{json.dumps(SCRIPT)}]\n",
+        encoding="utf-8",
+    )
+    daemon = Daemon(tmp_path / "data", "--config", str(config), roots=[str(root)])
     try:
         url = await daemon.start()
         async with AhpClient.connect(url) as client:
-            await client.create_session(working_directories=[work.as_uri()])
-            yield Bench(client, work, outside, stable)
+            await client.create_session("echo", working_directories=[work.as_uri()])
+            yield Bench(client, work, outside, stable, root)
     finally:
         await daemon.close()
 
@@ -231,16 +256,11 @@ async def delete(bench: Bench, i: int) -> None:
 Operation = Callable[[Bench, int], Awaitable[None]]
 
 
-@pytest.mark.parametrize(
-    "operation",
-    [write, read, list_and_resolve, mkdir, copy, move, delete],
-    ids=["write", "read", "list-stat", "mkdir", "copy", "move", "delete"],
-)
-async def test_a_directory_swapped_for_a_link_never_leads_a_command_outside(
-    bench: Bench, operation: Operation
-) -> None:
+async def race(bench: Bench, swapped: Path, operation: Operation) -> None:
+    """Repeat ``operation`` while ``swapped`` is swapped for a link to ``outside`` and back,
+    until enough tries overlapped a swap (module docstring); outside is checked after each."""
     untouched = tree(bench.outside)
-    swapper = Swapper(bench.work / "a", bench.outside)
+    swapper = Swapper(swapped, bench.outside)
     swapper.start()
     tries = raced = 0
     try:
@@ -256,6 +276,117 @@ async def test_a_directory_swapped_for_a_link_never_leads_a_command_outside(
     assert raced >= MIN_RACED, f"only {raced} of {tries} tries overlapped a swap"
     assert tree(bench.outside) == untouched
     assert await bench.client.request("ping", {"channel": ROOT}, timeout=TIMEOUT) is None
+
+
+@pytest.mark.parametrize(
+    "operation",
+    [write, read, list_and_resolve, mkdir, copy, move, delete],
+    ids=["write", "read", "list-stat", "mkdir", "copy", "move", "delete"],
+)
+async def test_a_directory_swapped_for_a_link_never_leads_a_command_outside(
+    bench: Bench, operation: Operation
+) -> None:
+    await race(bench, bench.work / "a", operation)
+
+
+# -- the agents' fs/* (the ACP bridge) -------------------------------------------------------
+
+
+async def agent_says(bench: Bench, prompt: str) -> str:
+    """What the scripted agent answers ``prompt`` with (its fs/* answers or errors, as text)."""
+    return await bench.client.ask(bench.chat, prompt, timeout=TIMEOUT)
+
+
+async def agent_write(bench: Bench, i: int) -> None:
+    """``fs/write_text_file`` over a file both sides hold, and a new one; the changeset's
+    "before" of the file replaced is never what lies outside."""
+    for name in ("a/target.txt", f"a/new-{i}.txt"):
+        answer = await agent_says(bench, f"/write {bench.work / name} w")
+        assert answer == "written" or answer.startswith("write error:"), answer
+        bench.served += answer == "written"
+        assert bench.changesets is not None
+        turn = bench.client.confirmed(bench.chat, ChatState).turns[-1].id
+        for file in (await bench.changesets.state(bench.changesets.turn(turn))).files:
+            before = file.edit.before
+            if isinstance(before, FileEditSide):
+                assert SECRET not in text(before), "a before was read outside"
+
+
+async def agent_read(bench: Bench, i: int) -> None:
+    for name in ("a/secret.txt", "a/target.txt"):
+        answer = await agent_says(bench, f"/read {bench.work / name}")
+        assert SECRET not in answer, f"{name} was read from outside"
+        bench.served += answer.startswith("content:")
+
+
+async def open_agent_chat(bench: Bench) -> None:
+    bench.chat = await open_chat(bench.client, bench.work)
+    # A first change makes the session list its changesets (docs/workspace.md).
+    assert await agent_says(bench, f"/write {bench.stable / 'source.txt'} {INSIDE}") == "written"
+    subscribed = bench.client.subscriptions
+    session = next(s for s in subscribed if s.startswith("ahp-session:/") and s != bench.chat)
+    bench.changesets = Catalogue(bench.client, session)
+
+
+@pytest.mark.parametrize("operation", [agent_write, agent_read], ids=["write", "read"])
+async def test_a_directory_swapped_for_a_link_never_leads_an_agents_fs_call_outside(
+    bench: Bench, operation: Operation
+) -> None:
+    await open_agent_chat(bench)
+    await race(bench, bench.work / "a", operation)
+    assert bench.served > 0  # the host did not refuse them all: the calls really ran
+
+
+async def test_an_agent_neither_reads_nor_writes_through_a_hard_link(bench: Bench) -> None:
+    linked = bench.stable / "linked.txt"
+    os.link(bench.outside / "secret.txt", linked)
+    await open_agent_chat(bench)
+    answer = await agent_says(bench, f"/read {linked}")
+    assert answer.startswith("read error:")
+    assert "hard links" in answer
+    assert SECRET not in answer
+    answer = await agent_says(bench, f"/write {linked} overwritten")
+    assert answer.startswith("write error:")
+    assert "hard links" in answer
+    assert (bench.outside / "secret.txt").read_text() == SECRET
+    assert linked.stat().st_nlink == 2  # the link was not replaced either
+    assert sorted(p.name for p in bench.stable.iterdir()) == ["linked.txt", "source.txt"]
+
+
+# -- the folders of sessions created without a working directory ------------------------------
+
+
+async def test_a_session_folder_is_never_made_through_a_swapped_ahp_sessions(
+    bench: Bench,
+) -> None:
+    folders = bench.root / SESSION_FOLDERS
+    folders.mkdir()
+    made = 0
+
+    async def new_session(bench: Bench, i: int) -> None:
+        nonlocal made
+        code = None
+        try:
+            await bench.client.create_session("echo", timeout=TIMEOUT)
+        except RemoteError as error:
+            code = error.code
+        made += code is None
+        assert code in (None, PERMISSION_DENIED), code
+
+    await race(bench, folders, new_session)
+    assert not folders.is_symlink()
+    assert len(list(folders.iterdir())) == made  # every folder made is inside the root
+    assert made > 0  # and the host did not refuse them all
+
+
+async def test_a_session_folder_is_refused_when_ahp_sessions_is_a_link(bench: Bench) -> None:
+    (bench.root / SESSION_FOLDERS).symlink_to(bench.outside)
+    untouched = tree(bench.outside)
+    with pytest.raises(RemoteError) as caught:
+        await bench.client.create_session("echo", timeout=TIMEOUT)
+    assert caught.value.code == PERMISSION_DENIED
+    assert "symbolic link" in caught.value.message
+    assert tree(bench.outside) == untouched
 
 
 async def test_a_hard_link_to_a_file_outside_is_neither_read_nor_written(bench: Bench) -> None:

@@ -102,6 +102,20 @@ def test_a_session_without_a_working_directory_gets_a_folder_of_its_own(tmp_path
         Roots.from_settings(Settings(users=(ALICE,))).session_folder("x", "alice")
 
 
+def test_no_session_folder_is_made_through_an_ahp_sessions_link(tmp_path: Path) -> None:
+    root, outside = tmp_path / "root", tmp_path / "outside"
+    (root / "elsewhere").mkdir(parents=True)
+    outside.mkdir()
+    roots = Roots.from_settings(Settings(workspace_roots=(str(root),)))
+    for target in (outside, root / "elsewhere"):  # out of the root, or even inside it
+        (root / SESSION_FOLDERS).symlink_to(target)
+        with pytest.raises(PathOutside, match="symbolic link"):
+            roots.session_folder("s1", None)
+        assert list(target.iterdir()) == []
+        (root / SESSION_FOLDERS).unlink()
+    assert roots.session_folder("s1", None) == root / SESSION_FOLDERS / "s1"
+
+
 def test_roots_in_the_configuration_are_checked(tmp_path: Path) -> None:
     config = tmp_path / "ahp.toml"
     for roots, message in (
