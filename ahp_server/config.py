@@ -15,13 +15,22 @@ import ipaddress
 import os
 import re
 import shlex
+import shutil
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["AgentConfig", "ConfigError", "Settings", "UserConfig", "load_settings"]
+__all__ = [
+    "AgentConfig",
+    "ConfigError",
+    "Problem",
+    "Settings",
+    "UserConfig",
+    "load_settings",
+    "machine_problems",
+]
 
 
 class ConfigError(Exception):
@@ -96,6 +105,9 @@ class AgentConfig:
     max_tool_rounds: int = 8
     #: Retries of a request the endpoint refused with 429 or 5xx, or could not take.
     max_retries: int = 3
+    #: Where ``command`` was set (``agents[2].command``, or the environment
+    #: variable): what a problem with it names. Not a setting.
+    command_key: str = dataclasses.field(default="", compare=False)
 
     @property
     def title(self) -> str:
@@ -691,6 +703,8 @@ def _agents(tables: object, environ: Mapping[str, str] | None) -> tuple[AgentCon
         raise ConfigError("agents", "must be [[agents]] tables")
     raw: dict[str, dict[str, object]] = {}
     keys: dict[str, str] = {}
+    #: (agent, field) -> the environment variable that set it.
+    from_env: dict[tuple[str, str], str] = {}
     for index, table in enumerate(tables):
         where = f"agents[{index}]"
         name = table.get("name")
@@ -722,6 +736,7 @@ def _agents(tables: object, environ: Mapping[str, str] | None) -> tuple[AgentCon
         table = raw.setdefault(name, {"name": name})
         keys.setdefault(name, variable)
         table[field] = _agent_from_env(field, text)
+        from_env[name, field] = variable
     agents: list[AgentConfig] = []
     for name, table in raw.items():
         where = keys[name]
@@ -737,6 +752,7 @@ def _agents(tables: object, environ: Mapping[str, str] | None) -> tuple[AgentCon
             for required in ("base_url", "model"):
                 if not fields.get(required):
                     raise ConfigError(f"{where}.{required}", 'required for kind = "openai"')
+        fields["command_key"] = from_env.get((name, "command"), f"{where}.command")
         agents.append(AgentConfig(**fields))  # type: ignore[arg-type]
     return tuple(agents)
 
@@ -915,3 +931,58 @@ def load_settings(
             f"required to listen on {settings.host}: set AHP_SERVER_TOKEN (or bind 127.0.0.1)",
         )
     return settings
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """A setting that loads but cannot work on this machine: a program or folder it names is
+    missing. ``check-config`` lists every one and fails; ``serve`` refuses to start on a
+    ``fatal`` one and warns of the rest (docs/deploy.md "Checking a configuration")."""
+
+    #: The setting's key (``agents[2].command``, ``users[0].roots``).
+    key: str
+    message: str
+    #: A missing workspace root is fatal: sessions rooted there could never work. A missing
+    #: agent program is not: it may be installed later, and until then only that agent's
+    #: sessions fail to start (saying so).
+    fatal: bool
+
+    def __str__(self) -> str:
+        return f"{self.key}: {self.message}"
+
+
+def machine_problems(settings: Settings) -> list[Problem]:
+    """Every agent's program and every configured workspace root, checked on this machine.
+
+    An ``acp`` agent's ``command`` is looked up on the ``PATH`` the agent will get (its own
+    ``env`` may set one), as the host does when it starts the agent; an absolute path must
+    be an executable file. A relative path with a ``/`` is not checked: it is resolved in
+    each session's working directory. Roots (``workspace.roots``, each user's ``roots``)
+    must be existing directories; the default root (the home directory) is not checked.
+    """
+    problems: list[Problem] = []
+    for agent in settings.agents:
+        if agent.kind != "acp":
+            continue
+        key = agent.command_key or "agents.command"
+        command = agent.command
+        if "/" not in command:
+            path = dict(agent.env).get("PATH", os.environ.get("PATH", os.defpath))
+            if shutil.which(command, path=path) is None:
+                problems.append(Problem(key, f"{command!r} is not on PATH", fatal=False))
+        elif os.path.isabs(command):
+            if not os.path.isfile(command):
+                problems.append(Problem(key, f"{command!r} does not exist", fatal=False))
+            elif not os.access(command, os.X_OK):
+                problems.append(Problem(key, f"{command!r} is not executable", fatal=False))
+    rooted: list[tuple[str, tuple[str, ...]]] = [
+        ("workspace.roots", settings.workspace_roots or ())
+    ]
+    rooted += [(f"users[{i}].roots", user.roots or ()) for i, user in enumerate(settings.users)]
+    for key, roots in rooted:
+        for root in roots:
+            if not os.path.exists(root):
+                problems.append(Problem(key, f"{root!r} does not exist", fatal=True))
+            elif not os.path.isdir(root):
+                problems.append(Problem(key, f"{root!r} is not a directory", fatal=True))
+    return problems
