@@ -3,7 +3,9 @@
 Layer: app support (imported by host, transport and cli; imports nothing of theirs).
 
 Sources, later ones winning: built-in defaults (below), a TOML file
-(``config/ahp-server.toml`` documents every key), ``AHP_SERVER_*`` environment
+(``config/ahp-server.toml`` documents every key; ``docs/configuration.md`` is
+generated from ``_KEYS`` and the fields' ``#:`` comments by
+``.ci/gen_config_docs.py``), ``AHP_SERVER_*`` environment
 variables, command-line flags. :func:`load_settings` validates everything and
 raises :class:`ConfigError` naming the offending key.
 """
@@ -78,6 +80,7 @@ class AgentConfig:
     #: Names of the host's environment variables passed on to the process:
     #: how an API key reaches an agent without being written down.
     pass_env: tuple[str, ...] = ()
+    #: What clients show: its title (empty: ``name``) and a line about it.
     display_name: str = ""
     description: str = ""
     #: One process per session (its chats are ACP sessions of that process),
@@ -95,8 +98,10 @@ class AgentConfig:
     model: str = ""
     #: The name of the environment variable that holds the API key (never the key).
     api_key_env: str = ""
+    #: Sampling temperature and the longest answer in tokens (not set: the endpoint's own).
     temperature: float | None = None
     max_tokens: int | None = None
+    #: The system message sent before the history (empty: none).
     system_prompt: str = ""
     #: Tokens of history sent with a turn (estimated: 4 characters a token);
     #: the oldest turns are left out first.
@@ -118,7 +123,9 @@ class AgentConfig:
 class Settings:
     """Everything the host needs to know to run."""
 
+    #: Address to listen on. Anything but a loopback address needs a token.
     host: str = "127.0.0.1"
+    #: TCP port (0 picks a free one; the ``listening`` log line gives the URL).
     port: int = 8765
     #: Connection token: clients send ``Authorization: Bearer <token>`` or
     #: ``?tkn=<token>``. Required to bind a non-loopback address.
@@ -142,7 +149,9 @@ class Settings:
     #: Merge consecutive streamed text of a part for up to this many ms before
     #: sending it as one action (0: every piece is its own chat/delta).
     coalesce_ms: float = 0.0
-    #: WebSocket keepalive pings (seconds; None disables).
+    #: WebSocket keepalive: ping every N seconds, close if no pong within N
+    #: seconds (``None``, 0 in a file, disables). Reverse proxies must allow
+    #: longer idle times than this.
     ping_interval: float | None = 20.0
     ping_timeout: float | None = 20.0
     #: Seconds a client has to complete the HTTP upgrade (the opening
@@ -177,8 +186,10 @@ class Settings:
     #: terminal's claim names (docs/protocol.md "Client identity").
     known_clients: int = 10_000
 
-    #: Where the SQLite database lives; ``None`` keeps everything in memory
-    #: (nothing survives a restart: for tests and throw-away hosts).
+    #: Where the SQLite database lives. ``ahp-server`` defaults it to
+    #: ``$XDG_DATA_HOME/ahp-server`` (else ``~/.local/share/ahp-server``);
+    #: ``:memory:`` keeps everything in memory (nothing survives a restart: for
+    #: tests and throw-away hosts).
     data_dir: str | None = None
     #: A PostgreSQL URL (``postgres://user@host/db``) to keep everything in
     #: PostgreSQL instead of SQLite in ``data_dir`` (docs/durability.md).
@@ -208,12 +219,14 @@ class Settings:
     memory_turn_bytes: int = 16 * 1024 * 1024
 
     #: Limits at the door (docs/deploy.md): exceeding one gives an error or a
-    #: rejection, never a crash.
+    #: rejection, never a crash. Open connections at once; more get HTTP 503.
     max_connections: int = 1_000
     #: Open connections (and upgrades in progress) from one IP address,
     #: loopback included; more get HTTP 429 at the door (docs/reliability.md).
     max_connections_per_ip: int = 256
+    #: Subscriptions one connection may hold.
     max_subscriptions: int = 10_000
+    #: Chats one session may hold (``createChat`` beyond it is refused).
     max_chats_per_session: int = 1_000
     #: ``dispatchAction`` token bucket per connection: sustained rate per
     #: second and burst. Actions over it are rejected (echoed with a reason).
@@ -284,8 +297,10 @@ class Settings:
     changeset_total_bytes: int = 4 * 1024 * 1024
     changeset_max_files: int = 10_000
 
-    #: Logging: "console", "json", or None (console on a terminal, else JSON).
+    #: Logging: "console", "json", or ``None`` ("auto" in a file: console on a
+    #: terminal, else JSON).
     log_format: str | None = None
+    #: "debug", "info", "warning" or "error". Nothing per streamed delta is logged at info.
     log_level: str = "info"
 
     #: Cluster mode (docs/scale-out.md): a NATS URL (``nats://host:4222``)

@@ -10,7 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from ahp_server.config import AgentConfig, ConfigError, Settings, load_settings
+from ahp_server.config import (
+    AgentConfig,
+    ConfigError,
+    Settings,
+    load_settings,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 SHIPPED = ROOT / "config" / "ahp-server.toml"
