@@ -20,6 +20,11 @@ read or unread, moves a chat (``moveChat``) and lists a chat's own changes.
 A session or chat is named by its URI or by an unambiguous start of its id
 (what follows the URI's scheme and slashes).
 
+``check-config`` loads the settings, then checks that what they name exists
+on this machine (agents' programs, workspace roots: ``config.machine_problems``);
+``serve`` refuses a missing root and warns of a missing program. Its exit
+status: 0 whole, 1 something named is missing here, 2 invalid.
+
 Exit status of the client commands: 0 done; 1 a failed turn, or the host
 could not be reached; 2 a usage error or a refusal (the host's, printed as
 it said it, or the command's own, e.g. nothing to resume).
