@@ -20,6 +20,11 @@ read or unread, moves a chat (``moveChat``) and lists a chat's own changes.
 A session or chat is named by its URI or by an unambiguous start of its id
 (what follows the URI's scheme and slashes).
 
+``check-config`` loads the settings, then checks that what they name exists
+on this machine (agents' programs, workspace roots: ``config.machine_problems``);
+``serve`` refuses a missing root and warns of a missing program. Its exit
+status: 0 whole, 1 something named is missing here, 2 invalid.
+
 Exit status of the client commands: 0 done; 1 a failed turn, or the host
 could not be reached; 2 a usage error or a refusal (the host's, printed as
 it said it, or the command's own, e.g. nothing to resume).
@@ -59,7 +64,7 @@ from ahp_server.client import (
     is_resumable,
 )
 from ahp_server.cluster import ClusterNode, NodeFailed
-from ahp_server.config import ConfigError, Settings, load_settings
+from ahp_server.config import ConfigError, Settings, load_settings, machine_problems
 from ahp_server.host.host import DB_FILE, HostFailed
 from ahp_server.logging import configure_logging
 from ahp_server.protocol import PROTOCOL_VERSION
@@ -139,7 +144,13 @@ def build_parser() -> argparse.ArgumentParser:
     _server_options(parser)
     commands = parser.add_subparsers(dest="command")
     _server_options(commands.add_parser("serve", help="run the host (the default)"))
-    _server_options(commands.add_parser("check-config", help="validate the configuration and exit"))
+    _server_options(
+        commands.add_parser(
+            "check-config",
+            help="validate the configuration, check that its agents' programs and workspace "
+            "roots exist here, and exit (0 ok, 1 something missing, 2 invalid)",
+        )
+    )
     backup = commands.add_parser(
         "backup", help="copy the database to a file, safely, even while the host runs"
     )
@@ -327,6 +338,12 @@ def tune_gc() -> None:
     gc.set_threshold(10_000, 10, 10)
 
 
+def page_of(settings: Settings, url: str) -> dict[str, str]:
+    """The ``listening`` event's ``page`` field: the web UI's address beside the ``ws://``
+    one (``http://host:port/``, docs/web.md), when ``server.web_ui`` serves it."""
+    return {"page": "http" + url.removeprefix("ws") + "/"} if settings.web_ui else {}
+
+
 def _stop_on_signals() -> asyncio.Event:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -353,7 +370,7 @@ async def serve(settings: Settings) -> None:
     tune_gc()
     stop = _stop_on_signals()  # before "listening": a SIGTERM from then on stops it gracefully
     for url in app.urls:
-        log.info("listening", url=url, version=PROTOCOL_VERSION)
+        log.info("listening", url=url, version=PROTOCOL_VERSION, **page_of(settings, url))
     log.info("workspace roots", roots=list(app.host.roots.default))
     waits = [asyncio.ensure_future(stop.wait()), asyncio.ensure_future(app.host.failed.wait())]
     try:
@@ -381,7 +398,13 @@ async def serve_cluster(settings: Settings) -> None:
     await node.start()
     tune_gc()
     for url in node.urls:
-        log.info("listening", url=url, version=PROTOCOL_VERSION, node=node.node_id)
+        log.info(
+            "listening",
+            url=url,
+            version=PROTOCOL_VERSION,
+            node=node.node_id,
+            **page_of(settings, url),
+        )
     failure = await node.wait(_stop_on_signals())
     if failure is not None:
         await node.abort()
@@ -891,9 +914,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"ahp-server: invalid configuration: {error}", file=sys.stderr)
         return 2
     if command == "check-config":
-        print(f"configuration ok ({args.config or 'built-in defaults'})")
+        problems = machine_problems(settings)
+        # docs/deploy.md "Checking a configuration": one line per problem, naming its key.
+        for found in problems:
+            print(f"ahp-server: {found}", file=sys.stderr)
+        if not problems:
+            print(f"configuration ok ({args.config or 'built-in defaults'})")
         print(describe_roots(settings))
-        return 0
+        return 1 if problems else 0
     if command == "backup":
         if settings.store is not None:  # not the SQLite file in data_dir (docs/durability.md)
             print(
@@ -909,7 +937,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 1
         print(f"backed up to {args.destination}")
         return 0
+    problems = machine_problems(settings)
+    if any(found.fatal for found in problems):  # a missing root: refuse to start
+        for found in problems:
+            if found.fatal:
+                print(f"ahp-server: invalid configuration: {found}", file=sys.stderr)
+        return 2
     configure_logging(settings.log_level, settings.log_format, cache=True)
+    for found in problems:
+        # An agent's program may be installed later: its sessions fail until then.
+        log.warning("agent program not found", key=found.key, problem=found.message)
     try:
         asyncio.run(serve(settings))
     except ConfigError as error:

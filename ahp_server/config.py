@@ -3,7 +3,9 @@
 Layer: app support (imported by host, transport and cli; imports nothing of theirs).
 
 Sources, later ones winning: built-in defaults (below), a TOML file
-(``config/ahp-server.toml`` documents every key), ``AHP_SERVER_*`` environment
+(``config/ahp-server.toml`` documents every key; ``docs/configuration.md`` is
+generated from ``_KEYS`` and the fields' ``#:`` comments by
+``.ci/gen_config_docs.py``), ``AHP_SERVER_*`` environment
 variables, command-line flags. :func:`load_settings` validates everything and
 raises :class:`ConfigError` naming the offending key.
 """
@@ -15,13 +17,22 @@ import ipaddress
 import os
 import re
 import shlex
+import shutil
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["AgentConfig", "ConfigError", "Settings", "UserConfig", "load_settings"]
+__all__ = [
+    "AgentConfig",
+    "ConfigError",
+    "Problem",
+    "Settings",
+    "UserConfig",
+    "load_settings",
+    "machine_problems",
+]
 
 
 class ConfigError(Exception):
@@ -69,6 +80,7 @@ class AgentConfig:
     #: Names of the host's environment variables passed on to the process:
     #: how an API key reaches an agent without being written down.
     pass_env: tuple[str, ...] = ()
+    #: What clients show: its title (empty: ``name``) and a line about it.
     display_name: str = ""
     description: str = ""
     #: One process per session (its chats are ACP sessions of that process),
@@ -86,8 +98,10 @@ class AgentConfig:
     model: str = ""
     #: The name of the environment variable that holds the API key (never the key).
     api_key_env: str = ""
+    #: Sampling temperature and the longest answer in tokens (not set: the endpoint's own).
     temperature: float | None = None
     max_tokens: int | None = None
+    #: The system message sent before the history (empty: none).
     system_prompt: str = ""
     #: Tokens of history sent with a turn (estimated: 4 characters a token);
     #: the oldest turns are left out first.
@@ -96,6 +110,9 @@ class AgentConfig:
     max_tool_rounds: int = 8
     #: Retries of a request the endpoint refused with 429 or 5xx, or could not take.
     max_retries: int = 3
+    #: Where ``command`` was set (``agents[2].command``, or the environment
+    #: variable): what a problem with it names. Not a setting.
+    command_key: str = dataclasses.field(default="", compare=False)
 
     @property
     def title(self) -> str:
@@ -106,7 +123,9 @@ class AgentConfig:
 class Settings:
     """Everything the host needs to know to run."""
 
+    #: Address to listen on. Anything but a loopback address needs a token.
     host: str = "127.0.0.1"
+    #: TCP port (0 picks a free one; the ``listening`` log line gives the URL).
     port: int = 8765
     #: Connection token: clients send ``Authorization: Bearer <token>`` or
     #: ``?tkn=<token>``. Required to bind a non-loopback address.
@@ -130,7 +149,9 @@ class Settings:
     #: Merge consecutive streamed text of a part for up to this many ms before
     #: sending it as one action (0: every piece is its own chat/delta).
     coalesce_ms: float = 0.0
-    #: WebSocket keepalive pings (seconds; None disables).
+    #: WebSocket keepalive: ping every N seconds, close if no pong within N
+    #: seconds (``None``, 0 in a file, disables). Reverse proxies must allow
+    #: longer idle times than this.
     ping_interval: float | None = 20.0
     ping_timeout: float | None = 20.0
     #: Seconds a client has to complete the HTTP upgrade (the opening
@@ -165,8 +186,10 @@ class Settings:
     #: terminal's claim names (docs/protocol.md "Client identity").
     known_clients: int = 10_000
 
-    #: Where the SQLite database lives; ``None`` keeps everything in memory
-    #: (nothing survives a restart: for tests and throw-away hosts).
+    #: Where the SQLite database lives. ``ahp-server`` defaults it to
+    #: ``$XDG_DATA_HOME/ahp-server`` (else ``~/.local/share/ahp-server``);
+    #: ``:memory:`` keeps everything in memory (nothing survives a restart: for
+    #: tests and throw-away hosts).
     data_dir: str | None = None
     #: A PostgreSQL URL (``postgres://user@host/db``) to keep everything in
     #: PostgreSQL instead of SQLite in ``data_dir`` (docs/durability.md).
@@ -196,12 +219,14 @@ class Settings:
     memory_turn_bytes: int = 16 * 1024 * 1024
 
     #: Limits at the door (docs/deploy.md): exceeding one gives an error or a
-    #: rejection, never a crash.
+    #: rejection, never a crash. Open connections at once; more get HTTP 503.
     max_connections: int = 1_000
     #: Open connections (and upgrades in progress) from one IP address,
     #: loopback included; more get HTTP 429 at the door (docs/reliability.md).
     max_connections_per_ip: int = 256
+    #: Subscriptions one connection may hold.
     max_subscriptions: int = 10_000
+    #: Chats one session may hold (``createChat`` beyond it is refused).
     max_chats_per_session: int = 1_000
     #: ``dispatchAction`` token bucket per connection: sustained rate per
     #: second and burst. Actions over it are rejected (echoed with a reason).
@@ -272,8 +297,10 @@ class Settings:
     changeset_total_bytes: int = 4 * 1024 * 1024
     changeset_max_files: int = 10_000
 
-    #: Logging: "console", "json", or None (console on a terminal, else JSON).
+    #: Logging: "console", "json", or ``None`` ("auto" in a file: console on a
+    #: terminal, else JSON).
     log_format: str | None = None
+    #: "debug", "info", "warning" or "error". Nothing per streamed delta is logged at info.
     log_level: str = "info"
 
     #: Cluster mode (docs/scale-out.md): a NATS URL (``nats://host:4222``)
@@ -691,6 +718,8 @@ def _agents(tables: object, environ: Mapping[str, str] | None) -> tuple[AgentCon
         raise ConfigError("agents", "must be [[agents]] tables")
     raw: dict[str, dict[str, object]] = {}
     keys: dict[str, str] = {}
+    #: (agent, field) -> the environment variable that set it.
+    from_env: dict[tuple[str, str], str] = {}
     for index, table in enumerate(tables):
         where = f"agents[{index}]"
         name = table.get("name")
@@ -722,6 +751,7 @@ def _agents(tables: object, environ: Mapping[str, str] | None) -> tuple[AgentCon
         table = raw.setdefault(name, {"name": name})
         keys.setdefault(name, variable)
         table[field] = _agent_from_env(field, text)
+        from_env[name, field] = variable
     agents: list[AgentConfig] = []
     for name, table in raw.items():
         where = keys[name]
@@ -737,6 +767,7 @@ def _agents(tables: object, environ: Mapping[str, str] | None) -> tuple[AgentCon
             for required in ("base_url", "model"):
                 if not fields.get(required):
                     raise ConfigError(f"{where}.{required}", 'required for kind = "openai"')
+        fields["command_key"] = from_env.get((name, "command"), f"{where}.command")
         agents.append(AgentConfig(**fields))  # type: ignore[arg-type]
     return tuple(agents)
 
@@ -915,3 +946,58 @@ def load_settings(
             f"required to listen on {settings.host}: set AHP_SERVER_TOKEN (or bind 127.0.0.1)",
         )
     return settings
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """A setting that loads but cannot work on this machine: a program or folder it names is
+    missing. ``check-config`` lists every one and fails; ``serve`` refuses to start on a
+    ``fatal`` one and warns of the rest (docs/deploy.md "Checking a configuration")."""
+
+    #: The setting's key (``agents[2].command``, ``users[0].roots``).
+    key: str
+    message: str
+    #: A missing workspace root is fatal: sessions rooted there could never work. A missing
+    #: agent program is not: it may be installed later, and until then only that agent's
+    #: sessions fail to start (saying so).
+    fatal: bool
+
+    def __str__(self) -> str:
+        return f"{self.key}: {self.message}"
+
+
+def machine_problems(settings: Settings) -> list[Problem]:
+    """Every agent's program and every configured workspace root, checked on this machine.
+
+    An ``acp`` agent's ``command`` is looked up on the ``PATH`` the agent will get (its own
+    ``env`` may set one), as the host does when it starts the agent; an absolute path must
+    be an executable file. A relative path with a ``/`` is not checked: it is resolved in
+    each session's working directory. Roots (``workspace.roots``, each user's ``roots``)
+    must be existing directories; the default root (the home directory) is not checked.
+    """
+    problems: list[Problem] = []
+    for agent in settings.agents:
+        if agent.kind != "acp":
+            continue
+        key = agent.command_key or "agents.command"
+        command = agent.command
+        if "/" not in command:
+            path = dict(agent.env).get("PATH", os.environ.get("PATH", os.defpath))
+            if shutil.which(command, path=path) is None:
+                problems.append(Problem(key, f"{command!r} is not on PATH", fatal=False))
+        elif os.path.isabs(command):
+            if not os.path.isfile(command):
+                problems.append(Problem(key, f"{command!r} does not exist", fatal=False))
+            elif not os.access(command, os.X_OK):
+                problems.append(Problem(key, f"{command!r} is not executable", fatal=False))
+    rooted: list[tuple[str, tuple[str, ...]]] = [
+        ("workspace.roots", settings.workspace_roots or ())
+    ]
+    rooted += [(f"users[{i}].roots", user.roots or ()) for i, user in enumerate(settings.users)]
+    for key, roots in rooted:
+        for root in roots:
+            if not os.path.exists(root):
+                problems.append(Problem(key, f"{root!r} does not exist", fatal=True))
+            elif not os.path.isdir(root):
+                problems.append(Problem(key, f"{root!r} is not a directory", fatal=True))
+    return problems

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -9,7 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from ahp_server.config import AgentConfig, ConfigError, Settings, load_settings
+from ahp_server.config import (
+    AgentConfig,
+    ConfigError,
+    Settings,
+    load_settings,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 SHIPPED = ROOT / "config" / "ahp-server.toml"
@@ -87,14 +93,25 @@ def test_a_bad_environment_value_names_its_key() -> None:
     assert caught.value.key == "server.port"
 
 
-def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """``python -m ahp_server ARGS``, with ``env`` added to the environment."""
     return subprocess.run(
         [sys.executable, "-m", "ahp_server", *args],
         capture_output=True,
         text=True,
         timeout=60,
         check=False,
+        env={**os.environ, **(env or {})},
     )
+
+
+def programs(folder: Path, *names: str) -> str:
+    """Executable files ``names`` in ``folder`` (made); a PATH that finds them first."""
+    folder.mkdir(exist_ok=True)
+    for name in names:
+        (folder / name).write_text("#!/bin/sh\n", encoding="utf-8")
+        (folder / name).chmod(0o755)
+    return f"{folder}{os.pathsep}{os.environ.get('PATH', os.defpath)}"
 
 
 def test_check_config_accepts_the_shipped_default() -> None:
@@ -228,13 +245,81 @@ def test_the_pre_agents_settings_table_still_loads(tmp_path: Path) -> None:
 def test_check_config_validates_agents(tmp_path: Path) -> None:
     good = tmp_path / "good.toml"
     good.write_text(AGENTS, encoding="utf-8")
-    result = run_cli("check-config", "--config", str(good))
+    # Its programs exist here: the configuration is whole.
+    path = programs(tmp_path / "bin", "npx", "gemini")
+    result = run_cli("check-config", "--config", str(good), env={"PATH": path})
     assert result.returncode == 0, result.stderr
+    assert "configuration ok" in result.stdout
     bad = tmp_path / "bad.toml"
     bad.write_text('[[agents]]\nname = "x"\n', encoding="utf-8")
     result = run_cli("check-config", "--config", str(bad))
     assert result.returncode == 2
     assert "agents[0].command" in result.stderr
+
+
+def test_check_config_names_every_missing_program_and_root(tmp_path: Path) -> None:
+    """docs/deploy.md "Checking a configuration": one line per problem, naming its key."""
+    not_executable = tmp_path / "agent.py"
+    not_executable.write_text("print()\n", encoding="utf-8")
+    (tmp_path / "projects").mkdir()
+    token = tmp_path / "token"
+    token.write_text("alice-token-0123456789abcdef\n", encoding="utf-8")
+    agents = [
+        ("here", sys.executable, ""),
+        ("fast", "fast-agent-not-installed", ""),
+        ("gone", str(tmp_path / "gone" / "agent"), ""),
+        ("plain", str(not_executable), ""),
+        # Looked up on the PATH the agent gets: its own env's.
+        (
+            "own",
+            "own-agent",
+            f"env = {{ PATH = {json.dumps(programs(tmp_path / 'own', 'own-agent'))} }}\n",
+        ),
+    ]
+    config = tmp_path / "ahp.toml"
+    config.write_text(
+        f"[workspace]\nroots = [{json.dumps(str(tmp_path / 'projects'))}, "
+        f"{json.dumps(str(tmp_path / 'missing'))}, {json.dumps(str(token))}]\n"
+        + "".join(
+            f"[[agents]]\nname = {json.dumps(name)}\ncommand = {json.dumps(command)}\n{extra}"
+            for name, command, extra in agents
+        )
+        + '[[agents]]\nname = "model"\nkind = "openai"\nbase_url = "http://127.0.0.1:9/v1"\n'
+        'model = "m"\n'
+        f'[[users]]\nname = "alice"\ntoken_file = {json.dumps(str(token))}\n'
+        f"roots = [{json.dumps(str(tmp_path / 'alice'))}]\n",
+        encoding="utf-8",
+    )
+    result = run_cli(
+        "check-config", "--config", str(config), env={"AHP_SERVER_AGENTS_ENVY_COMMAND": "envy-x"}
+    )
+    assert result.returncode == 1
+    assert "configuration ok" not in result.stdout
+    assert result.stderr.splitlines() == [
+        "ahp-server: agents[1].command: 'fast-agent-not-installed' is not on PATH",
+        f"ahp-server: agents[2].command: '{tmp_path / 'gone' / 'agent'}' does not exist",
+        f"ahp-server: agents[3].command: '{not_executable}' is not executable",
+        "ahp-server: AHP_SERVER_AGENTS_ENVY_COMMAND: 'envy-x' is not on PATH",
+        f"ahp-server: workspace.roots: '{tmp_path / 'missing'}' does not exist",
+        f"ahp-server: workspace.roots: '{token}' is not a directory",
+        f"ahp-server: users[0].roots: '{tmp_path / 'alice'}' does not exist",
+    ]
+
+
+def test_serve_refuses_a_missing_root_and_names_it(tmp_path: Path) -> None:
+    missing = tmp_path / "missing"
+    result = run_cli(
+        "serve",
+        "--data-dir",
+        ":memory:",
+        "--port",
+        "0",
+        env={"AHP_SERVER_WORKSPACE_ROOTS": str(missing)},
+    )
+    assert result.returncode == 2
+    assert result.stderr.splitlines() == [
+        f"ahp-server: invalid configuration: workspace.roots: '{missing}' does not exist"
+    ]
 
 
 # -- [[users]] (multi-user mode, issue 16) ------------------------------------------------------

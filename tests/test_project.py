@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from ahp_server.config import _AGENT_FIELDS, _KEYS
+
 ROOT = Path(__file__).resolve().parent.parent
 SPEC = ROOT.parent / "shared" / "spec"
 
@@ -36,15 +38,32 @@ def test_ci_runs_the_readme_test_command_verbatim() -> None:
     assert '"$status" -eq 5' in script  # pytest's "no tests" is a failure
 
 
-@pytest.mark.skipif(not SPEC.is_dir(), reason="the spec checkout ../shared is not present")
-def test_generated_types_are_up_to_date() -> None:
+def generator_check(script: str) -> None:
+    """``python .ci/SCRIPT --check``: the committed output is what the generator makes."""
     result = subprocess.run(
-        [sys.executable, str(ROOT / ".ci" / "gen_types.py"), "--check"],
+        [sys.executable, str(ROOT / ".ci" / script), "--check"],
         capture_output=True,
         text=True,
         timeout=120,
     )
-    assert result.returncode == 0, result.stderr
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.skipif(not SPEC.is_dir(), reason="the spec checkout ../shared is not present")
+def test_generated_types_are_up_to_date() -> None:
+    generator_check("gen_types.py")
+
+
+def test_the_configuration_reference_is_current() -> None:
+    """docs/configuration.md is what .ci/gen_config_docs.py makes of the settings model,
+    and lists every key of every table."""
+    generator_check("gen_config_docs.py")
+    reference = (ROOT / "docs" / "configuration.md").read_text(encoding="utf-8")
+    for key in [*_KEYS, *(f"agents.{field}" for field in _AGENT_FIELDS)]:
+        table, name = key.rsplit(".", 1)
+        heading = "## `[[agents]]`" if table == "agents" else f"## `[{table}]`"
+        section = reference.split(heading)[1].split("\n## ")[0]
+        assert f"| `{name}` |" in section, key
 
 
 def test_cli_entry_point_runs() -> None:

@@ -13,7 +13,7 @@ import pytest
 
 from ahp_server.client import AhpClient, ConnectionClosedError
 from ahp_server.protocol.types import ActiveTurn, ChatState, MarkdownResponsePart, RootState
-from tests.e2e.helpers import TIMEOUT, Daemon
+from tests.e2e.helpers import TIMEOUT, Daemon, http_get
 
 
 @pytest.fixture
@@ -140,3 +140,45 @@ async def test_chat_with_an_unknown_agent_says_so(agent_daemon: str) -> None:
     code, _, err = await run_chat(agent_daemon, "--agent", "nobody", "hello")
     assert code == 2  # the host refused: exit status 2, its words
     assert "ahp-server chat: unknown provider 'nobody'" in err
+
+
+def log_events(daemon: Daemon, event: str) -> list[dict[str, object]]:
+    """The daemon's JSON log lines of ``event`` so far."""
+    lines = (json.loads(line) for line in daemon.stderr if line.startswith("{"))
+    return [line for line in lines if line.get("event") == event]
+
+
+async def test_serve_logs_the_pages_url_and_warns_of_a_missing_agent_program(
+    tmp_path: Path,
+) -> None:
+    config = tmp_path / "ahp-server.toml"
+    config.write_text(
+        '[[agents]]\nname = "later"\ncommand = "later-agent-not-installed"\n', encoding="utf-8"
+    )
+    daemon = Daemon(tmp_path / "data", "--config", str(config))
+    try:
+        url = await daemon.start()
+        # An agent installed later is not fatal: the host serves, and said which key.
+        (warning,) = log_events(daemon, "agent program not found")
+        assert warning["key"] == "agents[0].command"
+        assert warning["problem"] == "'later-agent-not-installed' is not on PATH"
+        (listening,) = log_events(daemon, "listening")
+        assert listening["url"] == url
+        page = str(listening["page"])
+        assert page == "http" + url.removeprefix("ws") + "/"
+        status, content_type, body = await http_get(page)
+        assert status == 200
+        assert content_type.startswith("text/html")
+        assert "<html" in body.lower()
+    finally:
+        await daemon.close()
+
+
+async def test_serve_without_the_web_ui_logs_no_page(tmp_path: Path) -> None:
+    daemon = Daemon(tmp_path / "data", env={"AHP_SERVER_WEB_UI": "false"})
+    try:
+        await daemon.start()
+        (listening,) = log_events(daemon, "listening")
+        assert "page" not in listening
+    finally:
+        await daemon.close()

@@ -313,10 +313,18 @@ async def test_check_config_shows_the_roots_in_effect(tmp_path: Path) -> None:
         f'[storage]\ndata_dir = "{tmp_path / "data"}"\n',
     )
     process = await asyncio.create_subprocess_exec(
-        *_python(), "check-config", "--config", str(config), stdout=asyncio.subprocess.PIPE
+        *_python(),
+        "check-config",
+        "--config",
+        str(config),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
     )
-    out, _ = await process.communicate()
-    assert process.returncode == 0
+    out, err = await process.communicate()
+    assert process.returncode == 1  # a missing root is a problem: named by its key
+    assert err.decode().splitlines() == [
+        f"ahp-server: workspace.roots: '{tmp_path / 'missing'}' does not exist"
+    ]
     text = out.decode()
     assert f"workspace roots: {root}, {tmp_path / 'missing'} (does not exist)" in text
     assert f"never served: /proc, /sys, /dev, {tmp_path / 'data'}, {config}" in text
