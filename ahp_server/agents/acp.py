@@ -273,9 +273,9 @@ class AgentProcess:
             )
         except OSError as error:
             self._cleanup_scratch()
+            why = _start_failure(error, config, cwd)
             raise AgentError(
-                f"The agent {config.title!r} could not be started: {_command_line(config)}: "
-                f"{error.strerror or error}",
+                f"The agent {config.title!r} could not be started: {why}",
                 error_type="agentStartFailed",
             ) from None
         process = self._process
@@ -483,6 +483,18 @@ class AgentProcess:
         self.chats[request.chat] = chat
         self.by_session[session_id] = chat
         return chat, new
+
+
+def _start_failure(error: OSError, config: AgentConfig, cwd: str | None) -> str:
+    """Why the agent's process could not be spawned: its working directory (the child
+    could not enter it; Python names it as the error's file) or else its command."""
+    if cwd is not None and error.filename == cwd:
+        if isinstance(error, FileNotFoundError):
+            return f"its working directory {cwd} does not exist"
+        if isinstance(error, NotADirectoryError):
+            return f"its working directory {cwd} is not a directory"
+        return f"its working directory {cwd}: {error.strerror or error}"
+    return f"{_command_line(config)}: {error.strerror or error}"
 
 
 def _old_text(path: str | os.PathLike[str]) -> tuple[bool, str | None]:
