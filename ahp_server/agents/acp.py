@@ -21,11 +21,11 @@ handlers here never await before they queue an update, so the queue keeps the
 agent's order; one consumer per turn applies it.
 
 Faults, each a ``chat/error`` the user can read, never a stuck turn or host:
-the agent cannot start (the command and the tail of its stderr), exits
-mid-turn (the next turn starts it again), writes something that is not
-JSON-RPC (its process is stopped), or does not finish (cancel still ends the
-turn at once; ``turn_timeout`` ends it on its own). Its stderr goes to the
-log, a line at a time, bounded.
+the agent cannot start (its working directory is gone, or the command and the
+tail of its stderr), exits mid-turn (the next turn starts it again), writes
+something that is not JSON-RPC (its process is stopped), or does not finish
+(cancel still ends the turn at once; ``turn_timeout`` ends it on its own). Its
+stderr goes to the log, a line at a time, bounded.
 
 An exit mid-turn is *resumable* (``AgentError.resumable``): resumed
 (``chat/turnResume``), the turn starts the agent again, takes its ACP
