@@ -1563,12 +1563,12 @@ def _user_message(text: str) -> Message:
 
 def directory_uri(directory: str | os.PathLike[str]) -> str:
     """A working directory as the host takes it, a ``file:`` URI: one given is kept; a
-    local path becomes one (a relative path is taken from this process's current
-    directory, links left for the host to resolve)."""
+    local path becomes one (``~`` expanded, a relative path taken from this process's
+    current directory, links left for the host to resolve)."""
     text = os.fspath(directory)
     if text.lower().startswith("file:"):
         return text
-    return Path(os.path.abspath(text)).as_uri()
+    return Path(os.path.abspath(os.path.expanduser(text))).as_uri()
 
 
 def _tuple_or_unset(items: Sequence[str] | None) -> tuple[str, ...] | msgspec.UnsetType:
