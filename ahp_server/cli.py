@@ -174,6 +174,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="agent of the new session, by name (default: the host's default)",
     )
     chat.add_argument(
+        "--cwd",
+        dest="cwd",
+        metavar="DIR",
+        default=None,
+        help="the new session's working directory, where its agent works (a relative path is "
+        "taken from here; it must lie inside the host's workspace roots). Default: a folder of "
+        "the session's own, <first root>/ahp-sessions/<id>",
+    )
+    chat.add_argument(
         "--chat",
         dest="chat",
         metavar="CHAT",
@@ -438,10 +447,12 @@ async def chat(
     *,
     existing: str | None = None,
     resume: bool = False,
+    cwd: str | None = None,
 ) -> None:
     """Send ``message`` in a chat of a running host and stream the reply to stdout.
 
-    The chat is a new session's (with ``agent``), or ``existing`` (a URI or
+    The chat is a new session's (with ``agent``, working in ``cwd`` when
+    given: :func:`~ahp_server.client.directory_uri`), or ``existing`` (a URI or
     the start of a chat's id). With ``resume`` the latest turn of
     ``existing``, which must have failed resumably, goes on instead
     (``chat/turnResume``). Once the turn has ended the chat is marked read.
@@ -454,7 +465,7 @@ async def chat(
         version = client.protocol_version
         print(f"ahp-server chat: connected to {url} (AHP {version})", file=sys.stderr)
         if existing is None:
-            chat_uri = await client.open_chat(agent)
+            chat_uri = await client.open_chat(agent, cwd=cwd)
         else:
             chat_uri = await resolve(client, existing, sessions=False)
             await client.subscribe(chat_uri, turns=1, timeout=REQUEST_TIMEOUT)
@@ -851,7 +862,15 @@ async def sessions_command(client: AhpClient, args: argparse.Namespace) -> None:
 async def run_client(args: argparse.Namespace, url: str, token: str | None) -> None:
     """``chat`` or ``sessions``, connected to ``url``."""
     if args.command == "chat":
-        await chat(url, args.message, token, args.agent, existing=args.chat, resume=args.resume)
+        await chat(
+            url,
+            args.message,
+            token,
+            args.agent,
+            existing=args.chat,
+            resume=args.resume,
+            cwd=args.cwd,
+        )
         return
     async with AhpClient.connect(url, token=token) as client:
         await sessions_command(client, args)
@@ -972,6 +991,8 @@ def _chat_arguments_problem(args: argparse.Namespace) -> str | None:
         return "no message: say something, or --continue a failed answer"
     if args.chat is not None and args.agent is not None:
         return "--agent picks a new session's agent; --chat talks in an existing chat"
+    if args.chat is not None and args.cwd is not None:
+        return "--cwd sets a new session's working directory; --chat talks in an existing chat"
     return None
 
 

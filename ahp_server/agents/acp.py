@@ -22,11 +22,11 @@ handlers here never await before they queue an update, so the queue keeps the
 agent's order; one consumer per turn applies it.
 
 Faults, each a ``chat/error`` the user can read, never a stuck turn or host:
-the agent cannot start (the command and the tail of its stderr), exits
-mid-turn (the next turn starts it again), writes something that is not
-JSON-RPC (its process is stopped), or does not finish (cancel still ends the
-turn at once; ``turn_timeout`` ends it on its own). Its stderr goes to the
-log, a line at a time, bounded.
+the agent cannot start (its working directory is gone, or the command and the
+tail of its stderr), exits mid-turn (the next turn starts it again), writes
+something that is not JSON-RPC (its process is stopped), or does not finish
+(cancel still ends the turn at once; ``turn_timeout`` ends it on its own). Its
+stderr goes to the log, a line at a time, bounded.
 
 An exit mid-turn is *resumable* (``AgentError.resumable``): resumed
 (``chat/turnResume``), the turn starts the agent again, takes its ACP
@@ -284,9 +284,9 @@ class AgentProcess:
             )
         except OSError as error:
             self._cleanup_scratch()
+            why = _start_failure(error, config, cwd)
             raise AgentError(
-                f"The agent {config.title!r} could not be started: {_command_line(config)}: "
-                f"{error.strerror or error}",
+                f"The agent {config.title!r} could not be started: {why}",
                 error_type="agentStartFailed",
             ) from None
         process = self._process
@@ -494,6 +494,18 @@ class AgentProcess:
         self.chats[request.chat] = chat
         self.by_session[session_id] = chat
         return chat, new
+
+
+def _start_failure(error: OSError, config: AgentConfig, cwd: str | None) -> str:
+    """Why the agent's process could not be spawned: its working directory (the child
+    could not enter it; Python names it as the error's file) or else its command."""
+    if cwd is not None and error.filename == cwd:
+        if isinstance(error, FileNotFoundError):
+            return f"its working directory {cwd} does not exist"
+        if isinstance(error, NotADirectoryError):
+            return f"its working directory {cwd} is not a directory"
+        return f"its working directory {cwd}: {error.strerror or error}"
+    return f"{_command_line(config)}: {error.strerror or error}"
 
 
 def _text(raw: bytes | None) -> str | None:

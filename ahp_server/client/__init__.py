@@ -33,6 +33,7 @@ from ahp_server.client.connection import (
     ReconnectPath,
     RequestHandler,
     ServerNotification,
+    directory_uri,
     is_resumable,
     turn_error,
 )
@@ -86,6 +87,7 @@ __all__ = [
     "TurnFailedError",
     "UnknownChannelError",
     "channel_kind",
+    "directory_uri",
     "is_resumable",
     "turn_error",
     "wall_clock_ms",

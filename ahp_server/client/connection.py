@@ -59,10 +59,12 @@ import asyncio
 import contextlib
 import functools
 import itertools
+import os
 import uuid
 from collections import deque
 from collections.abc import Awaitable, Callable, Coroutine, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from types import TracebackType
 from typing import Any, Final, Literal, TypeAlias, TypeVar, overload
 
@@ -152,6 +154,7 @@ __all__ = [
     "ReconnectPath",
     "RequestHandler",
     "ServerNotification",
+    "directory_uri",
     "is_resumable",
     "turn_error",
 ]
@@ -791,6 +794,7 @@ class AhpClient:
         provider: str | None = None,
         working_directories: Sequence[str] | None = None,
         *,
+        cwd: str | os.PathLike[str] | None = None,
         session: str | None = None,
         config: Mapping[str, Any] | None = None,
         subscribe: bool = False,
@@ -799,10 +803,15 @@ class AhpClient:
         """``createSession`` on a client-chosen ``ahp-session:/<uuid4>`` URI; returns the URI.
 
         Index 0 of ``working_directories`` is the primary one, for agents that
-        have one (1.0). With ``subscribe=True`` the new session is subscribed
-        right after.
+        have one (1.0). ``cwd``, a local directory (:func:`directory_uri`),
+        comes first when given. Neither: the host gives the session a folder
+        of its own (docs/workspace.md "Roots"). A directory outside the host's
+        roots is refused (:class:`RemoteError` -32009, naming the setting).
+        With ``subscribe=True`` the new session is subscribed right after.
         """
         uri = session or f"ahp-session:/{uuid.uuid4()}"
+        if cwd is not None:
+            working_directories = [directory_uri(cwd), *(working_directories or ())]
         params = CreateSessionParams(
             channel=uri,
             provider=UNSET if provider is None else provider,
@@ -880,13 +889,25 @@ class AhpClient:
         await self.dispatch(chat, action, timeout=timeout)
         return turn
 
-    async def open_chat(self, provider: str | None = None, *, timeout: float | None = None) -> str:
+    async def open_chat(
+        self,
+        provider: str | None = None,
+        *,
+        cwd: str | os.PathLike[str] | None = None,
+        working_directories: Sequence[str] | None = None,
+        timeout: float | None = None,
+    ) -> str:
         """Create a session, wait until it is ready and subscribe to its default chat.
 
-        Returns the chat URI. Raises :class:`RemoteError` when the session
-        fails to start (``session/creationFailed``).
+        ``cwd`` and ``working_directories`` are :meth:`create_session`'s: the
+        agent works in ``cwd`` (else the first of ``working_directories``, else
+        the session's own folder). Returns the chat URI. Raises
+        :class:`RemoteError` when the host refuses the session or it fails to
+        start (``session/creationFailed``).
         """
-        session = await self.create_session(provider, subscribe=True, timeout=timeout)
+        session = await self.create_session(
+            provider, working_directories, cwd=cwd, subscribe=True, timeout=timeout
+        )
 
         def settled(client: AhpClient) -> bool:
             state = client.view(session, SessionState)
@@ -1538,6 +1559,16 @@ def _holds_turn(chat: ChatState, turn_id: str) -> bool:
 
 def _user_message(text: str) -> Message:
     return Message(text=text, origin=MessageOrigin(kind="user"))
+
+
+def directory_uri(directory: str | os.PathLike[str]) -> str:
+    """A working directory as the host takes it, a ``file:`` URI: one given is kept; a
+    local path becomes one (``~`` expanded, a relative path taken from this process's
+    current directory, links left for the host to resolve)."""
+    text = os.fspath(directory)
+    if text.lower().startswith("file:"):
+        return text
+    return Path(os.path.abspath(os.path.expanduser(text))).as_uri()
 
 
 def _tuple_or_unset(items: Sequence[str] | None) -> tuple[str, ...] | msgspec.UnsetType:

@@ -36,6 +36,7 @@ chosen by the prompt's last text block:
 ``/extras``            commands, mode, and usage updates, then text
 ``/context``           answers how many prompt blocks it got and whether the first
                        holds the earlier conversation
+``/cwd``               answers ``cwd=<session/new's cwd> process=<its own cwd>``
 anything else          ``scripted: <text>`` in two chunks after a thought; usage
 =====================  ==================================================================
 
@@ -405,6 +406,9 @@ class ScriptedAgent:
         first = getattr(prompt[0], "text", "")
         earlier = "conversation" in first and len(prompt) > 1
         await self.say(session_id, f"blocks={len(prompt)} earlier={earlier}")
+
+    async def do_cwd(self, session_id: str, rest: str, prompt: list[Any]) -> None:
+        await self.say(session_id, f"cwd={self.cwd[session_id]} process={os.getcwd()}")
 
 
 def save(path: Path, text: str) -> None:

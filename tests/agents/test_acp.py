@@ -85,7 +85,9 @@ async def bench(tmp_path: Path) -> AsyncIterator[Bench]:
         await started.running.stop()
 
 
-async def open_chat(client: AhpClient, work: Path, provider: str = "scripted") -> str:
+async def open_chat(client: AhpClient, work: Path | str, provider: str = "scripted") -> str:
+    """A ready session's default chat, subscribed; ``work`` (a path or a ``file:`` URI)
+    its working directory."""
     session = await client.create_session(provider, [str(work)], subscribe=True)
     await client.wait_for(
         lambda c: c.confirmed(session, SessionState).lifecycle != "creating", timeout=TIMEOUT
@@ -472,6 +474,47 @@ async def test_a_missing_program_fails_the_session_creation(tmp_path: Path) -> N
             )
             error = client.confirmed(session, SessionState).creation_error
             assert "no-such-agent" in error.message
+    finally:
+        await started.running.stop()
+
+
+@pytest.mark.parametrize("spelling", ["path", "file-uri"])
+async def test_a_file_uri_and_a_plain_path_start_the_agent_in_the_same_directory(
+    bench: Bench, spelling: str
+) -> None:
+    # Both spellings of a working directory: the process's cwd and session/new's
+    # cwd are the local path (docs/agents.md "Working directories").
+    directory = bench.work / "a dir with spaces"
+    directory.mkdir()
+    given = str(directory) if spelling == "path" else directory.as_uri()
+    async with AhpClient.connect(bench.url) as client:
+        chat = await open_chat(client, given)
+        answer = await client.ask(chat, "/cwd", timeout=TIMEOUT)
+        assert answer == f"cwd={directory} process={directory}"
+
+
+async def test_a_working_directory_that_is_gone_fails_the_start_naming_it(
+    tmp_path: Path,
+) -> None:
+    # The folder existed when the session was made and was removed before the
+    # agent started (one process per chat: at the first turn): the error names
+    # the directory, not the agent's command.
+    started = await start(tmp_path, agent(process="chat"))
+    directory = started.work / "removed"
+    directory.mkdir()
+    try:
+        async with AhpClient.connect(started.url) as client:
+            chat = await open_chat(client, directory)
+            directory.rmdir()
+            with pytest.raises(TurnFailedError) as failed:
+                await client.ask(chat, "hello", timeout=TIMEOUT)
+            message = str(failed.value)
+            assert f"working directory {directory} does not exist" in message
+            assert SCRIPT not in message  # the command is not blamed
+            directory.mkdir()  # back: the next turn starts the agent there
+            assert await client.ask(chat, "/cwd", timeout=TIMEOUT) == (
+                f"cwd={directory} process={directory}"
+            )
     finally:
         await started.running.stop()
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,6 +25,7 @@ from ahp_server.client import (
     RemoteError,
     ServerNotification,
     UnknownChannelError,
+    directory_uri,
     turn_error,
 )
 from ahp_server.protocol import codec
@@ -177,6 +179,23 @@ async def test_typed_results_and_struct_params(server: FakeServer) -> None:
         await server.reply(await server.next("listSessions"), {"items": "nope"})
         with pytest.raises(ProtocolViolationError):
             await bad
+
+
+async def test_cwd_is_sent_first_as_a_file_uri_resolved_here(
+    server: FakeServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert directory_uri("a dir") == (tmp_path / "a dir").as_uri()  # percent-encoded
+    assert directory_uri("~/x") == (tmp_path / "home" / "x").as_uri()
+    assert directory_uri(tmp_path) == tmp_path.as_uri()
+    assert directory_uri("file:///kept%20as/is") == "file:///kept%20as/is"
+    async with asyncio.timeout(LIMIT), connected(server) as client:
+        task = asyncio.create_task(client.create_session("echo", ["file:///b"], cwd="a"))
+        received = await server.next("createSession")
+        assert received.params["workingDirectories"] == [(tmp_path / "a").as_uri(), "file:///b"]
+        await server.reply(received, {})
+        await task
 
 
 async def test_json_rpc_errors_become_remote_errors(server: FakeServer) -> None:

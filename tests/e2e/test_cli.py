@@ -63,8 +63,10 @@ async def test_sigterm_during_a_streamed_turn_closes_1001_and_exits_0(
 SCRIPTED = Path(__file__).resolve().parents[1] / "agents" / "scripted_agent.py"
 
 
-async def run_cli(url: str, *args: str, stdin: str = "") -> tuple[int, str, str]:
-    """``python -m ahp_server ARGS --url URL``: exit status, stdout, stderr."""
+async def run_cli(
+    url: str, *args: str, stdin: str = "", cwd: Path | None = None
+) -> tuple[int, str, str]:
+    """``python -m ahp_server ARGS --url URL`` (run in ``cwd``): exit status, stdout, stderr."""
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
@@ -75,6 +77,7 @@ async def run_cli(url: str, *args: str, stdin: str = "") -> tuple[int, str, str]
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
+        cwd=cwd,
     )
     async with asyncio.timeout(60):
         out, err = await process.communicate(stdin.encode())
@@ -82,9 +85,11 @@ async def run_cli(url: str, *args: str, stdin: str = "") -> tuple[int, str, str]
     return process.returncode, out.decode(), err.decode()
 
 
-async def run_chat(url: str, *args: str, stdin: str = "") -> tuple[int, str, str]:
+async def run_chat(
+    url: str, *args: str, stdin: str = "", cwd: Path | None = None
+) -> tuple[int, str, str]:
     """``ahp-server chat ARGS --url URL``."""
-    return await run_cli(url, "chat", *args, stdin=stdin)
+    return await run_cli(url, "chat", *args, stdin=stdin, cwd=cwd)
 
 
 @pytest.fixture
