@@ -42,6 +42,8 @@ import contextlib
 import difflib
 import json
 import os
+import re
+import shlex
 import shutil
 import signal
 import tempfile
@@ -99,7 +101,7 @@ from acp.schema import (
     WaitForTerminalExitResponse,
     WriteTextFileResponse,
 )
-from msgspec import UNSET
+from msgspec import UNSET, UnsetType
 
 from ahp_server import __version__
 from ahp_server.agents.base import (
@@ -111,15 +113,19 @@ from ahp_server.agents.base import (
     TurnRequest,
 )
 from ahp_server.config import AgentConfig
+from ahp_server.protocol.edits import file_edit
 from ahp_server.protocol.errors import ProtocolError
 from ahp_server.protocol.types import (
     AgentCapabilities,
     AgentInfo,
     ConfirmationOption,
+    FileEdit,
     MarkdownResponsePart,
+    MarkdownString,
     MessageEmbeddedResourceAttachment,
     MessageResourceAttachment,
     MultipleWorkingDirectoriesCapability,
+    StringOrMarkdown,
     ToolCallResult,
     ToolResultContent,
     ToolResultTextContent,
@@ -127,7 +133,14 @@ from ahp_server.protocol.types import (
     UsageInfo,
 )
 from ahp_server.workspace.files import Files, Limits
-from ahp_server.workspace.paths import PathRefused, confine, confine_directory, root_paths
+from ahp_server.workspace.paths import (
+    PathRefused,
+    confine,
+    confine_directory,
+    file_uri,
+    file_uri_to_path,
+    root_paths,
+)
 from ahp_server.workspace.reaper import Tree
 from ahp_server.workspace.terminals import INHERITED_ENV, Terminal, TerminalLimit, Terminals
 
@@ -161,6 +174,9 @@ HISTORY_CHARS = 32_000
 CANCEL_SEND_TIMEOUT = 1.0
 #: How long the next prompt waits for a cancelled one to end (ACP: "cancelled").
 DRAIN_TIMEOUT = 5.0
+#: Approved permission requests of a turn whose call the agent has not announced
+#: yet, kept to be matched with it (:meth:`_Turn._adopt`); beyond, the oldest is closed.
+MAX_UNANNOUNCED = 64
 
 
 def _agent_state(session_id: str) -> str:
@@ -741,6 +757,16 @@ class _Permission:
     answer: asyncio.Future[str | None]
 
 
+@dataclass(slots=True)
+class _Unannounced:
+    """An approved permission request for a call the agent had not announced."""
+
+    tool: ToolCall
+    title: str
+    kind: str | None
+    raw_input: Any
+
+
 class _Turn:
     """One ``session/prompt``: the agent's updates in order, applied through ``TurnIO``."""
 
@@ -759,6 +785,12 @@ class _Turn:
         #: The diffs each open call showed, by path: (old text or None, new text).
         self._diffs: dict[str, dict[str, tuple[str | None, str]]] = {}
         self._permissions: list[asyncio.Future[str | None]] = []
+        #: The raw input each open call was announced with (a permission request may omit it).
+        self._inputs: dict[str, Any] = {}
+        #: Approved permission requests whose tool call id the agent never announced
+        #: (fast-agent asks with the placeholder id ``pending``, then announces the
+        #: call under its real id), by that id: see :meth:`_adopt`.
+        self._unannounced: dict[str, _Unannounced] = {}
         #: A terminal's output as of the latest update that showed it, taken when
         #: the update arrived: the agent may release the terminal right after
         #: sending it, before the update is applied (its request runs at once).
@@ -830,7 +862,9 @@ class _Turn:
             await self._wake.wait()
 
     async def finish(self) -> None:
-        """The turn is complete: close what is still open (the plan)."""
+        """The turn is complete: close what is still open (the plan, unmatched permissions)."""
+        for key in list(self._unannounced):
+            await self._close_unannounced(key)
         if self._plan is not None:
             shown = self._shown.pop("plan", ())
             await self._plan.complete(
@@ -877,6 +911,9 @@ class _Turn:
             return
         title = update.title or "Tool"
         raw = update.raw_input
+        if self._adopt(update):
+            await self._tool_progress(update)
+            return
         tool = await self.io.start_tool_call(
             tool_name=str(update.kind or "other"),
             display_name=title,
@@ -885,7 +922,42 @@ class _Turn:
         )
         self._tools[update.tool_call_id] = tool
         self._titles[update.tool_call_id] = title
+        if raw is not None:
+            self._inputs[update.tool_call_id] = raw
         await self._tool_progress(update)
+
+    def _adopt(self, update: ToolCallStart) -> bool:
+        """Whether ``update`` announces a call already approved under another id.
+
+        Some agents ask permission before they announce the call, under a
+        placeholder id (fast-agent: ``pending``), then announce it under its
+        real id once allowed. The announced call with the same title, kind and
+        input is the one the user approved: it takes the permission's tool
+        call over, so the chat shows one call, not an approved one left open
+        (which the turn's end would mark cancelled) beside the real one.
+        """
+        for key, asked in self._unannounced.items():
+            if (
+                (update.title or asked.title) == asked.title
+                and (update.kind or asked.kind) == asked.kind
+                and (asked.raw_input is None or update.raw_input == asked.raw_input)
+            ):
+                del self._unannounced[key]
+                self._tools.pop(key, None)
+                self._titles.pop(key, None)
+                self._tools[update.tool_call_id] = asked.tool
+                self._titles[update.tool_call_id] = update.title or asked.title
+                return True
+        return False
+
+    async def _close_unannounced(self, key: str) -> None:
+        """An approved permission no call came for: it is over, allowed (not cancelled)."""
+        asked = self._unannounced.pop(key)
+        if self._tools.get(key) is asked.tool:
+            del self._tools[key]
+        await asked.tool.complete(
+            ToolCallResult(success=True, past_tense_message=f"Allowed: {asked.title}")
+        )
 
     async def _tool(self, update: ToolCallUpdate | ToolCallStart | ToolCallProgress) -> ToolCall:
         tool = self._tools.get(update.tool_call_id)
@@ -981,7 +1053,12 @@ class _Turn:
     async def _permission(self, item: _Permission) -> None:
         if item.answer.done():
             return
-        tool = await self._tool(item.tool_call)
+        call = item.tool_call
+        key = call.tool_call_id
+        if key in self._unannounced:  # the same placeholder id again: a new call
+            await self._close_unannounced(key)
+        announced = key in self._tools
+        tool = await self._tool(call)
         options = tuple(
             ConfirmationOption(
                 id=o.option_id,
@@ -991,12 +1068,21 @@ class _Turn:
             )
             for o in item.options
         )
-        title = item.tool_call.title or self._titles.get(item.tool_call.tool_call_id, "Tool")
+        title = call.title or self._titles.get(key, "Tool")
+        raw = call.raw_input if call.raw_input is not None else self._inputs.get(key)
+        edits = await self._edits(key, call.content)
         decision = await tool.request_confirmation(
-            invocation_message=_invocation(title, item.tool_call.locations),
+            invocation_message=self._confirmation_message(call, title, raw, edits),
             confirmation_title=f"Allow {title}?",
             options=options or None,
+            tool_input=None if raw is None else json.dumps(raw, default=str),
+            edits=edits,
         )
+        if not announced and decision.approved:
+            if len(self._unannounced) >= MAX_UNANNOUNCED:
+                await self._close_unannounced(next(iter(self._unannounced)))
+            kind = None if call.kind is None else str(call.kind)
+            self._unannounced[key] = _Unannounced(tool, title, kind, raw)
         if item.answer.done():
             return
         chosen = decision.selected_option_id
@@ -1006,6 +1092,88 @@ class _Turn:
                 (o.option_id for o in item.options if str(o.kind).startswith(wanted)), None
             )
         item.answer.set_result(chosen)
+
+    async def _edits(self, key: str, content: Iterable[Any] | None) -> tuple[FileEdit, ...]:
+        """The file edits a call asking permission will make: its diffs, shown before.
+
+        From the permission request's ``diff`` content and the diffs the call
+        showed before it asked (fast-agent sends them in a ``tool_call_update``).
+        A diff whose old text is not given (a new file, or an agent that has
+        not read the file yet) is shown against the file as it is now, when it
+        is a small text file inside the working directories: what the user
+        approves is what the write will do.
+        """
+        diffs = dict(self._diffs.get(key, {}))
+        for item in content or ():
+            if isinstance(item, FileEditToolCallContent):
+                diffs[item.path] = (item.old_text, item.new_text)
+        edits: list[FileEdit] = []
+        for path, (old, new) in diffs.items():
+            if old is None:
+                old = await asyncio.to_thread(self._current_text, path)
+            edits.append(file_edit(file_uri(path), old, new))
+        return tuple(edits)
+
+    def _current_text(self, path: str) -> str | None:
+        """The text of the file at ``path`` now, read as ``fs/read_text_file`` reads it
+        (``None``: none there, refused, over :data:`CHANGE_TEXT_BYTES`, or not UTF-8)."""
+        try:
+            raw = self._chat.files().read_file(path)
+        except ProtocolError:
+            return None
+        return _text(raw) if len(raw) <= CHANGE_TEXT_BYTES else None
+
+    def _confirmation_message(
+        self, call: ToolCallUpdate, title: str, raw: Any, edits: tuple[FileEdit, ...]
+    ) -> StringOrMarkdown:
+        """What a confirmation says will run: the title, then the command in a code block."""
+        command = _command_of(raw)
+        if command is None:
+            for item in call.content or ():
+                if isinstance(item, TerminalToolCallContent):
+                    terminal = self._chat.terminals.get(item.terminal_id)
+                    if terminal is not None and terminal.command:
+                        command = terminal.command
+        kind = call.kind or ""
+        if command is None and kind == "execute" and title not in ("execute", "Tool"):
+            command = title.strip("`")  # agents that title a shell call with its command
+        locations = call.locations
+        if not locations and edits:
+            paths = [
+                file_uri_to_path(e.after.uri) for e in edits if not isinstance(e.after, UnsetType)
+            ]
+            heading = f"{title} ({', '.join(paths)})" if paths else title
+        else:
+            heading = _invocation(title, locations)
+        if command is None:
+            return heading
+        return MarkdownString(markdown=f"{heading}\n\n{_fenced(command)}")
+
+
+def _command_of(raw: Any) -> str | None:
+    """The command line in a tool call's raw input (``command`` or ``cmd``, then ``args``)."""
+    if not isinstance(raw, dict):
+        return None
+    for key in ("command", "cmd"):
+        value = raw.get(key)
+        if isinstance(value, str) and value.strip():
+            words = [value]
+        elif isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+            words = [shlex.join(value)]
+        else:
+            continue
+        args = raw.get("args")
+        if isinstance(args, list) and all(isinstance(a, str) for a in args):
+            words += [shlex.join(args)] if args else []
+        return " ".join(words)
+    return None
+
+
+def _fenced(text: str) -> str:
+    """``text`` as a Markdown code block whose fence no run of backticks in it closes."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}sh\n{text}\n{fence}"
 
 
 def _block_text(block: Any) -> str:

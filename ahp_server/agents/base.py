@@ -63,6 +63,7 @@ from ahp_server.protocol.types import (
     ChatInputAnswer,
     ChatInputRequest,
     ConfirmationOption,
+    FileEdit,
     Message,
     ResponsePart,
     StringOrMarkdown,
@@ -254,11 +255,16 @@ class ToolCall(Protocol):
         invocation_message: StringOrMarkdown,
         confirmation_title: StringOrMarkdown | None = None,
         options: tuple[ConfirmationOption, ...] | None = None,
+        tool_input: str | None = None,
+        edits: tuple[FileEdit, ...] = (),
     ) -> ToolDecision:
         """Ask the user to confirm this call now (a running call goes back to pending).
 
         For agents that decide to ask only once the call is under way (ACP's
-        ``session/request_permission``). Raises ``asyncio.CancelledError``
+        ``session/request_permission``). ``tool_input`` and ``edits`` show what
+        will run: the call's input (a command, say) and the file edits it will
+        make, previewed before the user decides (``ToolCallReadyAction``; build
+        them with ``protocol/edits.py``). Raises ``asyncio.CancelledError``
         when the turn ends first.
         """
         ...

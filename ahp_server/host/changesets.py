@@ -57,9 +57,6 @@ Specification: ``docs/reference/changeset.md``, ``docs/guide/changesets.md``,
 from __future__ import annotations
 
 import asyncio
-import base64
-import binascii
-import difflib
 import os
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -75,6 +72,7 @@ from ahp_server.host.fanout import Connection
 from ahp_server.host.host import Host
 from ahp_server.host.runtime import Runtime
 from ahp_server.protocol import codec
+from ahp_server.protocol.edits import line_counts, side, side_text
 from ahp_server.protocol.errors import AhpErrorCode, InvalidParams, ProtocolError
 from ahp_server.protocol.reducers import Clock, iso_timestamp
 from ahp_server.protocol.reducers.changeset import reduce_changeset
@@ -92,10 +90,8 @@ from ahp_server.protocol.types import (
     ChangesetStatusChangedAction,
     ChangesSummary,
     ChatChangesetsChangedAction,
-    ContentRef,
     ErrorInfo,
     FileEdit,
-    FileEditDiffStats,
     FileEditSide,
     InvokeChangesetOperationParams,
     PartialChatSummary,
@@ -140,10 +136,6 @@ KIND = "changeset"
 #: An empty changeset made for a subscribe (or a dispatch) lives at least this
 #: long without subscribers before it is dropped again.
 TRANSIENT_GRACE = 30.0
-#: Line counts (``edit.diff``) are computed up to this many lines on both sides.
-DIFF_MAX_LINES = 20_000
-_DATA_URI = "data:text/plain;charset=utf-8;base64,"
-_CONTENT_TYPE = "text/plain; charset=utf-8"
 
 
 # -- URIs --------------------------------------------------------------------------------------
@@ -232,49 +224,16 @@ class Limits:
         )
 
 
-def _side(uri: str, text: str) -> FileEditSide:
-    data = text.encode("utf-8")
-    content = ContentRef(
-        uri=_DATA_URI + base64.b64encode(data).decode("ascii"),
-        size_hint=len(data),
-        content_type=_CONTENT_TYPE,
-    )
-    return FileEditSide(uri=uri, content=content)
-
-
-def side_text(side: FileEditSide | UnsetType) -> str | None:
-    """The text a side carries in its ``data:`` URI (``None``: no side, or not ours)."""
-    if isinstance(side, UnsetType) or not side.content.uri.startswith(_DATA_URI):
-        return None
-    try:
-        return base64.b64decode(side.content.uri.removeprefix(_DATA_URI)).decode("utf-8")
-    except (binascii.Error, UnicodeDecodeError):
-        return None
-
-
-def _size(side: FileEditSide | UnsetType) -> int:
-    if isinstance(side, UnsetType):
+def _size(edit_side: FileEditSide | UnsetType) -> int:
+    if isinstance(edit_side, UnsetType):
         return 0
-    hint = side.content.size_hint
+    hint = edit_side.content.size_hint
     return 0 if isinstance(hint, UnsetType) else int(hint)
 
 
 def content_bytes(files: Sequence[ChangesetFile]) -> int:
     """The text a changeset's files hold (what ``changeset_total_bytes`` bounds)."""
     return sum(_size(f.edit.before) + _size(f.edit.after) for f in files)
-
-
-def _line_counts(before: str, after: str) -> FileEditDiffStats | UnsetType:
-    old, new = before.splitlines(), after.splitlines()
-    if len(old) + len(new) > DIFF_MAX_LINES:
-        return UNSET
-    added = removed = 0
-    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, old, new).get_opcodes():
-        if tag in ("replace", "delete"):
-            removed += i2 - i1
-        if tag in ("replace", "insert"):
-            added += j2 - j1
-    return FileEditDiffStats(added=added, removed=removed)
 
 
 def merge(
@@ -308,9 +267,9 @@ def merge(
     meta: dict[str, Any] = {"status": status, "turnId": change.turn_id, "chat": change.chat}
     if kept:
         edit = FileEdit(
-            before=_side(change.uri, before) if existed and before is not None else UNSET,
-            after=_side(change.uri, after) if exists and after is not None else UNSET,
-            diff=_line_counts(before or "", after or ""),
+            before=side(change.uri, before) if existed and before is not None else UNSET,
+            after=side(change.uri, after) if exists and after is not None else UNSET,
+            diff=line_counts(before or "", after or ""),
         )
     else:
         edit = FileEdit()

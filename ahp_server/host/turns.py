@@ -73,6 +73,8 @@ from ahp_server.protocol.types import (
     ConfirmationOption,
     ErrorInfo,
     ErrorResponsePart,
+    FileEdit,
+    FileEditCollection,
     MarkdownResponsePart,
     Message,
     PendingMessage,
@@ -158,6 +160,8 @@ class _ToolCall:
         invocation_message: StringOrMarkdown,
         confirmation_title: StringOrMarkdown | None = None,
         options: tuple[ConfirmationOption, ...] | None = None,
+        tool_input: str | None = None,
+        edits: tuple[FileEdit, ...] = (),
     ) -> ToolDecision:
         runner = self._runner
         future: asyncio.Future[ToolDecision] = asyncio.get_running_loop().create_future()
@@ -167,7 +171,9 @@ class _ToolCall:
                 turn_id=runner.turn_id,
                 tool_call_id=self._id,
                 invocation_message=invocation_message,
+                tool_input=UNSET if tool_input is None else tool_input,
                 confirmation_title=UNSET if confirmation_title is None else confirmation_title,
+                edits=FileEditCollection(items=edits) if edits else UNSET,
                 options=UNSET if options is None else options,
             )
         )

@@ -8,6 +8,13 @@ chosen by the prompt's last text block:
 ``/tool``              a tool call (``execute``) with raw input, text content, completed
 ``/permission``        a tool call, then ``session/request_permission`` with the four ACP
                        options; answers which option the user chose (or ``cancelled``)
+``/ask-run CMD``       like fast-agent: ``session/request_permission`` for ``execute`` with
+                       ``rawInput.command`` = CMD under the placeholder id ``pending``;
+                       allowed, a ``tool_call`` under its real id (same title, kind,
+                       input), completed with ``ran: CMD``
+``/ask-write PATH T``  like fast-agent: an ``edit`` call showing a ``diff`` (no old text),
+                       then ``session/request_permission`` for it; allowed, writes T to
+                       PATH with ``fs/write_text_file`` and completes the call
 ``/plan``              a plan of three entries, then text
 ``/read PATH``         ``fs/read_text_file``; answers the content or the error
 ``/write PATH TEXT``   ``fs/write_text_file``; answers ``written`` or the error
@@ -202,6 +209,61 @@ class ScriptedAgent:
             session_id, update_tool_call("call-p", status="completed" if allowed else "failed")
         )
         await self.say(session_id, f"permission: {chosen}")
+
+    async def _ask(self, session_id: str, call: ToolCallUpdate) -> bool:
+        options = [
+            PermissionOption(option_id="allow_once", name="Allow Once", kind="allow_once"),
+            PermissionOption(option_id="reject_once", name="Reject Once", kind="reject_once"),
+        ]
+        response = await self.conn.request_permission(
+            session_id=session_id, tool_call=call, options=options
+        )
+        return getattr(response.outcome, "option_id", None) == "allow_once"
+
+    async def do_ask_run(self, session_id: str, rest: str, prompt: list[Any]) -> None:
+        raw = {"command": rest}
+        asked = ToolCallUpdate(
+            tool_call_id="pending", title="execute", kind="execute", raw_input=raw
+        )
+        if not await self._ask(session_id, asked):
+            await self.say(session_id, "not allowed")
+            return
+        call_id = uuid.uuid4().hex
+        await self.conn.session_update(
+            session_id,
+            start_tool_call(call_id, "execute", kind="execute", status="pending", raw_input=raw),
+        )
+        await self.conn.session_update(
+            session_id,
+            update_tool_call(
+                call_id, status="completed", content=[tool_content(text_block(f"ran: {rest}"))]
+            ),
+        )
+        await self.say(session_id, "done")
+
+    async def do_ask_write(self, session_id: str, rest: str, prompt: list[Any]) -> None:
+        path, _, content = rest.partition(" ")
+        call_id = uuid.uuid4().hex
+        raw = {"path": path, "content_length": len(content)}
+        await self.conn.session_update(
+            session_id,
+            start_tool_call(
+                call_id, "write_text_file", kind="edit", status="pending", raw_input=raw
+            ),
+        )
+        await self.conn.session_update(
+            session_id, update_tool_call(call_id, content=[tool_diff_content(path, content)])
+        )
+        asked = ToolCallUpdate(
+            tool_call_id=call_id, title="write_text_file", kind="edit", raw_input=raw
+        )
+        if not await self._ask(session_id, asked):
+            await self.conn.session_update(session_id, update_tool_call(call_id, status="failed"))
+            await self.say(session_id, "not allowed")
+            return
+        await self.conn.write_text_file(session_id=session_id, path=path, content=content)
+        await self.conn.session_update(session_id, update_tool_call(call_id, status="completed"))
+        await self.say(session_id, "written")
 
     async def do_plan(self, session_id: str, rest: str, prompt: list[Any]) -> None:
         entries = [

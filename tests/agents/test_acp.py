@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 import os
 import sys
 from collections.abc import AsyncIterator
@@ -16,9 +17,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from msgspec import UNSET, UnsetType
 
 from ahp_server.client import AhpClient, TurnFailedError, turn_error
 from ahp_server.config import AgentConfig, Settings
+from ahp_server.protocol.edits import side_text
 from ahp_server.protocol.types import (
     ActiveTurn,
     ChatState,
@@ -27,6 +30,7 @@ from ahp_server.protocol.types import (
     ChatTurnCancelledAction,
     ErrorInfo,
     MarkdownResponsePart,
+    MarkdownString,
     ReasoningResponsePart,
     RootState,
     SessionState,
@@ -34,6 +38,7 @@ from ahp_server.protocol.types import (
     ToolCallCompletedState,
     ToolCallPendingConfirmationState,
     ToolCallResponsePart,
+    ToolResultTextContent,
     Turn,
 )
 from tests.conftest import RunningHost, captured_logs, start_host
@@ -295,6 +300,63 @@ async def test_a_cancelled_turn_answers_a_pending_permission_with_cancelled(benc
         assert outcome.read_text() == "cancelled"
         assert last_turn(client, chat).state == "cancelled"
         assert await client.ask(chat, "next", timeout=TIMEOUT) == "scripted: next"
+
+
+def only_call(turn: Turn) -> ToolCallCompletedState:
+    """The turn's one tool call, completed and successful (no other card beside it)."""
+    calls = tools(turn)
+    assert len(calls) == 1, calls
+    (call,) = calls
+    assert isinstance(call, ToolCallCompletedState), call
+    assert call.success
+    return call
+
+
+async def test_a_confirmation_shows_the_command_and_the_call_announced_after_it_is_that_call(
+    bench: Bench,
+) -> None:
+    # The agent asks under a placeholder id ("pending", as fast-agent does) and
+    # announces the call under its real id only once allowed.
+    async with AhpClient.connect(bench.url) as client:
+        chat = await open_chat(client, bench.work)
+        turn_id = await client.send_message(chat, "/ask-run ls -la `pwd`")
+        call = await pending_confirmation(client, chat)
+        assert isinstance(call.tool_input, str)
+        assert json.loads(call.tool_input) == {"command": "ls -la `pwd`"}
+        assert isinstance(call.invocation_message, MarkdownString)
+        assert call.invocation_message.markdown == "execute\n\n```sh\nls -la `pwd`\n```"
+        await approve_and_finish(client, chat, turn_id, call.tool_call_id, "allow_once")
+        turn = last_turn(client, chat)
+        assert turn.state == "complete", turn_error(turn)
+        done = only_call(turn)
+        assert done.tool_call_id == call.tool_call_id
+        assert [c.text for c in done.content or () if isinstance(c, ToolResultTextContent)] == [
+            "ran: ls -la `pwd`"
+        ]
+
+
+async def test_a_confirmation_shows_the_file_and_the_diff_it_will_write(bench: Bench) -> None:
+    target = bench.work / "notes.txt"
+    target.write_text("keep\nold\n")
+    async with AhpClient.connect(bench.url) as client:
+        chat = await open_chat(client, bench.work)
+        turn_id = await client.send_message(chat, f"/ask-write {target} keep\nnew\n")
+        call = await pending_confirmation(client, chat)
+        assert not isinstance(call.edits, UnsetType)
+        (edit,) = call.edits.items
+        # The agent gave no old text: the preview is against the file as it is.
+        assert side_text(edit.before) == "keep\nold\n"
+        assert side_text(edit.after) == "keep\nnew\n"
+        assert not isinstance(edit.after, UnsetType)
+        assert edit.after.uri == target.as_uri()
+        assert (edit.diff.added, edit.diff.removed) == (1, 1)  # type: ignore[union-attr]
+        assert str(target) in str(call.invocation_message)
+        assert call.tool_input is not UNSET
+        await approve_and_finish(client, chat, turn_id, call.tool_call_id, "allow_once")
+        turn = last_turn(client, chat)
+        assert turn.state == "complete", turn_error(turn)
+        assert only_call(turn).tool_call_id == call.tool_call_id
+    assert target.read_text() == "keep\nnew\n"
 
 
 # -- files -----------------------------------------------------------------------------------

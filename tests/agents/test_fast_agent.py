@@ -12,15 +12,19 @@ external process it is. ``AHP_TEST_FAST_AGENT`` points elsewhere.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from pathlib import Path
 
 import pytest
+from msgspec import UnsetType
 
 from ahp_server.client import AhpClient, turn_error
 from ahp_server.config import AgentConfig
+from ahp_server.protocol.edits import side_text
 from ahp_server.protocol.types import (
+    MarkdownString,
     ToolCallCompletedState,
 )
 from tests.agents.test_acp import (
@@ -29,6 +33,7 @@ from tests.agents.test_acp import (
     approve_and_finish,
     children,
     last_turn,
+    only_call,
     open_chat,
     pending_confirmation,
     start,
@@ -103,3 +108,61 @@ async def run_the_tool(client: AhpClient, started: Bench) -> None:
     output = "\n".join(shown)
     assert "from-the-host" in output
     assert str(started.work.resolve()) in output  # it ran in the working directory
+
+
+async def test_fast_agent_asks_to_run_a_command_and_the_confirmation_shows_it(
+    tmp_path: Path,
+) -> None:
+    started = await start(tmp_path, fast_agent("--shell"), session_open_timeout=120.0)
+    try:
+        async with AhpClient.connect(started.url) as client:
+            chat = await open_chat(client, started.work, provider="fast-agent")
+            command = "echo shown-before; pwd"
+            turn_id = await client.send_message(
+                chat, "***CALL_TOOL execute " + json.dumps({"command": command})
+            )
+            call = await pending_confirmation(client, chat)
+            assert isinstance(call.tool_input, str)
+            assert json.loads(call.tool_input) == {"command": command}
+            assert isinstance(call.invocation_message, MarkdownString)
+            assert f"```sh\n{command}\n```" in call.invocation_message.markdown
+            await approve_and_finish(client, chat, turn_id, call.tool_call_id, "allow_once")
+            turn = last_turn(client, chat)
+            assert turn.state == "complete", turn_error(turn)
+            # fast-agent asked under the id "pending", then ran the call under
+            # its own id: one call in the chat, completed, nothing "skipped".
+            done = only_call(turn)
+            assert done.tool_call_id == call.tool_call_id
+            assert "shown-before" in "\n".join(getattr(c, "text", "") for c in done.content or ())
+    finally:
+        await started.running.stop()
+
+
+async def test_fast_agent_asks_to_write_a_file_and_the_confirmation_shows_the_diff(
+    tmp_path: Path,
+) -> None:
+    started = await start(tmp_path, fast_agent(), session_open_timeout=120.0)
+    target = started.work / "notes.txt"
+    target.write_text("keep\nold\n")
+    try:
+        async with AhpClient.connect(started.url) as client:
+            chat = await open_chat(client, started.work, provider="fast-agent")
+            arguments = {"path": str(target), "content": "keep\nnew\n"}
+            turn_id = await client.send_message(
+                chat, "***CALL_TOOL write_text_file " + json.dumps(arguments)
+            )
+            call = await pending_confirmation(client, chat)
+            assert not isinstance(call.edits, UnsetType)
+            (edit,) = call.edits.items
+            assert side_text(edit.before) == "keep\nold\n"  # the file as it is now
+            assert side_text(edit.after) == "keep\nnew\n"
+            assert not isinstance(edit.after, UnsetType)
+            assert edit.after.uri == target.as_uri()
+            assert str(target) in str(call.invocation_message)
+            await approve_and_finish(client, chat, turn_id, call.tool_call_id, "allow_once")
+            turn = last_turn(client, chat)
+            assert turn.state == "complete", turn_error(turn)
+            assert only_call(turn).tool_call_id == call.tool_call_id
+        assert target.read_text() == "keep\nnew\n"
+    finally:
+        await started.running.stop()
