@@ -36,6 +36,7 @@ import argparse
 import asyncio
 import contextlib
 import dataclasses
+import difflib
 import gc
 import json
 import os
@@ -68,6 +69,7 @@ from ahp_server.config import ConfigError, Settings, load_settings, machine_prob
 from ahp_server.host.host import DB_FILE, HostFailed
 from ahp_server.logging import configure_logging
 from ahp_server.protocol import PROTOCOL_VERSION
+from ahp_server.protocol.edits import side_text
 from ahp_server.protocol.reducers import iso_timestamp
 from ahp_server.protocol.types import (
     ActiveTurn,
@@ -82,6 +84,7 @@ from ahp_server.protocol.types import (
     ChatToolCallReadyAction,
     ChatTurnStartedAction,
     MarkdownResponsePart,
+    MarkdownString,
     Message,
     MessageOrigin,
     SessionStatus,
@@ -876,15 +879,51 @@ async def run_client(args: argparse.Namespace, url: str, token: str | None) -> N
         await sessions_command(client, args)
 
 
+def confirmation_lines(ready: ChatToolCallReadyAction) -> list[str]:
+    """What a confirmation shows at the terminal: the question, what will run, the edits.
+
+    ``[confirm]`` and the title (else the invocation message); then the
+    invocation message when a title was given (an ACP agent's command is a
+    code block there, docs/agents.md "What a confirmation shows"), the tool's
+    input when the message does not already show a command, and each file
+    edit as a unified diff.
+    """
+
+    def text_of(value: str | MarkdownString) -> str:
+        return value if isinstance(value, str) else value.markdown
+
+    title = ready.confirmation_title
+    message = text_of(ready.invocation_message)
+    lines = [f"[confirm] {message if isinstance(title, UnsetType) else text_of(title)}"]
+    if not isinstance(title, UnsetType):
+        lines += [f"  {line}" for line in message.splitlines()]
+    if isinstance(ready.tool_input, str) and "```" not in message:
+        lines.append(f"  input: {ready.tool_input}")
+    edits = () if isinstance(ready.edits, UnsetType) else ready.edits.items
+    for edit in edits:
+        before, after = side_text(edit.before), side_text(edit.after)
+        side = edit.after if not isinstance(edit.after, UnsetType) else edit.before
+        path = "?" if isinstance(side, UnsetType) else _path_of(side.uri)
+        if before is None and after is None:
+            lines.append(f"  edit {path} (content not shown)")
+            continue
+        diff = difflib.unified_diff(
+            (before or "").splitlines(),
+            (after or "").splitlines(),
+            fromfile=path if before is not None else "/dev/null",
+            tofile=path if after is not None else "/dev/null",
+            lineterm="",
+        )
+        lines += [f"  {line}" for line in diff]
+    return lines
+
+
 async def _confirm_at_terminal(
     client: AhpClient, chat_uri: str, ready: ChatToolCallReadyAction
 ) -> None:
     """Ask the user at the terminal whether a tool call may run; dispatch the answer."""
     options = () if isinstance(ready.options, UnsetType) else ready.options
-    title = ready.confirmation_title
-    what = ready.invocation_message if isinstance(title, UnsetType) else title
-    text = what if isinstance(what, str) else what.markdown
-    lines = [f"\n[confirm] {text}"]
+    lines = ["", *confirmation_lines(ready)]
     if options:
         lines += [f"  {i}. {option.label}" for i, option in enumerate(options, 1)]
         prompt = f"choose 1-{len(options)}: "

@@ -130,6 +130,32 @@ async def test_chat_with_a_chosen_agent_answers_its_confirmation_at_the_terminal
     assert f"permission: {outcome or 'reject-once'}" in out
 
 
+async def test_chat_shows_the_command_a_confirmation_asks_to_run(agent_daemon: str) -> None:
+    code, out, err = await run_chat(
+        agent_daemon, "--agent", "scripted", "/ask-run rm -rf build", stdin="1\n"
+    )
+    assert code == 0, err
+    assert "[confirm] Allow execute?" in out
+    assert "  ```sh\n  rm -rf build\n  ```" in out
+    assert "allowed" in out
+
+
+async def test_chat_shows_the_file_and_diff_a_confirmation_asks_to_write(
+    agent_daemon: str, tmp_path: Path
+) -> None:
+    target = tmp_path / "notes.txt"
+    code, out, err = await run_chat(
+        agent_daemon, "--agent", "scripted", f"/ask-write {target} hello", stdin="2\n"
+    )
+    assert code == 0, err
+    assert "[confirm] Allow write_text_file?" in out
+    assert f"  write_text_file ({target})" in out
+    assert f"  --- /dev/null\n  +++ {target}\n  @@ -0,0 +1 @@\n  +hello" in out
+    assert '  input: {"path": ' in out
+    assert "denied" in out
+    assert not target.exists()
+
+
 async def test_chat_reports_a_failed_turns_error(
     daemon: tuple[asyncio.subprocess.Process, str],
 ) -> None:
