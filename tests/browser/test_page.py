@@ -437,6 +437,10 @@ def write(path: Path, text: str) -> None:
     path.write_text(text, encoding="utf-8")
 
 
+def read(path: Path) -> str:
+    return path.read_text(encoding="utf-8")
+
+
 def diff_stats(file: ChangesetFile) -> tuple[int, int]:
     diff = file.edit.diff
     if isinstance(diff, UnsetType):
@@ -488,6 +492,27 @@ async def test_a_chat_shows_its_changes(scripted_host: Host, tmp_path: Path) -> 
     added = sum(int(r["added"]) for r in host_rows)
     removed = sum(int(r["removed"]) for r in host_rows)
     assert (changes.additions, changes.deletions) == (added, removed)
+
+
+async def test_a_confirmation_card_shows_the_command_and_the_diff(scripted_host: Host) -> None:
+    async def answer(request: dict[str, Any]) -> dict[str, Any]:
+        assert request["do"] == "file"
+        write(Path(request["path"]), request["text"])
+        return {"ok": True}
+
+    result = await run_scenario("approvals", page_url(scripted_host), answer)
+    assert result["command"] == "ls -la build"  # the invocation message's code block
+    assert json.loads(result["input"]) == {"command": "ls -la build"}
+    assert result["path"] == result["notes"]
+    assert result["diff"] == ["same alpha", "removed beta", "added BETA"]
+    # After approval, one card per turn: the call the agent ran, completed.
+    assert result["afterRun"] == ["completed"]
+    assert result["afterWrite"] == ["completed"]
+    state = await host_chat(scripted_host, result["chat"])
+    for turn in state.turns:
+        calls = [p.tool_call for p in turn.response_parts if isinstance(p, ToolCallResponsePart)]
+        assert [c.status for c in calls] == ["completed"]
+    assert read(Path(result["notes"])) == "alpha\nBETA\n"
 
 
 async def test_background_work_is_listed_until_its_command_exits(

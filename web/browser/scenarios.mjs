@@ -699,6 +699,43 @@ export const scenarios = {
   },
 
   /**
+   * 1.0, the scripted ACP agent asking permission as fast-agent does: the
+   * card waiting for the user shows the command as a code block, then the
+   * file and its diff as a line diff; once allowed, each turn holds one tool
+   * call, completed (no second, "cancelled" card).
+   */
+  async approvals({ newPage, url, ask }) {
+    const page = await openPage(newPage, url);
+    await page.getByLabel('Agent').selectOption('scripted');
+    await newSession(page);
+    const dir = await workingDirectory(page);
+    const notes = `${dir}/notes.txt`;
+    await ask({ do: 'file', path: notes, text: 'alpha\nbeta\n' });
+
+    await send(page, '/ask-run ls -la build');
+    const pending = lastTurn(page).locator('.tool-call[data-status="pending-confirmation"]');
+    await pending.waitFor();
+    const command = (await pending.locator('.tool-message pre').innerText()).trim();
+    const input = await pending.locator('.tool-input pre').innerText();
+    await pending.getByRole('button', { name: 'Allow Once' }).click();
+    await turnEnded(page, 'complete', 1);
+    const afterRun = await lastTurn(page).locator('.tool-call').evaluateAll((calls) => calls.map((c) => c.getAttribute('data-status')));
+
+    await send(page, `/ask-write ${notes} alpha\nBETA\n`);
+    const write = lastTurn(page).locator('.tool-call[data-status="pending-confirmation"]');
+    await write.waitFor();
+    const edit = write.locator('.tool-edits .change-file');
+    const path = await edit.locator('.path').innerText();
+    const diff = await edit.locator('.diff-line').evaluateAll((lines) =>
+      lines.map((line) => `${line.getAttribute('data-line')} ${line.textContent.slice(2).replace(/\n$/, '')}`),
+    );
+    await write.getByRole('button', { name: 'Allow Once' }).click();
+    await turnEnded(page, 'complete', 2);
+    const afterWrite = await lastTurn(page).locator('.tool-call').evaluateAll((calls) => calls.map((c) => c.getAttribute('data-status')));
+    return { chat: await chatOf(page), notes, command, input, afterRun, path, diff, afterWrite };
+  },
+
+  /**
    * 1.0, the scripted ACP agent: `/background` leaves a command running (it
    * waits for a file the test writes). The chat lists it with its command and
    * start; its output opens (the terminal, read-only); when the command

@@ -27,6 +27,7 @@ import {
   backgroundWork,
   changesLabel,
   chatChangesetUri,
+  editRows,
   fileRows,
   lastLines,
   lineDiff,
@@ -620,10 +621,7 @@ function ChangesView({ store, uri }: { store: Store; uri: string }) {
             <li key={row.id} class="change-file" data-file={row.id} data-kind={row.kind}>
               <details>
                 <summary>
-                  <span class="path">{row.path}</span>
-                  {row.kind !== 'modified' && <span class={`file-kind ${row.kind}`}>{row.kind}</span>}
-                  <span class="added">+{row.added}</span>
-                  <span class="removed">{'\u2212'}{row.removed}</span>
+                  <FileHead row={row} />
                 </summary>
                 <FileDiff row={row} />
               </details>
@@ -632,6 +630,18 @@ function ChangesView({ store, uri }: { store: Store; uri: string }) {
         </ul>
       )}
     </section>
+  );
+}
+
+/** A changed file's path, kind (unless modified) and line counts. */
+function FileHead({ row }: { row: FileRow }) {
+  return (
+    <>
+      <span class="path">{row.path}</span>
+      {row.kind !== 'modified' && <span class={`file-kind ${row.kind}`}>{row.kind}</span>}
+      <span class="added">+{row.added}</span>
+      <span class="removed">{'\u2212'}{row.removed}</span>
+    </>
   );
 }
 
@@ -856,11 +866,12 @@ function ToolCall({ store, turn, call, active }: { store: Store; turn: Json; cal
         call.invocationMessage && <Markdown text={markdownOf(call.invocationMessage)} class="tool-message" />
       )}
       {toolInputText(call.toolInput) && (
-        <details class="tool-input">
+        <details class="tool-input" open={status === 'pending-confirmation'}>
           <summary>Input</summary>
           <pre>{toolInputText(call.toolInput)}</pre>
         </details>
       )}
+      {status === 'pending-confirmation' && <ToolEdits edits={call.edits} />}
       {(call.content ?? []).map((content: Json, index: number) =>
         content.type === 'text' ? (
           <pre key={index} class="tool-output">
@@ -897,6 +908,24 @@ function ToolCall({ store, turn, call, active }: { store: Store; turn: Json; cal
         </div>
       )}
     </div>
+  );
+}
+
+/** The file edits a call waiting for confirmation will make: each file's path and line diff. */
+function ToolEdits({ edits }: { edits: Json }) {
+  const rows = editRows(edits);
+  if (rows.length === 0) return null;
+  return (
+    <ul class="tool-edits" aria-label="File edits">
+      {rows.map((row) => (
+        <li key={row.id} class="change-file" data-file={row.id} data-kind={row.kind}>
+          <div class="tool-edit-head">
+            <FileHead row={row} />
+          </div>
+          <FileDiff row={row} />
+        </li>
+      ))}
+    </ul>
   );
 }
 

@@ -4,6 +4,7 @@ import {
   changesLabel,
   chatChangesetUri,
   decodeDataUri,
+  editRows,
   fileRows,
   lastLines,
   lineDiff,
@@ -82,6 +83,23 @@ describe('the rows of the Changes view', () => {
       { id: 'file:///w/big.bin', path: '/w/big.bin', added: 0, removed: 0, kind: 'modified', omitted: true },
     ]);
     expect(fileRows(undefined)).toEqual([]);
+  });
+  it('are also the rows of the edits a tool call will make, before it is confirmed', () => {
+    const rows = editRows({
+      items: [
+        {
+          before: { uri: 'file:///w/a.txt', content: { uri: data('old\n') } },
+          after: { uri: 'file:///w/a.txt', content: { uri: data('new\n') } },
+          diff: { added: 1, removed: 1 },
+        },
+        { after: { uri: 'file:///w/n.txt', content: { uri: data('x\n') } } },
+      ],
+    });
+    expect(rows).toEqual([
+      { id: 'file:///w/a.txt', path: '/w/a.txt', added: 1, removed: 1, kind: 'modified', before: 'old\n', after: 'new\n', omitted: false },
+      { id: 'file:///w/n.txt', path: '/w/n.txt', added: 0, removed: 0, kind: 'created', after: 'x\n', omitted: false },
+    ]);
+    expect(editRows(undefined)).toEqual([]);
   });
   it('show a path for file: URIs only', () => {
     expect(pathOf('file:///home/u/x%23y.ts')).toBe('/home/u/x#y.ts');

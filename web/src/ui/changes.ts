@@ -76,25 +76,36 @@ export function decodeDataUri(uri: unknown): string | undefined {
 /** The rows of a changeset's Changes view, in the changeset's order. */
 export function fileRows(changeset: Json): FileRow[] {
   const files: Json[] = Array.isArray(changeset?.files) ? changeset.files : [];
-  return files.map((file) => {
-    const edit = file.edit ?? {};
-    const before = edit.before;
-    const after = edit.after;
-    const kind: FileKind = before && !after ? 'deleted' : after && !before ? 'created' : 'modified';
-    const row: FileRow = {
-      id: String(file.id),
-      path: pathOf(String(after?.uri ?? before?.uri ?? file.id)),
-      added: Number(edit.diff?.added ?? 0),
-      removed: Number(edit.diff?.removed ?? 0),
-      kind,
-      omitted: file._meta?.contentOmitted === true || (!before && !after),
-    };
-    const beforeText = decodeDataUri(before?.content?.uri);
-    const afterText = decodeDataUri(after?.content?.uri);
-    if (beforeText !== undefined) row.before = beforeText;
-    if (afterText !== undefined) row.after = afterText;
-    return row;
-  });
+  return files.map((file) => rowOf(String(file.id), file.edit ?? {}, file._meta?.contentOmitted === true));
+}
+
+/**
+ * The file edits a tool call will make (`edits.items`, shown before the user
+ * confirms it), as rows of the same shape as the Changes view's.
+ */
+export function editRows(edits: Json): FileRow[] {
+  const items: Json[] = Array.isArray(edits?.items) ? edits.items : [];
+  return items.map((edit, index) => rowOf(String(edit?.after?.uri ?? edit?.before?.uri ?? index), edit ?? {}, false));
+}
+
+/** One `FileEdit` as a row: its path, kind, line counts and inline text. */
+function rowOf(id: string, edit: Json, omitted: boolean): FileRow {
+  const before = edit.before;
+  const after = edit.after;
+  const kind: FileKind = before && !after ? 'deleted' : after && !before ? 'created' : 'modified';
+  const row: FileRow = {
+    id,
+    path: pathOf(String(after?.uri ?? before?.uri ?? id)),
+    added: Number(edit.diff?.added ?? 0),
+    removed: Number(edit.diff?.removed ?? 0),
+    kind,
+    omitted: omitted || (!before && !after),
+  };
+  const beforeText = decodeDataUri(before?.content?.uri);
+  const afterText = decodeDataUri(after?.content?.uri);
+  if (beforeText !== undefined) row.before = beforeText;
+  if (afterText !== undefined) row.after = afterText;
+  return row;
 }
 
 export interface DiffLine {
