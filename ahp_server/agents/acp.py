@@ -13,8 +13,10 @@ after a host restart when the agent can), and runs each turn as one
 chat actions through :class:`~ahp_server.agents.base.TurnIO`; the mapping is
 the table in docs/agents.md. The agent may ask the host for permission
 (``session/request_permission`` → a tool confirmation with the agent's
-options), for files (``fs/*``, confined to the chat's working directories and
-opened race-free by ``workspace/files.py``, as the ``resource*`` commands are)
+options and what will run: the command, the input, the file edits — docs/agents.md,
+"What a confirmation shows"), for files (``fs/*``, confined to the chat's working
+directories and opened race-free by ``workspace/files.py``, as the ``resource*``
+commands are)
 and for commands (``terminal/*``, run by ``workspace/terminals.py``).
 
 Ordering: the SDK runs every incoming notification in a task of its own. The
