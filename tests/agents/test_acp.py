@@ -302,6 +302,24 @@ async def test_a_cancelled_turn_answers_a_pending_permission_with_cancelled(benc
         assert await client.ask(chat, "next", timeout=TIMEOUT) == "scripted: next"
 
 
+async def asked(
+    client: AhpClient, chat: str, message: str
+) -> tuple[str, ToolCallPendingConfirmationState]:
+    """Send ``message``; its turn's id and the tool call it waits to confirm."""
+    turn_id = await client.send_message(chat, message)
+    return turn_id, await pending_confirmation(client, chat)
+
+
+async def approved(
+    client: AhpClient, chat: str, turn_id: str, call: ToolCallPendingConfirmationState, option: str
+) -> Turn:
+    """Approve ``call`` with ``option``; the turn, once it completed."""
+    await approve_and_finish(client, chat, turn_id, call.tool_call_id, option)
+    turn = last_turn(client, chat)
+    assert turn.state == "complete", turn_error(turn)
+    return turn
+
+
 def only_call(turn: Turn) -> ToolCallCompletedState:
     """The turn's one tool call, completed and successful (no other card beside it)."""
     calls = tools(turn)
@@ -319,16 +337,12 @@ async def test_a_confirmation_shows_the_command_and_the_call_announced_after_it_
     # announces the call under its real id only once allowed.
     async with AhpClient.connect(bench.url) as client:
         chat = await open_chat(client, bench.work)
-        turn_id = await client.send_message(chat, "/ask-run ls -la `pwd`")
-        call = await pending_confirmation(client, chat)
+        turn_id, call = await asked(client, chat, "/ask-run ls -la `pwd`")
         assert isinstance(call.tool_input, str)
         assert json.loads(call.tool_input) == {"command": "ls -la `pwd`"}
         assert isinstance(call.invocation_message, MarkdownString)
         assert call.invocation_message.markdown == "execute\n\n```sh\nls -la `pwd`\n```"
-        await approve_and_finish(client, chat, turn_id, call.tool_call_id, "allow_once")
-        turn = last_turn(client, chat)
-        assert turn.state == "complete", turn_error(turn)
-        done = only_call(turn)
+        done = only_call(await approved(client, chat, turn_id, call, "allow_once"))
         assert done.tool_call_id == call.tool_call_id
         assert [c.text for c in done.content or () if isinstance(c, ToolResultTextContent)] == [
             "ran: ls -la `pwd`"
@@ -340,8 +354,7 @@ async def test_a_confirmation_shows_the_file_and_the_diff_it_will_write(bench: B
     target.write_text("keep\nold\n")
     async with AhpClient.connect(bench.url) as client:
         chat = await open_chat(client, bench.work)
-        turn_id = await client.send_message(chat, f"/ask-write {target} keep\nnew\n")
-        call = await pending_confirmation(client, chat)
+        turn_id, call = await asked(client, chat, f"/ask-write {target} keep\nnew\n")
         assert not isinstance(call.edits, UnsetType)
         (edit,) = call.edits.items
         # The agent gave no old text: the preview is against the file as it is.
@@ -352,11 +365,24 @@ async def test_a_confirmation_shows_the_file_and_the_diff_it_will_write(bench: B
         assert (edit.diff.added, edit.diff.removed) == (1, 1)  # type: ignore[union-attr]
         assert str(target) in str(call.invocation_message)
         assert call.tool_input is not UNSET
-        await approve_and_finish(client, chat, turn_id, call.tool_call_id, "allow_once")
-        turn = last_turn(client, chat)
-        assert turn.state == "complete", turn_error(turn)
+        turn = await approved(client, chat, turn_id, call, "allow_once")
         assert only_call(turn).tool_call_id == call.tool_call_id
     assert target.read_text() == "keep\nnew\n"
+
+
+async def test_an_approved_permission_no_call_came_for_ends_allowed_not_skipped(
+    bench: Bench,
+) -> None:
+    # "/terminal-held" asks permission for "call-h", a call it never announces.
+    async with AhpClient.connect(bench.url) as client:
+        chat = await open_chat(client, bench.work)
+        turn_id, hold = await asked(client, chat, "/terminal-held")
+        turn = await approved(client, chat, turn_id, hold, "ok")
+        (held,) = [t for t in tools(turn) if t.tool_call_id == hold.tool_call_id]
+        assert isinstance(held, ToolCallCompletedState), held
+        assert held.success
+        assert held.past_tense_message == "Allowed: Hold"
+        assert not any(isinstance(t, ToolCallCancelledState) for t in tools(turn))
 
 
 # -- files -----------------------------------------------------------------------------------

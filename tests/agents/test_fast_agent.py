@@ -31,6 +31,8 @@ from tests.agents.test_acp import (
     TIMEOUT,
     Bench,
     approve_and_finish,
+    approved,
+    asked,
     children,
     last_turn,
     only_call,
@@ -118,17 +120,13 @@ async def test_fast_agent_asks_to_run_a_command_and_the_confirmation_shows_it(
         async with AhpClient.connect(started.url) as client:
             chat = await open_chat(client, started.work, provider="fast-agent")
             command = "echo shown-before; pwd"
-            turn_id = await client.send_message(
-                chat, "***CALL_TOOL execute " + json.dumps({"command": command})
-            )
-            call = await pending_confirmation(client, chat)
+            message = "***CALL_TOOL execute " + json.dumps({"command": command})
+            turn_id, call = await asked(client, chat, message)
             assert isinstance(call.tool_input, str)
             assert json.loads(call.tool_input) == {"command": command}
             assert isinstance(call.invocation_message, MarkdownString)
             assert f"```sh\n{command}\n```" in call.invocation_message.markdown
-            await approve_and_finish(client, chat, turn_id, call.tool_call_id, "allow_once")
-            turn = last_turn(client, chat)
-            assert turn.state == "complete", turn_error(turn)
+            turn = await approved(client, chat, turn_id, call, "allow_once")
             # fast-agent asked under the id "pending", then ran the call under
             # its own id: one call in the chat, completed, nothing "skipped".
             done = only_call(turn)
@@ -148,10 +146,8 @@ async def test_fast_agent_asks_to_write_a_file_and_the_confirmation_shows_the_di
         async with AhpClient.connect(started.url) as client:
             chat = await open_chat(client, started.work, provider="fast-agent")
             arguments = {"path": str(target), "content": "keep\nnew\n"}
-            turn_id = await client.send_message(
-                chat, "***CALL_TOOL write_text_file " + json.dumps(arguments)
-            )
-            call = await pending_confirmation(client, chat)
+            message = "***CALL_TOOL write_text_file " + json.dumps(arguments)
+            turn_id, call = await asked(client, chat, message)
             assert not isinstance(call.edits, UnsetType)
             (edit,) = call.edits.items
             assert side_text(edit.before) == "keep\nold\n"  # the file as it is now
@@ -159,9 +155,7 @@ async def test_fast_agent_asks_to_write_a_file_and_the_confirmation_shows_the_di
             assert not isinstance(edit.after, UnsetType)
             assert edit.after.uri == target.as_uri()
             assert str(target) in str(call.invocation_message)
-            await approve_and_finish(client, chat, turn_id, call.tool_call_id, "allow_once")
-            turn = last_turn(client, chat)
-            assert turn.state == "complete", turn_error(turn)
+            turn = await approved(client, chat, turn_id, call, "allow_once")
             assert only_call(turn).tool_call_id == call.tool_call_id
         assert target.read_text() == "keep\nnew\n"
     finally:
