@@ -1085,6 +1085,11 @@ class _Turn:
                 await self._close_unannounced(next(iter(self._unannounced)))
             kind = None if call.kind is None else str(call.kind)
             self._unannounced[key] = _Unannounced(tool, title, kind, raw)
+        elif not announced:
+            # Denied, so over: the id (a placeholder, maybe) names no call any more,
+            # and a later request under it is a new call.
+            self._tools.pop(key, None)
+            self._titles.pop(key, None)
         if item.answer.done():
             return
         chosen = decision.selected_option_id
@@ -1111,6 +1116,9 @@ class _Turn:
                 diffs[item.path] = (item.old_text, item.new_text)
         edits: list[FileEdit] = []
         for path, (old, new) in diffs.items():
+            if not os.path.isabs(path):  # ACP paths are absolute: no file to name
+                log.info("agent diff with a relative path not shown", agent=self._agent)
+                continue
             if old is None:
                 old = await asyncio.to_thread(self._current_text, path)
             edits.append(file_edit(file_uri(path), old, new))

@@ -12,6 +12,8 @@ chosen by the prompt's last text block:
                        ``rawInput.command`` = CMD under the placeholder id ``pending``;
                        allowed, a ``tool_call`` under its real id (same title, kind,
                        input), completed with ``ran: CMD``
+``/ask-runs A | B…``   ``/ask-run`` for each command in turn, in one prompt (the placeholder id
+                       ``pending`` again each time); a denied one is answered ``not allowed``
 ``/ask-write PATH T``  like fast-agent: an ``edit`` call showing a ``diff`` (no old text),
                        then ``session/request_permission`` for it; allowed, writes T to
                        PATH with ``fs/write_text_file`` and completes the call
@@ -220,13 +222,17 @@ class ScriptedAgent:
         )
         return getattr(response.outcome, "option_id", None) == "allow_once"
 
+    async def do_ask_runs(self, session_id: str, rest: str, prompt: list[Any]) -> None:
+        for command in rest.split(" | "):
+            await self.do_ask_run(session_id, command, prompt)
+
     async def do_ask_run(self, session_id: str, rest: str, prompt: list[Any]) -> None:
         raw = {"command": rest}
         asked = ToolCallUpdate(
             tool_call_id="pending", title="execute", kind="execute", raw_input=raw
         )
         if not await self._ask(session_id, asked):
-            await self.say(session_id, "not allowed")
+            await self.say(session_id, f"not allowed: {rest}. ")
             return
         call_id = uuid.uuid4().hex
         await self.conn.session_update(
@@ -239,7 +245,7 @@ class ScriptedAgent:
                 call_id, status="completed", content=[tool_content(text_block(f"ran: {rest}"))]
             ),
         )
-        await self.say(session_id, "done")
+        await self.say(session_id, f"done: {rest}. ")
 
     async def do_ask_write(self, session_id: str, rest: str, prompt: list[Any]) -> None:
         path, _, content = rest.partition(" ")

@@ -12,7 +12,7 @@ import dataclasses
 import json
 import os
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Collection
 from pathlib import Path
 from typing import Any
 
@@ -209,12 +209,20 @@ async def test_unknown_and_placeless_updates_are_skipped_not_fatal(bench: Bench)
 # -- permissions -----------------------------------------------------------------------------
 
 
-async def pending_confirmation(client: AhpClient, chat: str) -> ToolCallPendingConfirmationState:
+async def pending_confirmation(
+    client: AhpClient, chat: str, seen: Collection[str] = ()
+) -> ToolCallPendingConfirmationState:
+    """The first call waiting for confirmation in the running turn (not one of ``seen``)."""
+
     def pending(c: AhpClient) -> list[Any]:
         turn = c.confirmed(chat, ChatState).active_turn
         if not isinstance(turn, ActiveTurn):
             return []
-        return [t for t in tools(turn) if isinstance(t, ToolCallPendingConfirmationState)]
+        return [
+            t
+            for t in tools(turn)
+            if isinstance(t, ToolCallPendingConfirmationState) and t.tool_call_id not in seen
+        ]
 
     await client.wait_for(pending, timeout=TIMEOUT)
     return pending(client)[0]
@@ -233,6 +241,11 @@ async def approve_and_finish(
             selected_option_id=option,
         ),
     )
+    await turn_over(client, chat, turn_id)
+
+
+async def turn_over(client: AhpClient, chat: str, turn_id: str) -> None:
+    """Wait until the turn ``turn_id`` has ended (it is in the chat's turns)."""
     await client.wait_for(
         lambda c: any(t.id == turn_id for t in c.confirmed(chat, ChatState).turns),
         timeout=TIMEOUT,
@@ -368,6 +381,60 @@ async def test_a_confirmation_shows_the_file_and_the_diff_it_will_write(bench: B
         turn = await approved(client, chat, turn_id, call, "allow_once")
         assert only_call(turn).tool_call_id == call.tool_call_id
     assert target.read_text() == "keep\nnew\n"
+
+
+async def test_each_permission_asked_under_a_reused_placeholder_id_is_a_call_of_its_own(
+    bench: Bench,
+) -> None:
+    # Three permissions in one prompt, each under the id "pending": the first
+    # denied, the others allowed and then announced under their real ids.
+    async with AhpClient.connect(bench.url) as client:
+        chat = await open_chat(client, bench.work)
+        turn_id = await client.send_message(chat, "/ask-runs rm a | ls b | pwd")
+        seen: list[str] = []
+        for allow in (False, True, True):
+            call = await pending_confirmation(client, chat, seen)
+            seen.append(call.tool_call_id)
+            answer: Any = (
+                ChatToolCallApprovedAction(
+                    turn_id=turn_id, tool_call_id=call.tool_call_id, confirmed="user-action"
+                )
+                if allow
+                else ChatToolCallDeniedAction(
+                    turn_id=turn_id, tool_call_id=call.tool_call_id, reason="denied"
+                )
+            )
+            await client.dispatch(chat, answer)
+        await turn_over(client, chat, turn_id)
+        turn = last_turn(client, chat)
+        assert turn.state == "complete", turn_error(turn)
+        calls = tools(turn)
+        assert [(type(c), c.tool_call_id) for c in calls] == [
+            (ToolCallCancelledState, seen[0]),
+            (ToolCallCompletedState, seen[1]),
+            (ToolCallCompletedState, seen[2]),
+        ]
+        assert calls[0].reason == "denied"
+        text = "".join(
+            p.content for p in turn.response_parts if isinstance(p, MarkdownResponsePart)
+        )
+        assert text == "not allowed: rm a. done: ls b. done: pwd. "
+
+
+async def test_a_diff_with_a_relative_path_is_left_out_of_the_confirmation(bench: Bench) -> None:
+    async with AhpClient.connect(bench.url) as client:
+        chat = await open_chat(client, bench.work)
+        turn_id, call = await asked(client, chat, "/ask-write notes.txt hi")
+        assert call.edits is UNSET  # no file to name: ACP paths are absolute
+        await client.dispatch(
+            chat,
+            ChatToolCallDeniedAction(
+                turn_id=turn_id, tool_call_id=call.tool_call_id, reason="denied"
+            ),
+        )
+        await turn_over(client, chat, turn_id)
+        turn = last_turn(client, chat)
+        assert turn.state == "complete", turn_error(turn)
 
 
 async def test_an_approved_permission_no_call_came_for_ends_allowed_not_skipped(
