@@ -986,6 +986,7 @@ class _Turn:
         if update.status in ("completed", "failed"):
             title = self._titles.get(update.tool_call_id, "Tool")
             self._tools.pop(update.tool_call_id, None)
+            self._inputs.pop(update.tool_call_id, None)
             content = content or self._shown.pop(update.tool_call_id, ())
             diffs = self._diffs.pop(update.tool_call_id, {})
             if update.status == "completed":
