@@ -944,17 +944,24 @@ def _entries(fd: int) -> list[str]:
 def _remove_tree(parent: int, name: str) -> None:
     """``rm -r`` of the directory ``name`` in ``parent``, by descriptors: a link met is
     removed as a link, never followed (``ELOOP`` if the directory itself became one)."""
-    fd = open_beneath(parent, name, _DIRECTORY)
-    try:
+    with _directory(parent, name) as fd:
         for entry in _entries(fd):
             st = os.stat(entry, dir_fd=fd, follow_symlinks=False)
             if stat.S_ISDIR(st.st_mode):
                 _remove_tree(fd, entry)
             else:
                 os.unlink(entry, dir_fd=fd)
+    os.rmdir(name, dir_fd=parent)
+
+
+@contextlib.contextmanager
+def _directory(parent: int, name: str) -> Iterator[int]:
+    """The directory ``name`` of ``parent``, opened by descriptor (no link followed)."""
+    fd = open_beneath(parent, name, _DIRECTORY)
+    try:
+        yield fd
     finally:
         os.close(fd)
-    os.rmdir(name, dir_fd=parent)
 
 
 def _check_tree(uri: str, fd: int) -> None:
@@ -963,11 +970,8 @@ def _check_tree(uri: str, fd: int) -> None:
     for name in _entries(fd):
         st = os.stat(name, dir_fd=fd, follow_symlinks=False)
         if stat.S_ISDIR(st.st_mode):
-            sub = open_beneath(fd, name, _DIRECTORY)
-            try:
+            with _directory(fd, name) as sub:
                 _check_tree(uri, sub)
-            finally:
-                os.close(sub)
         elif stat.S_ISREG(st.st_mode):
             if st.st_nlink > 1:
                 raise _denied(f"{uri} holds {name!r}, a file with several hard links: not copied")
@@ -984,14 +988,11 @@ def _copy_into(uri: str, fd: int, st: os.stat_result, parent: int, name: str) ->
     ``parent``: content, mode and times; a tree's links as links."""
     if stat.S_ISDIR(st.st_mode):
         os.mkdir(name, 0o700, dir_fd=parent)
-        copy = open_beneath(parent, name, _DIRECTORY)
-        try:
+        with _directory(parent, name) as copy:
             for entry in _entries(fd):
                 _copy_entry(uri, fd, entry, copy, entry)
             os.fchmod(copy, stat.S_IMODE(st.st_mode))
             os.utime(copy, ns=(st.st_atime_ns, st.st_mtime_ns))
-        finally:
-            os.close(copy)
         return
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
     out = os.open(name, flags, 0o600, dir_fd=parent)
@@ -1029,11 +1030,8 @@ def _copy_entry(uri: str, parent: int, name: str, into: int, new: str) -> None:
 def _move_across(uri: str, parent: int, name: str, st: os.stat_result, into: int, new: str) -> None:
     """A move to another file system: copy the entry by descriptors, then delete it."""
     if stat.S_ISDIR(st.st_mode):
-        fd = open_beneath(parent, name, _DIRECTORY)
-        try:
+        with _directory(parent, name) as fd:
             _check_tree(uri, fd)
-        finally:
-            os.close(fd)
     _copy_entry(uri, parent, name, into, new)
     if stat.S_ISDIR(st.st_mode):
         _remove_tree(parent, name)
