@@ -531,6 +531,8 @@ export const scenarios = {
     await page.locator(`.session-item[data-session="${source}"]`).click();
     await page.getByRole('tab', { name: 'Main' }).waitFor();
     await page.locator(`[role="tab"][data-chat="${c3}"]`).click();
+    // The tab is on screen before the message goes: else it may go to the chat before.
+    await page.locator(`[role="tab"][data-chat="${c3}"][aria-selected="true"]`).waitFor();
     await send(page, '/tool'); // runs until the tool is confirmed: it never is
     await page.locator('.tool-call[data-status="pending-confirmation"]').waitFor();
     await page.getByLabel('Move to session').selectOption(target);
