@@ -37,6 +37,13 @@ if TYPE_CHECKING:  # the relay needs nats-py: only cluster nodes import it
 __all__ = ["App", "providers_from"]
 
 
+def ws_url(sockname: tuple[str, int] | tuple[str, int, int, int]) -> str:
+    """``ws://address:port`` for a listening socket's name; an IPv6 address is bracketed."""
+    address, port = sockname[0], sockname[1]
+    host = f"[{address}]" if ":" in address else address
+    return f"ws://{host}:{port}"
+
+
 def providers_from(settings: Settings) -> list[Provider]:
     """The providers a host built from ``settings`` offers: echo, then each ``[[agents]]``.
 
@@ -82,12 +89,11 @@ class App:
 
     @property
     def urls(self) -> list[str]:
-        """``ws://address:port`` of every listening socket (after :meth:`start`)."""
+        """``ws://address:port`` of every listening socket (after :meth:`start`); an IPv6
+        address in brackets (RFC 3986 §3.2.2), so the URL can be used as it is."""
         if self.server is None:
             return []
-        return [
-            f"ws://{sock.getsockname()[0]}:{sock.getsockname()[1]}" for sock in self.server.sockets
-        ]
+        return [ws_url(sock.getsockname()) for sock in self.server.sockets]
 
     async def start(self) -> None:
         """Lock the data directory, open the store, recover, then listen.

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import signal
+import socket
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -211,5 +212,30 @@ async def test_serve_without_the_web_ui_logs_no_page(tmp_path: Path) -> None:
         await daemon.start()
         (listening,) = log_events(daemon, "listening")
         assert "page" not in listening
+    finally:
+        await daemon.close()
+
+
+def _ipv6_loopback() -> bool:
+    try:
+        with socket.socket(socket.AF_INET6) as probe:
+            probe.bind(("::1", 0))
+    except OSError:
+        return False
+    return True
+
+
+@pytest.mark.skipif(not _ipv6_loopback(), reason="no IPv6 loopback on this machine")
+async def test_an_ipv6_listener_logs_urls_that_work_as_they_are(tmp_path: Path) -> None:
+    daemon = Daemon(tmp_path / "data", "--host", "::1")
+    try:
+        url = await daemon.start()
+        (listening,) = log_events(daemon, "listening")
+        assert url.startswith("ws://[::1]:")  # RFC 3986 §3.2.2: the address in brackets
+        status, _, body = await http_get(str(listening["page"]))
+        assert status == 200
+        assert "<html" in body.lower()
+        async with AhpClient.connect(url) as client:
+            await client.ping(timeout=TIMEOUT)
     finally:
         await daemon.close()
