@@ -350,10 +350,21 @@ def tune_gc() -> None:
     gc.set_threshold(10_000, 10, 10)
 
 
+#: A wildcard listening address, and the loopback address a browser on the same
+#: machine opens instead (browsers refuse to load pages from ``0.0.0.0``).
+_WILDCARDS = {"ws://0.0.0.0:": "http://127.0.0.1:", "ws://[::]:": "http://[::1]:"}
+
+
 def page_of(settings: Settings, url: str) -> dict[str, str]:
     """The ``listening`` event's ``page`` field: the web UI's address beside the ``ws://``
-    one (``http://host:port/``, docs/web.md), when ``server.web_ui`` serves it."""
-    return {"page": "http" + url.removeprefix("ws") + "/"} if settings.web_ui else {}
+    one (``http://host:port/``, docs/web.md), when ``server.web_ui`` serves it. A host
+    listening on every interface names its loopback address, which a browser can open."""
+    if not settings.web_ui:
+        return {}
+    for wildcard, loopback in _WILDCARDS.items():
+        if url.startswith(wildcard):
+            return {"page": loopback + url.removeprefix(wildcard) + "/"}
+    return {"page": "http" + url.removeprefix("ws") + "/"}
 
 
 def _stop_on_signals() -> asyncio.Event:

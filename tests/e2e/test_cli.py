@@ -239,3 +239,19 @@ async def test_an_ipv6_listener_logs_urls_that_work_as_they_are(tmp_path: Path) 
             await client.ping(timeout=TIMEOUT)
     finally:
         await daemon.close()
+
+
+async def test_a_host_on_every_interface_logs_a_page_url_a_browser_opens(tmp_path: Path) -> None:
+    token = "t" * 32
+    daemon = Daemon(tmp_path / "data", "--host", "0.0.0.0", env={"AHP_SERVER_TOKEN": token})
+    try:
+        url = await daemon.start()
+        assert url.startswith("ws://0.0.0.0:")
+        (listening,) = log_events(daemon, "listening")
+        page = str(listening["page"])
+        assert page == "http://127.0.0.1:" + url.removeprefix("ws://0.0.0.0:") + "/"
+        status, _, body = await http_get(page)
+        assert status == 200
+        assert "<html" in body.lower()
+    finally:
+        await daemon.close()
