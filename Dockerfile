@@ -12,9 +12,15 @@
 # The image carries the "cluster" extra (asyncpg and nats-py), so one image
 # runs every mode: the embedded SQLite default, the PostgreSQL store
 # (AHP_SERVER_STORE) and cluster mode (AHP_SERVER_BUS; docker-compose.cluster.yml).
+#
+# Reproducible: both stages start from the same base image, pinned by the digest
+# of its multi-platform index (the tag is for readers; the digest decides), and
+# every Python package is the version requirements.lock pins, its file checked
+# against the lock's sha256 (pip --require-hashes). Two builds of one commit get
+# the same packages. docs/deploy.md "Reproducible builds" refreshes both.
 
 # ---------------------------------------------------------------- builder ---
-FROM python:3.11-slim-bookworm AS builder
+FROM python:3.11.16-slim-bookworm@sha256:0bee7276f83efd4a1ee05bbbf4281d95ed28e079220a9457f25a93e3f1e3c31b AS builder
 
 ENV PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PIP_NO_CACHE_DIR=1 \
@@ -22,14 +28,14 @@ ENV PIP_DISABLE_PIP_VERSION_CHECK=1 \
 
 WORKDIR /src
 
-# Dependencies first, from pyproject.toml alone, so editing the code does not
-# rebuild them (the project's own version is read from ahp_server/__init__.py):
-# project.dependencies plus the "cluster" extra (asyncpg, nats-py), which the
-# final stage installs as ahp-server[cluster].
-COPY pyproject.toml README.md ./
-RUN python -c "import tomllib; p = tomllib.load(open('pyproject.toml', 'rb'))['project']; print('\n'.join(p['dependencies'] + p['optional-dependencies']['cluster']))" > /tmp/requirements.txt \
-    && pip wheel --wheel-dir /wheels --requirement /tmp/requirements.txt
+# Dependencies first, from the lock alone, so editing the code does not rebuild
+# them: project.dependencies plus the "cluster" extra (asyncpg, nats-py) and
+# everything they need, each at its locked version, each file checked against
+# its locked sha256 (a file that does not match fails the build).
+COPY requirements.lock ./
+RUN pip wheel --require-hashes --wheel-dir /wheels --requirement requirements.lock
 
+COPY pyproject.toml README.md ./
 COPY ahp_server ./ahp_server
 # The project's wheel, and the one requirement the final stage installs: that
 # wheel with the "cluster" extra, as a direct reference (a requirements file,
@@ -39,7 +45,7 @@ RUN pip wheel --no-deps --wheel-dir /wheels . \
     && echo "ahp-server[cluster] @ file://$1" > /wheels/ahp-server.txt
 
 # ------------------------------------------------------------------ final ---
-FROM python:3.11-slim-bookworm
+FROM python:3.11.16-slim-bookworm@sha256:0bee7276f83efd4a1ee05bbbf4281d95ed28e079220a9457f25a93e3f1e3c31b
 
 LABEL org.opencontainers.image.title="ahp-server" \
       org.opencontainers.image.description="Agent Host Protocol host (WebSocket)" \
@@ -62,10 +68,13 @@ RUN groupadd --system --gid 10001 ahp \
     && chown 10001:10001 /data /workspace
 
 # The wheels are bind-mounted from the builder, never copied into a layer.
-# ahp-server.txt names the project's wheel with the "cluster" extra; the
-# import proves asyncpg and nats-py are in.
+# ahp-server.txt names the project's wheel with the "cluster" extra; with no
+# index, pip can take its dependencies only from /wheels, which holds the
+# locked versions and nothing else; pip check proves nothing is missing, the
+# import that asyncpg and nats-py are in.
 RUN --mount=type=bind,from=builder,source=/wheels,target=/wheels \
     pip install --no-cache-dir --no-index --find-links=/wheels --requirement /wheels/ahp-server.txt \
+    && pip check \
     && python -c "import asyncpg, nats" \
     && ahp-server --version
 

@@ -966,6 +966,32 @@ class Problem:
         return f"{self.key}: {self.message}"
 
 
+#: How to install the programs docs/agents.md "Recipes" runs, by the command's file name: what
+#: ``check-config`` adds to "not on PATH" so the fix is in the message. One line each, and only
+#: where the install is one command; anything else gets the bare problem.
+INSTALL_HINTS: dict[str, str] = {
+    "claude-agent-acp": (
+        "npm install -g @agentclientprotocol/claude-agent-acp (Node.js 22 or later)"
+    ),
+    "claude-code-acp": "npm install -g @zed-industries/claude-code-acp",
+    "gemini": "npm install -g @google/gemini-cli (Node.js 20 or later)",
+    "codex-acp": "npm install -g @zed-industries/codex-acp",
+    "fast-agent": "pip install fast-agent-mcp, in a Python 3.12 or later virtual environment",
+    "npx": "install Node.js, which brings npm and npx",
+}
+
+
+def _missing_program(command: str, problem: str) -> str:
+    """``problem``, with the install line of a program the recipes name."""
+    hint = INSTALL_HINTS.get(os.path.basename(command))
+    if hint is None:
+        return problem
+    return (
+        f"{problem}: install it with {hint}, then put its directory on the host's PATH or "
+        'give its full path (docs/agents.md "Recipes")'
+    )
+
+
 def machine_problems(settings: Settings) -> list[Problem]:
     """Every agent's program and every configured workspace root, checked on this machine.
 
@@ -984,10 +1010,12 @@ def machine_problems(settings: Settings) -> list[Problem]:
         if "/" not in command:
             path = dict(agent.env).get("PATH", os.environ.get("PATH", os.defpath))
             if shutil.which(command, path=path) is None:
-                problems.append(Problem(key, f"{command!r} is not on PATH", fatal=False))
+                problem = _missing_program(command, f"{command!r} is not on PATH")
+                problems.append(Problem(key, problem, fatal=False))
         elif os.path.isabs(command):
             if not os.path.isfile(command):
-                problems.append(Problem(key, f"{command!r} does not exist", fatal=False))
+                problem = _missing_program(command, f"{command!r} does not exist")
+                problems.append(Problem(key, problem, fatal=False))
             elif not os.access(command, os.X_OK):
                 problems.append(Problem(key, f"{command!r} is not executable", fatal=False))
     rooted: list[tuple[str, tuple[str, ...]]] = [

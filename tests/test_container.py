@@ -117,17 +117,20 @@ def test_parser_joins_continuations_and_counts_stages() -> None:
     ]
 
 
-def test_multi_stage_build_on_a_pinned_python_311_slim_image(
+def test_multi_stage_build_on_a_python_311_slim_image_pinned_by_digest(
     dockerfile: list[Instruction],
 ) -> None:
     froms = only(dockerfile, "FROM")
     assert len(froms) >= 2, "a builder stage and a final stage"
-    for instruction in froms:
-        image = instruction.args.split()[0]
-        name, _, tag = image.partition(":")
-        assert name == "python", image
-        assert tag.startswith("3.11"), f"pin python:3.11-slim*, not {image}"
-        assert "slim" in tag, f"pin python:3.11-slim*, not {image}"
+    images = {instruction.args.split()[0] for instruction in froms}
+    assert len(images) == 1, f"both stages start from the same base: {images}"
+    image = images.pop()
+    # A tag moves; a digest names one multi-platform index forever (docs/deploy.md
+    # "Reproducible builds"). The full version in the tag says which one it is.
+    match = re.fullmatch(r"python:(3\.11\.\d+)-slim-bookworm@sha256:([0-9a-f]{64})", image)
+    assert match, f"pin python:3.11.<patch>-slim-bookworm@sha256:<digest>, not {image}"
+    deploy = DEPLOY_DOC.read_text(encoding="utf-8")
+    assert match.group(2) in deploy, "docs/deploy.md names the digest it pins and how to refresh it"
     builder = froms[0].args.split()
     assert [word.lower() for word in builder[1:]] == ["as", "builder"]
     builder_runs = " ".join(i.args for i in dockerfile if i.stage == 0 and i.keyword == "RUN")
@@ -151,26 +154,30 @@ def test_final_stage_has_no_build_tools_and_no_pip_cache(dockerfile: list[Instru
         assert not re.match(r"^\.\s", instruction.args), "no source tree in the final image"
 
 
-def test_the_image_installs_the_cluster_extra(dockerfile: list[Instruction]) -> None:
-    """asyncpg and nats-py: one image runs SQLite, the PostgreSQL store and cluster mode."""
+def test_the_image_installs_the_locked_dependencies_and_the_cluster_extra(
+    dockerfile: list[Instruction],
+) -> None:
+    """asyncpg and nats-py: one image runs SQLite, the PostgreSQL store and cluster mode.
+
+    Every dependency comes from requirements.lock (its versions and hashes:
+    tests/test_lock.py), never from pyproject.toml's lower bounds.
+    """
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     extras = project["optional-dependencies"]
     assert set(extras["postgres"]) <= set(extras["cluster"]), "cluster includes the store"
-    builder_runs = [i.args for i in dockerfile if i.stage == 0 and i.keyword == "RUN"]
-    # The builder's requirement list: run its one-liner on the real pyproject.toml.
-    listing = [run for run in builder_runs if "tomllib" in run and "pip wheel" in run]
-    assert len(listing) == 1, builder_runs
-    code = re.search(r'python -c "([^"]+)"', listing[0])
-    assert code, listing[0]
-    result = subprocess.run(
-        [sys.executable, "-c", code.group(1)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=True,
-    )
-    assert result.stdout.splitlines() == project["dependencies"] + extras["cluster"]
+    builder = [i for i in dockerfile if i.stage == 0]
+    builder_runs = [i.args for i in only(builder, "RUN")]
+    # The builder turns exactly the lock into wheels, checking every file's hash.
+    wheels = [run for run in builder_runs if "pip wheel" in run and "--no-deps" not in run]
+    assert len(wheels) == 1, builder_runs
+    words = wheels[0].split()
+    assert "--require-hashes" in words
+    assert words[words.index("--requirement") + 1] == "requirements.lock"
+    copies = [i.args.split() for i in only(builder, "COPY")]
+    lock_copy = next(c for c in copies if "requirements.lock" in c[:-1])
+    assert builder.index(next(i for i in builder if i.args.split() == lock_copy)) < builder.index(
+        next(i for i in builder if i.args == wheels[0])
+    ), "the lock is copied before the wheels are built"
     # The one requirement the final stage installs: the project's wheel with the extra.
     writes = [run for run in builder_runs if "--no-deps" in run]
     assert len(writes) == 1, builder_runs
@@ -185,8 +192,12 @@ def test_the_image_installs_the_cluster_extra(dockerfile: list[Instruction]) -> 
     assert requirement.url == f"file://{wheel}"
     installs = [i.args for i in only(final_stage(dockerfile), "RUN") if "pip install" in i.args]
     assert len(installs) == 1
+    # No index: pip finds the dependencies only among the locked wheels.
+    assert "--no-index" in installs[0]
+    assert "--find-links=/wheels" in installs[0]
     assert f"--requirement {path}" in installs[0]
     assert "target=/wheels" in installs[0]
+    assert "pip check" in installs[0], "the build proves no dependency is missing"
     assert re.search(r"import asyncpg, nats\b", installs[0]), "the build proves the extra is in"
 
 
@@ -337,6 +348,7 @@ def test_dockerignore_keeps_the_build_inputs_and_drops_the_rest(
         "bench/results/x.json",
         "ahp_server/__pycache__/cli.cpython-311.pyc",
         "data/ahp-server.db",
+        "requirements-dev.lock",
     ):
         assert dockerignored(patterns, path), f"{path} must stay out of the build context"
 

@@ -12,6 +12,7 @@ external process it is. ``AHP_TEST_FAST_AGENT`` points elsewhere.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -42,7 +43,9 @@ from tests.agents.test_acp import (
     tools,
     until_no_children,
 )
-from tests.conftest import captured_logs
+from tests.conftest import captured_logs, start_host
+from tests.docs_recipes import load_recipe, recipe
+from tests.test_config import run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 FAST_AGENT = os.environ.get("AHP_TEST_FAST_AGENT") or str(
@@ -75,6 +78,34 @@ async def test_fast_agent_answers_a_turn_through_the_host(tmp_path: Path) -> Non
             assert await client.ask(chat, "and again", timeout=TIMEOUT) == "and again"
     finally:
         await started.running.stop()
+    assert await until_no_children(before) == set()
+
+
+async def test_the_documented_fast_agent_recipe_answers_a_turn(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """docs/agents.md "Recipes", fast-agent: the block as written, but the offline model."""
+    text = recipe("fast-agent", {'"sonnet"': '"passthrough"'})
+    program = Path(str(shutil.which(FAST_AGENT)))
+    assert program.name == "fast-agent"
+    # The recipe's command is found on the host's PATH, as the page says to arrange.
+    monkeypatch.setenv("PATH", f"{program.parent}{os.pathsep}{os.environ.get('PATH', '')}")
+    settings, path = load_recipe(text, tmp_path)
+    checked = run_cli("check-config", "--config", str(path))
+    assert checked.returncode == 0, checked.stderr
+    assert "configuration ok" in checked.stdout
+    work = tmp_path / "work"
+    work.mkdir()
+    before = children()
+    running = await start_host(dataclasses.replace(settings, session_open_timeout=120.0))
+    try:
+        async with AhpClient.connect(running.url) as client:
+            chat = await open_chat(client, work, provider="fast-agent")
+            answer = await client.ask(chat, "hello from the recipe", timeout=TIMEOUT)
+            assert answer == "hello from the recipe"
+            assert last_turn(client, chat).state == "complete"
+    finally:
+        await running.stop()
     assert await until_no_children(before) == set()
 
 

@@ -26,6 +26,8 @@ from ahp_server.config import AgentConfig, Settings
 from ahp_server.protocol.types import ChatDeltaAction
 from tests.agents.test_acp import last_turn
 from tests.conftest import start_host
+from tests.docs_recipes import load_recipe, recipe
+from tests.test_config import run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 PYTHON = os.environ.get("AHP_TEST_MODEL_PYTHON") or str(ROOT / ".venv-models" / "bin" / "python")
@@ -49,6 +51,12 @@ def answering(url: str) -> bool:
             return bool(json.loads(response.read())["data"])
     except OSError:
         return False
+
+
+def served_models(url: str) -> list[str]:
+    """The model ids an OpenAI-compatible server lists at ``url`` (``…/v1/models``)."""
+    with urllib.request.urlopen(url, timeout=10) as response:
+        return [str(model["id"]) for model in json.loads(response.read())["data"]]
 
 
 def shipped_gguf() -> str:
@@ -134,6 +142,31 @@ async def test_a_real_model_answers_a_turn_streamed_to_an_ahp_client(model_url: 
             assert answer.strip(), "the model said something"
             assert len(deltas) >= 2, "it arrived as a stream of deltas"
             # A second turn carries the first as history, and is answered too.
+            assert (await client.ask(chat, "And of Italy?", timeout=TIMEOUT)).strip()
+    finally:
+        await running.stop()
+
+
+async def test_the_documented_llama_cpp_recipe_answers_a_turn(
+    model_url: str, tmp_path: Path
+) -> None:
+    """docs/agents.md "Recipes", llama.cpp: the block as written, on this server's port."""
+    text = recipe("llama.cpp", {"http://127.0.0.1:8080/v1": model_url})
+    settings, path = load_recipe(text, tmp_path)
+    checked = run_cli("check-config", "--config", str(path))
+    assert checked.returncode == 0, checked.stderr
+    (agent,) = settings.agents
+    # The server answers whatever model is asked for when it has one, so check the
+    # name here: the recipe asks for the model under the name the server gives it.
+    served = await asyncio.to_thread(served_models, f"{model_url}/models")
+    assert agent.model in served, (agent.model, served)
+    running = await start_host(settings)
+    try:
+        async with AhpClient.connect(running.url) as client:
+            chat = await client.open_chat(agent.name)
+            answer = await client.ask(chat, "What is the capital of France?", timeout=TIMEOUT)
+            assert last_turn(client, chat).state == "complete"
+            assert answer.strip(), "the model said something"
             assert (await client.ask(chat, "And of Italy?", timeout=TIMEOUT)).strip()
     finally:
         await running.stop()
