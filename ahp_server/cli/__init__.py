@@ -36,6 +36,7 @@ import argparse
 import asyncio
 import contextlib
 import dataclasses
+import datetime
 import gc
 import json
 import os
@@ -80,6 +81,7 @@ from ahp_server.protocol.types import (
     ChatState,
     SessionStatus,
     SessionSummary,
+    SessionTitleChangedAction,
 )
 from ahp_server.store.base import StoreError
 from ahp_server.store.sqlite import complete_copy
@@ -224,7 +226,7 @@ def _list_options(target: argparse.ArgumentParser) -> None:
 def _sessions_parser(commands: Any) -> None:
     sessions = commands.add_parser(
         "sessions",
-        help="list sessions and chats of a running host; archive, mark read, move chats",
+        help="list, rename and delete sessions of a running host; archive, mark read, move chats",
         description="Without an action: list the sessions and their chats (as 'list'). "
         "SESSION and CHAT are URIs as listed, or an unambiguous start of the id after the "
         "scheme (e.g. the first characters of a uuid). Exit status: 0 done, 1 the host "
@@ -276,6 +278,24 @@ def _sessions_parser(commands: Any) -> None:
         "--after", default=None, metavar="CHAT", help="place it after this chat of SESSION"
     )
     _client_options(move)
+    rename = actions.add_parser(
+        "rename",
+        help="give a session a new title",
+        description="Rename a session (session/titleChanged).",
+    )
+    rename.add_argument("session", metavar="SESSION", help="the session to rename")
+    rename.add_argument("title", metavar="TITLE", help="its new title")
+    _client_options(rename)
+    delete = actions.add_parser(
+        "delete",
+        help="delete a session and its chats",
+        description="Delete a session with all its chats (disposeSession): its agent is "
+        "stopped and its history is gone. Asks first on a terminal; --yes does not ask "
+        "(and is needed when stdin is not a terminal).",
+    )
+    delete.add_argument("session", metavar="SESSION", help="the session to delete")
+    delete.add_argument("--yes", "-y", action="store_true", help="do not ask to confirm")
+    _client_options(delete)
     changes = actions.add_parser(
         "changes",
         help="list the files a chat changed",
@@ -536,6 +556,8 @@ async def sessions_listing(client: AhpClient, archived: bool) -> dict[str, Any]:
                 "provider": summary.provider,
                 "status": summary.status,
                 "archived": _flag(summary.status, SessionStatus.IsArchived),
+                "activity": _ACTIVITY_WORDS.get(summary.status & _ACTIVITY_MASK, "idle"),
+                "modifiedAt": summary.modified_at,
                 "defaultChat": default,
                 "chats": entries,
             }
@@ -561,11 +583,25 @@ def _work_json(work: object) -> dict[str, Any]:
     return {"kind": getattr(work, "kind", "unknown"), "label": label, "command": None}
 
 
+def _when(stamp: str) -> str:
+    """An ISO 8601 timestamp as local time to the minute (as given when it is not one)."""
+    try:
+        moment = datetime.datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+    except ValueError:
+        return stamp
+    return moment.astimezone().strftime("%Y-%m-%d %H:%M")
+
+
 def print_listing(listing: dict[str, Any]) -> None:
     """The listing as text: a line per session, a line per chat, a line per background job."""
     for session in listing["sessions"]:
-        tags = "  [archived]" if session["archived"] else ""
-        print(f"{session['title']}  {session['resource']}  ({session['provider']}){tags}")
+        marks = [session["activity"]] if session["activity"] != "idle" else []
+        marks += ["archived"] if session["archived"] else []
+        tags = "".join(f"  [{mark}]" for mark in marks)
+        print(
+            f"{session['title']}  {session['resource']}  ({session['provider']}){tags}"
+            f"  last active {_when(session['modifiedAt'])}"
+        )
         for entry in session["chats"]:
             marks = [
                 word
@@ -652,6 +688,20 @@ def print_changes(changes: dict[str, Any]) -> None:
         print(f"the changeset is incomplete: {changes['error']}", file=sys.stderr)
 
 
+async def _confirm_delete(client: AhpClient, session: str) -> None:
+    """Ask before deleting, on a terminal; elsewhere ``--yes`` must say so."""
+    if not sys.stdin.isatty():
+        raise Refused(f"deleting {session} needs --yes when not asked at a terminal")
+    summary = next((s for s in await all_sessions(client) if s.resource == session), None)
+    chats = 0 if summary is None or isinstance(summary.chats, UnsetType) else len(summary.chats)
+    title = "" if summary is None else f" {summary.title!r}"
+    plural = "" if chats == 1 else "s"
+    question = f"delete session{title} ({session}) and its {chats} chat{plural}? [y/N] "
+    answer = await asyncio.to_thread(input, question)
+    if answer.strip().lower() not in ("y", "yes"):
+        raise Refused("not deleted")
+
+
 async def sessions_command(client: AhpClient, args: argparse.Namespace) -> None:
     """Run one ``ahp-server sessions`` action on a connected client."""
     action = args.action or "list"
@@ -681,6 +731,22 @@ async def sessions_command(client: AhpClient, args: argparse.Namespace) -> None:
             chat_uri, destination, after=after, timeout=REQUEST_TIMEOUT
         )
         print(f"moved {chat_uri} to {session}")
+    elif action == "rename":
+        session = await resolve(client, args.session, chats=False)
+        await client.subscribe(session, timeout=REQUEST_TIMEOUT)
+        title = args.title.strip()
+        if not title:
+            raise Refused("the new title is empty")
+        await client.dispatch_and_wait(
+            session, SessionTitleChangedAction(title=title), timeout=REQUEST_TIMEOUT
+        )
+        print(f"renamed {session} to {title!r}")
+    elif action == "delete":
+        session = await resolve(client, args.session, chats=False)
+        if not args.yes:
+            await _confirm_delete(client, session)
+        await client.dispose_session(session, timeout=REQUEST_TIMEOUT)
+        print(f"deleted {session}")
     elif action == "changes":
         chat_uri = await resolve(client, args.chat, sessions=False)
         changes = await chat_changes(client, chat_uri)
