@@ -114,9 +114,24 @@ def _server_options(target: argparse.ArgumentParser) -> None:
         default=None,
         help=f"database folder (default {default_data_dir()}; ':memory:' keeps nothing)",
     )
-    target.add_argument("--durability", choices=["normal", "full"], default=None)
-    target.add_argument("--log-format", choices=["console", "json", "auto"], default=None)
-    target.add_argument("--log-level", choices=["debug", "info", "warning", "error"])
+    target.add_argument(
+        "--durability",
+        choices=["normal", "full"],
+        default=None,
+        help="normal survives a crash of the process, full a power loss too (storage.durability)",
+    )
+    target.add_argument(
+        "--log-format",
+        choices=["console", "json", "auto"],
+        default=None,
+        help="log lines for people or for machines; auto: console on a terminal, else json "
+        "(logging.format)",
+    )
+    target.add_argument(
+        "--log-level",
+        choices=["debug", "info", "warning", "error"],
+        help="the least severe level logged (logging.level)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -238,7 +253,8 @@ def _sessions_parser(commands: Any) -> None:
     listing = actions.add_parser(
         "list",
         help="list sessions and chats (the default)",
-        description="One line per session (title, URI, agent), one per chat below it (title, "
+        description="One line per session (title, URI, agent, running / failed / waiting for "
+        "input, archived, last activity), one per chat below it (title, "
         "URI, then markers: default, unread, archived, running / failed / waiting for input, "
         "and its changes as files +added -deleted), and each command it runs in the background.",
     )

@@ -124,9 +124,10 @@ CANCEL_TIMEOUT = 30.0
 HELP = """\
 /help               this list
 /session            the session and chat this prompt talks in
+/continue           go on with the latest answer, when it failed resumably
 /quit, /exit        leave (Ctrl-D too); the session stays on the host
 Any other line is sent to the agent, /words included (e.g. the echo agent's /input).
-Ctrl-C while the agent answers cancels its turn; Ctrl-C at an empty prompt leaves.
+Ctrl-C while the agent answers cancels its turn; Ctrl-C at the prompt leaves.
 Continue later: ahp-server chat --session SESSION"""
 
 
