@@ -819,7 +819,7 @@ def _one_turn(runner: ChatRunner, message: str | None) -> int:
             failed.add_note(f"resume it: ahp-server chat --chat {runner.chat_uri} --continue")
         raise
     except TimeoutError as error:
-        _note(f"{error}: ahp-server chat --chat {runner.chat_uri} follows it")
+        _note(f"{error}; to go on there: ahp-server chat --chat {runner.chat_uri}")
         return 1
     return 0
 
