@@ -1,33 +1,37 @@
 """The ``ahp-server`` command line (also ``python -m ahp_server``).
 
 Layer: cli (the outermost layer: it uses ``app`` to run a server and ``client``
-for ``chat``; nothing imports it).
+for ``chat`` and ``sessions``; nothing imports it).
 
 Commands: ``serve`` (the default), ``check-config``, ``backup``, ``chat``,
 ``sessions``. ``chat`` and ``sessions`` are clients on
 :class:`~ahp_server.client.AhpClient`: they speak AHP 1.0 (offering 1.0.0,
 0.9.0, 0.7.0) and read 1.0 actions and states whatever was negotiated.
 
-``chat`` talks in a new session's chat or in an existing chat (``--chat``),
-or resumes a chat's failed answer (``--continue``, ``chat/turnResume``). It
-streams the turn's text, asks tool confirmations at the terminal, reports a
-failed turn's error (1.0: the turn's last response part, of kind ``error``)
-on stderr, and marks the chat read once the turn has ended (the user saw it).
+``chat`` (:mod:`ahp_server.cli.chat`) sends one message, or, on a terminal
+with none, holds a conversation at a prompt; in a new session, an existing
+one (``--session``) or chat (``--chat``), or resumes a chat's failed answer
+(``--continue``, ``chat/turnResume``). What the client commands share (naming
+a session or chat, timeouts, :class:`Refused`) is in :mod:`ahp_server.cli.common`.
 
-``sessions`` lists sessions and their chats (read and archived flags, each
-chat's change counts and background work) and archives, restores, marks
-read or unread, moves a chat (``moveChat``) and lists a chat's own changes.
-A session or chat is named by its URI or by an unambiguous start of its id
-(what follows the URI's scheme and slashes).
+``sessions`` lists sessions (activity, last activity) and their chats (read
+and archived flags, each chat's change counts and background work); renames
+(``session/titleChanged``) and deletes (``disposeSession``, asked first on a
+terminal) a session; archives, restores, marks read or unread, moves a chat
+(``moveChat``) and lists a chat's own changes. A session or chat is named by
+its URI or by an unambiguous start of its id (what follows the URI's scheme
+and slashes).
 
 ``check-config`` loads the settings, then checks that what they name exists
 on this machine (agents' programs, workspace roots: ``config.machine_problems``);
 ``serve`` refuses a missing root and warns of a missing program. Its exit
 status: 0 whole, 1 something named is missing here, 2 invalid.
 
-Exit status of the client commands: 0 done; 1 a failed turn, or the host
-could not be reached; 2 a usage error or a refusal (the host's, printed as
-it said it, or the command's own, e.g. nothing to resume).
+Exit status of the client commands: 0 done; 1 a failed turn (or one that
+asked what could not be answered here), or the host could not be reached;
+2 a usage error or a refusal (the host's, printed as it said it, or the
+command's own, e.g. nothing to resume); 130 interrupted (Ctrl-C). The
+reference for users is docs/cli.md, generated from :func:`build_parser`.
 """
 
 from __future__ import annotations

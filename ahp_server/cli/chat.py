@@ -388,14 +388,14 @@ class ChatRunner:
             _Ended(ConnectionClosedError(self.client.close_code, self.client.close_reason))
         )
 
-    async def _start(self, text: str | None) -> str:
+    async def _start(self, text: str | None, new_id: str) -> str:
         state = self.client.confirmed(self.chat_uri, ChatState)
         check_turnable(state, self.chat_uri, resume=text is None)
         if text is None:
             turn_id = state.turns[-1].id
             action: Any = ChatTurnResumeAction(turn_id=turn_id)
         else:
-            turn_id = str(uuid.uuid4())
+            turn_id = new_id
             action = ChatTurnStartedAction(
                 turn_id=turn_id,
                 started_at=iso_timestamp(time.time() * 1000),
@@ -433,7 +433,16 @@ class ChatRunner:
             self._events.get_nowait()
         self._declined = False
         started = time.monotonic()
-        turn_id = self.thread.run(self._start(text))
+        new_id = str(uuid.uuid4())
+        try:
+            turn_id = self.thread.run(self._start(text, new_id))
+        except KeyboardInterrupt:
+            # Ctrl-C before the host's echo: the start may have been sent. A cancel
+            # sent after it reaches the host after it, so it ends what it began.
+            if text is not None:
+                with contextlib.suppress(ClientError):
+                    self.thread.run(self._cancel(new_id, started))
+            raise TurnCancelled(new_id) from None
         watch = asyncio.run_coroutine_threadsafe(self._watch_connection(), self.thread.loop)
         try:
             error = self._until_end(turn_id, started, timeout)
