@@ -66,6 +66,18 @@ def test_the_configuration_reference_is_current() -> None:
         assert f"| `{name}` |" in section, key
 
 
+def test_the_cli_reference_is_current() -> None:
+    """docs/cli.md is what .ci/gen_cli_docs.py makes of the parser, and has a section
+    for every command and action."""
+    generator_check("gen_cli_docs.py")
+    reference = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
+    for command in ("serve", "check-config", "backup", "chat", "sessions"):
+        assert f"### `ahp-server {command}`" in reference
+    for action in ("list", "rename", "delete", "archive", "move", "changes"):
+        assert f"#### `ahp-server sessions {action}`" in reference
+    assert "| `--session` `SESSION` |" in reference
+
+
 def test_cli_entry_point_runs() -> None:
     result = subprocess.run(
         [sys.executable, "-m", "ahp_server", "--version"],

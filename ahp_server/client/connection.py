@@ -60,6 +60,7 @@ import contextlib
 import functools
 import itertools
 import os
+import time
 import uuid
 from collections import deque
 from collections.abc import Awaitable, Callable, Coroutine, Generator, Iterable, Mapping, Sequence
@@ -919,7 +920,9 @@ class AhpClient:
         )
         state = self.view(session, SessionState)
         if not isinstance(state.default_chat, str):
-            raise RemoteError(-32603, f"session {session} did not start", state.creation_error)
+            error = state.creation_error
+            cause = "" if isinstance(error, msgspec.UnsetType) else f": {error.message}"
+            raise RemoteError(-32603, f"session {session} did not start{cause}", error)
         await self.subscribe(state.default_chat, timeout=timeout)
         return state.default_chat
 
@@ -1336,12 +1339,17 @@ class AhpClient:
     async def _bounded(self, awaitable: Awaitable[Any], timeout: float | None, what: str) -> Any:
         limit = self.request_timeout if timeout is None else timeout
         scope = asyncio.timeout(limit)
+        started = time.monotonic()
         try:
             async with scope:
                 return await awaitable
         except TimeoutError:
             if scope.expired():
-                raise ClientTimeoutError(f"gave up waiting for {what} after {limit}s") from None
+                # What was waited, measured: not the limit, which a suspended machine
+                # or a starved loop can make differ from the time that passed.
+                waited = time.monotonic() - started
+                message = f"gave up waiting for {what} after {waited:.1f} s"
+                raise ClientTimeoutError(message) from None
             raise
 
     # -- internals: receiving --------------------------------------------------------------

@@ -7,6 +7,8 @@ never by sleeping; every test body runs under ``asyncio.timeout``.
 from __future__ import annotations
 
 import asyncio
+import re
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -147,6 +149,21 @@ async def test_handshake_timeout(server: FakeServer) -> None:
     async with asyncio.timeout(LIMIT):
         with pytest.raises(ClientTimeoutError):
             await AhpClient.connect(server.url, timeout=0.2)
+
+
+async def test_a_timeout_says_how_long_it_waited(server: FakeServer) -> None:
+    async with asyncio.timeout(LIMIT), connected(server) as client:
+        started = time.monotonic()
+        with pytest.raises(ClientTimeoutError) as info:
+            await client.wait_for(lambda _: False, timeout=0.3)
+        elapsed = time.monotonic() - started
+        match = re.fullmatch(
+            r"gave up waiting for the predicate after (\d+\.\d) s", str(info.value)
+        )
+        assert match is not None, str(info.value)
+        # The time measured, rounded to a tenth: never less than the limit, never more
+        # than what passed around the call.
+        assert 0.3 <= float(match.group(1)) <= round(elapsed, 1) + 0.05
 
 
 # -- requests ------------------------------------------------------------------------------

@@ -1,33 +1,37 @@
 """The ``ahp-server`` command line (also ``python -m ahp_server``).
 
 Layer: cli (the outermost layer: it uses ``app`` to run a server and ``client``
-for ``chat``; nothing imports it).
+for ``chat`` and ``sessions``; nothing imports it).
 
 Commands: ``serve`` (the default), ``check-config``, ``backup``, ``chat``,
 ``sessions``. ``chat`` and ``sessions`` are clients on
 :class:`~ahp_server.client.AhpClient`: they speak AHP 1.0 (offering 1.0.0,
 0.9.0, 0.7.0) and read 1.0 actions and states whatever was negotiated.
 
-``chat`` talks in a new session's chat or in an existing chat (``--chat``),
-or resumes a chat's failed answer (``--continue``, ``chat/turnResume``). It
-streams the turn's text, asks tool confirmations at the terminal, reports a
-failed turn's error (1.0: the turn's last response part, of kind ``error``)
-on stderr, and marks the chat read once the turn has ended (the user saw it).
+``chat`` (:mod:`ahp_server.cli.chat`) sends one message, or, on a terminal
+with none, holds a conversation at a prompt; in a new session, an existing
+one (``--session``) or chat (``--chat``), or resumes a chat's failed answer
+(``--continue``, ``chat/turnResume``). What the client commands share (naming
+a session or chat, timeouts, :class:`Refused`) is in :mod:`ahp_server.cli.common`.
 
-``sessions`` lists sessions and their chats (read and archived flags, each
-chat's change counts and background work) and archives, restores, marks
-read or unread, moves a chat (``moveChat``) and lists a chat's own changes.
-A session or chat is named by its URI or by an unambiguous start of its id
-(what follows the URI's scheme and slashes).
+``sessions`` lists sessions (activity, last activity) and their chats (read
+and archived flags, each chat's change counts and background work); renames
+(``session/titleChanged``) and deletes (``disposeSession``, asked first on a
+terminal) a session; archives, restores, marks read or unread, moves a chat
+(``moveChat``) and lists a chat's own changes. A session or chat is named by
+its URI or by an unambiguous start of its id (what follows the URI's scheme
+and slashes).
 
 ``check-config`` loads the settings, then checks that what they name exists
 on this machine (agents' programs, workspace roots: ``config.machine_problems``);
 ``serve`` refuses a missing root and warns of a missing program. Its exit
 status: 0 whole, 1 something named is missing here, 2 invalid.
 
-Exit status of the client commands: 0 done; 1 a failed turn, or the host
-could not be reached; 2 a usage error or a refusal (the host's, printed as
-it said it, or the command's own, e.g. nothing to resume).
+Exit status of the client commands: 0 done; 1 a failed turn (or one that
+asked what could not be answered here), or the host could not be reached;
+2 a usage error or a refusal (the host's, printed as it said it, or the
+command's own, e.g. nothing to resume); 130 interrupted (Ctrl-C). The
+reference for users is docs/cli.md, generated from :func:`build_parser`.
 """
 
 from __future__ import annotations
@@ -36,59 +40,52 @@ import argparse
 import asyncio
 import contextlib
 import dataclasses
-import difflib
+import datetime
 import gc
 import json
 import os
 import signal
 import sqlite3
 import sys
-import time
-import urllib.parse
-import urllib.request
-import uuid
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import structlog
-from msgspec import UNSET, UnsetType
+from msgspec import UnsetType
 
 from ahp_server import __version__
 from ahp_server.app import App
+from ahp_server.cli.chat import chat_command
+from ahp_server.cli.common import (
+    DEFAULT_URL,
+    REQUEST_TIMEOUT,
+    Refused,
+    all_sessions,
+    path_of,
+    resolve,
+)
 from ahp_server.client import (
     ActionRejectedError,
     AhpClient,
     ClientError,
     RemoteError,
     TurnFailedError,
-    is_resumable,
 )
 from ahp_server.cluster import ClusterNode, NodeFailed
 from ahp_server.config import ConfigError, Settings, load_settings, machine_problems
 from ahp_server.host.host import DB_FILE, HostFailed
 from ahp_server.logging import configure_logging
 from ahp_server.protocol import PROTOCOL_VERSION
-from ahp_server.protocol.edits import side_text
-from ahp_server.protocol.reducers import iso_timestamp
 from ahp_server.protocol.types import (
     ActiveTurn,
     BackgroundShellWork,
     ChangesetState,
     ChangesSummary,
-    ChatDeltaAction,
-    ChatResponsePartAction,
     ChatState,
-    ChatToolCallApprovedAction,
-    ChatToolCallDeniedAction,
-    ChatToolCallReadyAction,
-    ChatTurnStartedAction,
-    MarkdownResponsePart,
-    MarkdownString,
-    Message,
-    MessageOrigin,
     SessionStatus,
     SessionSummary,
+    SessionTitleChangedAction,
 )
 from ahp_server.store.base import StoreError
 from ahp_server.store.sqlite import complete_copy
@@ -96,13 +93,6 @@ from ahp_server.workspace.roots import Roots
 
 log = structlog.get_logger(__name__)
 
-DEFAULT_URL = "ws://127.0.0.1:8765"
-
-#: How long a turn the CLI waits for may run, in seconds.
-TURN_TIMEOUT = 600.0
-#: How long one request or echo may take, in seconds.
-REQUEST_TIMEOUT = 30.0
-#: Bits 0–4 of a status hold its activity; the flags sit above (WIRE-SUMMARY §10.4).
 _ACTIVITY_MASK = 0b11111
 _ACTIVITY_WORDS = {
     int(SessionStatus.InProgress): "running",
@@ -111,10 +101,6 @@ _ACTIVITY_WORDS = {
 }
 #: How many chats ``sessions`` reads at once (each is a subscribe).
 _READ_AT_ONCE = 16
-
-
-class Refused(Exception):
-    """The command cannot do what was asked (exit status 2); the text says why."""
 
 
 def default_data_dir() -> Path:
@@ -132,9 +118,24 @@ def _server_options(target: argparse.ArgumentParser) -> None:
         default=None,
         help=f"database folder (default {default_data_dir()}; ':memory:' keeps nothing)",
     )
-    target.add_argument("--durability", choices=["normal", "full"], default=None)
-    target.add_argument("--log-format", choices=["console", "json", "auto"], default=None)
-    target.add_argument("--log-level", choices=["debug", "info", "warning", "error"])
+    target.add_argument(
+        "--durability",
+        choices=["normal", "full"],
+        default=None,
+        help="normal survives a crash of the process, full a power loss too (storage.durability)",
+    )
+    target.add_argument(
+        "--log-format",
+        choices=["console", "json", "auto"],
+        default=None,
+        help="log lines for people or for machines; auto: console on a terminal, else json "
+        "(logging.format)",
+    )
+    target.add_argument(
+        "--log-level",
+        choices=["debug", "info", "warning", "error"],
+        help="the least severe level logged (logging.level)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -161,13 +162,19 @@ def build_parser() -> argparse.ArgumentParser:
     _server_options(backup)
     chat = commands.add_parser(
         "chat",
-        help="send a message to a running host, print the reply",
-        description="Send a message and stream the reply: in a new session's chat, or in an "
-        "existing chat (--chat). --continue resumes a chat's answer that failed for a passing "
-        "reason. Tool calls that need confirmation are asked here. Exit status: 0 answered, "
-        "1 the turn failed, 2 refused.",
+        help="talk to an agent of a running host: one message, or a conversation at the prompt",
+        description="With a message (as an argument, or on stdin when stdin is not a terminal): "
+        "send it, stream the reply, exit. Without one, on a terminal: a conversation at a "
+        "prompt, in one session, with line editing and a history (/help lists its commands). "
+        "In a new session, or an existing one (--session) or chat (--chat). --continue resumes "
+        "a chat's answer that failed for a passing reason. Tool confirmations and the agent's "
+        "questions are asked at the terminal; Ctrl-C cancels a running turn. Exit status: "
+        "0 answered, 1 the turn failed or asked what could not be answered here, 2 refused, "
+        "130 interrupted.",
     )
-    chat.add_argument("message", nargs="?", help="what to say")
+    chat.add_argument(
+        "message", nargs="?", help="what to say (none, on a terminal: a conversation)"
+    )
     _client_options(chat)
     chat.add_argument(
         "--agent",
@@ -184,6 +191,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="the new session's working directory, where its agent works (a relative path is "
         "taken from here; it must lie inside the host's workspace roots). Default: a folder of "
         "the session's own, <first root>/ahp-sessions/<id>",
+    )
+    chat.add_argument(
+        "--session",
+        dest="session",
+        metavar="SESSION",
+        default=None,
+        help="continue this existing session (its URI or the start of its id) in its default "
+        "chat: its last turns are shown, then the prompt",
     )
     chat.add_argument(
         "--chat",
@@ -230,7 +245,7 @@ def _list_options(target: argparse.ArgumentParser) -> None:
 def _sessions_parser(commands: Any) -> None:
     sessions = commands.add_parser(
         "sessions",
-        help="list sessions and chats of a running host; archive, mark read, move chats",
+        help="list, rename and delete sessions of a running host; archive, mark read, move chats",
         description="Without an action: list the sessions and their chats (as 'list'). "
         "SESSION and CHAT are URIs as listed, or an unambiguous start of the id after the "
         "scheme (e.g. the first characters of a uuid). Exit status: 0 done, 1 the host "
@@ -242,7 +257,8 @@ def _sessions_parser(commands: Any) -> None:
     listing = actions.add_parser(
         "list",
         help="list sessions and chats (the default)",
-        description="One line per session (title, URI, agent), one per chat below it (title, "
+        description="One line per session (title, URI, agent, running / failed / waiting for "
+        "input, archived, last activity), one per chat below it (title, "
         "URI, then markers: default, unread, archived, running / failed / waiting for input, "
         "and its changes as files +added -deleted), and each command it runs in the background.",
     )
@@ -282,6 +298,24 @@ def _sessions_parser(commands: Any) -> None:
         "--after", default=None, metavar="CHAT", help="place it after this chat of SESSION"
     )
     _client_options(move)
+    rename = actions.add_parser(
+        "rename",
+        help="give a session a new title",
+        description="Rename a session (session/titleChanged).",
+    )
+    rename.add_argument("session", metavar="SESSION", help="the session to rename")
+    rename.add_argument("title", metavar="TITLE", help="its new title")
+    _client_options(rename)
+    delete = actions.add_parser(
+        "delete",
+        help="delete a session and its chats",
+        description="Delete a session with all its chats (disposeSession): its agent is "
+        "stopped and its history is gone. Asks first on a terminal; --yes does not ask "
+        "(and is needed when stdin is not a terminal).",
+    )
+    delete.add_argument("session", metavar="SESSION", help="the session to delete")
+    delete.add_argument("--yes", "-y", action="store_true", help="do not ask to confirm")
+    _client_options(delete)
     changes = actions.add_parser(
         "changes",
         help="list the files a chat changed",
@@ -453,165 +487,7 @@ def backup_database(data_dir: Path, destination: Path) -> None:
         source.close()
 
 
-async def chat(
-    url: str,
-    message: str | None,
-    token: str | None,
-    agent: str | None,
-    *,
-    existing: str | None = None,
-    resume: bool = False,
-    cwd: str | None = None,
-) -> None:
-    """Send ``message`` in a chat of a running host and stream the reply to stdout.
-
-    The chat is a new session's (with ``agent``, working in ``cwd`` when
-    given: :func:`~ahp_server.client.directory_uri`), or ``existing`` (a URI or
-    the start of a chat's id). With ``resume`` the latest turn of
-    ``existing``, which must have failed resumably, goes on instead
-    (``chat/turnResume``). Once the turn has ended the chat is marked read.
-
-    A tool call that waits for confirmation is asked at the terminal: the
-    agent's options by number (or y/n); no answer (end of input) denies it.
-    Raises :class:`Refused` when there is nothing to resume or a turn runs.
-    """
-    async with AhpClient.connect(url, token=token) as client:
-        version = client.protocol_version
-        print(f"ahp-server chat: connected to {url} (AHP {version})", file=sys.stderr)
-        if existing is None:
-            chat_uri = await client.open_chat(agent, cwd=cwd)
-        else:
-            chat_uri = await resolve(client, existing, sessions=False)
-            await client.subscribe(chat_uri, turns=1, timeout=REQUEST_TIMEOUT)
-            _check_turnable(client.confirmed(chat_uri, ChatState), chat_uri, resume)
-        asked: set[str] = set()
-        questions: set[asyncio.Task[None]] = set()
-
-        def show(envelope: object) -> None:
-            action = getattr(envelope, "action", None)
-            if getattr(envelope, "channel", None) != chat_uri:
-                return
-            if isinstance(action, ChatDeltaAction):
-                sys.stdout.write(action.content)
-            elif isinstance(action, ChatResponsePartAction) and isinstance(
-                action.part, MarkdownResponsePart
-            ):
-                sys.stdout.write(action.part.content)
-            elif isinstance(action, ChatToolCallReadyAction) and isinstance(
-                action.confirmed, UnsetType
-            ):
-                if action.tool_call_id not in asked:
-                    asked.add(action.tool_call_id)
-                    task = asyncio.get_running_loop().create_task(
-                        _confirm_at_terminal(client, chat_uri, action)
-                    )
-                    questions.add(task)
-                    task.add_done_callback(questions.discard)
-                return
-            else:
-                return
-            sys.stdout.flush()
-
-        client.on_envelope(show)
-        try:
-            if resume:
-                await client.resume(chat_uri, timeout=TURN_TIMEOUT)
-            else:
-                assert message is not None  # main() checked the arguments
-                turn_id = str(uuid.uuid4())
-                started = ChatTurnStartedAction(
-                    turn_id=turn_id,
-                    started_at=iso_timestamp(time.time() * 1000),
-                    message=Message(text=message, origin=MessageOrigin(kind="user")),
-                )
-                await client.dispatch_and_wait(chat_uri, started, timeout=REQUEST_TIMEOUT)
-                await client.wait_turn(chat_uri, turn_id, timeout=TURN_TIMEOUT)
-        except TurnFailedError as failed:
-            sys.stdout.write("\n")
-            with contextlib.suppress(ClientError):  # the turn's failure is what to report
-                await _mark_read(client, chat_uri)
-            turns = client.confirmed(chat_uri, ChatState).turns
-            if turns and is_resumable(turns[-1]):
-                failed.add_note(f"resume it: ahp-server chat --chat {chat_uri} --continue")
-            raise
-        finally:
-            for task in questions:
-                task.cancel()
-        sys.stdout.write("\n")
-        await _mark_read(client, chat_uri)
-
-
-def _check_turnable(state: ChatState, chat_uri: str, resume: bool) -> None:
-    """Refuse before dispatching when the chat cannot take the turn asked for."""
-    if isinstance(state.active_turn, ActiveTurn):
-        raise Refused(f"a turn is running in {chat_uri}: wait for its end, or cancel it")
-    if not resume:
-        return
-    if not state.turns:
-        raise Refused(f"{chat_uri} has no answer to continue")
-    latest = state.turns[-1]
-    if latest.state != "error":
-        raise Refused(
-            f"the latest answer in {chat_uri} did not fail (it is {latest.state}): "
-            "nothing to continue"
-        )
-    if not is_resumable(latest):
-        raise Refused(
-            f"the latest answer in {chat_uri} failed for good (its error is not resumable): "
-            "send a new message instead"
-        )
-
-
-async def _mark_read(client: AhpClient, chat_uri: str) -> None:
-    """The user saw the turn's end: mark the chat read (1.0; a 0.7 host has no read flag)."""
-    if not client.lifts_0_7:
-        await client.set_read(chat_uri, True, timeout=REQUEST_TIMEOUT)
-
-
 # -- sessions ------------------------------------------------------------------------------
-
-
-async def _all_sessions(client: AhpClient) -> list[SessionSummary]:
-    """Every page of ``listSessions``."""
-    items: list[SessionSummary] = []
-    cursor: str | None = None
-    while True:
-        page = await client.list_sessions(cursor=cursor, timeout=REQUEST_TIMEOUT)
-        items.extend(page.items)
-        if isinstance(page.next_cursor, UnsetType) or not page.items:
-            return items
-        cursor = page.next_cursor
-
-
-def _id_of(uri: str) -> str:
-    """What follows a URI's scheme and slashes: ``ahp-chat:/abc`` -> ``abc``."""
-    return uri.partition(":")[2].lstrip("/")
-
-
-async def resolve(
-    client: AhpClient, given: str, *, sessions: bool = True, chats: bool = True
-) -> str:
-    """The session or chat URI ``given`` names: itself when it is a URI (it has a
-    scheme), else the one session or chat whose id starts with it.
-
-    Raises :class:`Refused` when none or several match.
-    """
-    if ":" in given:
-        return given
-    what = " or ".join(k for k, on in (("session", sessions), ("chat", chats)) if on)
-    if not given:
-        raise Refused(f"name a {what}")
-    found: list[str] = []
-    for summary in await _all_sessions(client):
-        uris = [summary.resource] if sessions else []
-        if chats and not isinstance(summary.chats, UnsetType):
-            uris += [c.resource for c in summary.chats]
-        found += [uri for uri in uris if _id_of(uri).startswith(given)]
-    if not found:
-        raise Refused(f"no {what} matches {given!r} (ahp-server sessions --archived lists them)")
-    if len(found) > 1:
-        raise Refused(f"{given!r} names several: {', '.join(found)}")
-    return found[0]
 
 
 def _flag(status: int | None, bit: SessionStatus) -> bool:
@@ -650,7 +526,7 @@ async def sessions_listing(client: AhpClient, archived: bool) -> dict[str, Any]:
     background work, and whether it has had a turn: a chat is unread when a
     turn ended that nobody has marked read since, and nothing runs in it).
     """
-    summaries = await _all_sessions(client)
+    summaries = await all_sessions(client)
     hidden = {"sessions": 0, "chats": 0}
     shown: list[tuple[SessionSummary, list[Any]]] = []
     for summary in summaries:
@@ -711,6 +587,8 @@ async def sessions_listing(client: AhpClient, archived: bool) -> dict[str, Any]:
                 "provider": summary.provider,
                 "status": summary.status,
                 "archived": _flag(summary.status, SessionStatus.IsArchived),
+                "activity": _ACTIVITY_WORDS.get(summary.status & _ACTIVITY_MASK, "idle"),
+                "modifiedAt": summary.modified_at,
                 "defaultChat": default,
                 "chats": entries,
             }
@@ -736,11 +614,25 @@ def _work_json(work: object) -> dict[str, Any]:
     return {"kind": getattr(work, "kind", "unknown"), "label": label, "command": None}
 
 
+def _when(stamp: str) -> str:
+    """An ISO 8601 timestamp as local time to the minute (as given when it is not one)."""
+    try:
+        moment = datetime.datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+    except ValueError:
+        return stamp
+    return moment.astimezone().strftime("%Y-%m-%d %H:%M")
+
+
 def print_listing(listing: dict[str, Any]) -> None:
     """The listing as text: a line per session, a line per chat, a line per background job."""
     for session in listing["sessions"]:
-        tags = "  [archived]" if session["archived"] else ""
-        print(f"{session['title']}  {session['resource']}  ({session['provider']}){tags}")
+        marks = [session["activity"]] if session["activity"] != "idle" else []
+        marks += ["archived"] if session["archived"] else []
+        tags = "".join(f"  [{mark}]" for mark in marks)
+        print(
+            f"{session['title']}  {session['resource']}  ({session['provider']}){tags}"
+            f"  last active {_when(session['modifiedAt'])}"
+        )
         for entry in session["chats"]:
             marks = [
                 word
@@ -776,14 +668,6 @@ def print_listing(listing: dict[str, Any]) -> None:
         print(f"not shown: {' and '.join(counts)} (--archived lists them)", file=sys.stderr)
 
 
-def _path_of(file_id: str) -> str:
-    """A changeset file's id (its ``file:`` URI) as a local path, else as it is."""
-    parsed = urllib.parse.urlsplit(file_id)
-    if parsed.scheme != "file":
-        return file_id
-    return urllib.request.url2pathname(parsed.path)
-
-
 async def chat_changes(client: AhpClient, chat_uri: str) -> dict[str, Any]:
     """The files of the chat's own changeset (its catalogue entry of ``changeKind``
     ``chat``; docs/workspace.md "A chat's own changeset"), as JSON-able data."""
@@ -805,7 +689,7 @@ async def chat_changes(client: AhpClient, chat_uri: str) -> dict[str, Any]:
         files.append(
             {
                 "id": file.id,
-                "path": _path_of(file.id),
+                "path": path_of(file.id),
                 "status": meta.get("status"),
                 "added": None if isinstance(diff, UnsetType) else _int_or_none(diff.added),
                 "removed": None if isinstance(diff, UnsetType) else _int_or_none(diff.removed),
@@ -833,6 +717,20 @@ def print_changes(changes: dict[str, Any]) -> None:
     print(f"{len(files)} file{plural}, +{added} -{removed}")
     if "error" in changes:
         print(f"the changeset is incomplete: {changes['error']}", file=sys.stderr)
+
+
+async def _confirm_delete(client: AhpClient, session: str) -> None:
+    """Ask before deleting, on a terminal; elsewhere ``--yes`` must say so."""
+    if not sys.stdin.isatty():
+        raise Refused(f"deleting {session} needs --yes when not asked at a terminal")
+    summary = next((s for s in await all_sessions(client) if s.resource == session), None)
+    chats = 0 if summary is None or isinstance(summary.chats, UnsetType) else len(summary.chats)
+    title = "" if summary is None else f" {summary.title!r}"
+    plural = "" if chats == 1 else "s"
+    question = f"delete session{title} ({session}) and its {chats} chat{plural}? [y/N] "
+    answer = await asyncio.to_thread(input, question)
+    if answer.strip().lower() not in ("y", "yes"):
+        raise Refused("not deleted")
 
 
 async def sessions_command(client: AhpClient, args: argparse.Namespace) -> None:
@@ -864,6 +762,22 @@ async def sessions_command(client: AhpClient, args: argparse.Namespace) -> None:
             chat_uri, destination, after=after, timeout=REQUEST_TIMEOUT
         )
         print(f"moved {chat_uri} to {session}")
+    elif action == "rename":
+        session = await resolve(client, args.session, chats=False)
+        await client.subscribe(session, timeout=REQUEST_TIMEOUT)
+        title = args.title.strip()
+        if not title:
+            raise Refused("the new title is empty")
+        await client.dispatch_and_wait(
+            session, SessionTitleChangedAction(title=title), timeout=REQUEST_TIMEOUT
+        )
+        print(f"renamed {session} to {title!r}")
+    elif action == "delete":
+        session = await resolve(client, args.session, chats=False)
+        if not args.yes:
+            await _confirm_delete(client, session)
+        await client.dispose_session(session, timeout=REQUEST_TIMEOUT)
+        print(f"deleted {session}")
     elif action == "changes":
         chat_uri = await resolve(client, args.chat, sessions=False)
         changes = await chat_changes(client, chat_uri)
@@ -873,98 +787,10 @@ async def sessions_command(client: AhpClient, args: argparse.Namespace) -> None:
             print_changes(changes)
 
 
-async def run_client(args: argparse.Namespace, url: str, token: str | None) -> None:
-    """``chat`` or ``sessions``, connected to ``url``."""
-    if args.command == "chat":
-        await chat(
-            url,
-            args.message,
-            token,
-            args.agent,
-            existing=args.chat,
-            resume=args.resume,
-            cwd=args.cwd,
-        )
-        return
+async def run_sessions(args: argparse.Namespace, url: str, token: str | None) -> None:
+    """``sessions``, connected to ``url``."""
     async with AhpClient.connect(url, token=token) as client:
         await sessions_command(client, args)
-
-
-def confirmation_lines(ready: ChatToolCallReadyAction) -> list[str]:
-    """What a confirmation shows at the terminal: the question, what will run, the edits.
-
-    ``[confirm]`` and the title (else the invocation message); then the
-    invocation message when a title was given (an ACP agent's command is a
-    code block there, docs/agents.md "What a confirmation shows"), the tool's
-    input when the message does not already show a command, and each file
-    edit as a unified diff.
-    """
-
-    def text_of(value: str | MarkdownString) -> str:
-        return value if isinstance(value, str) else value.markdown
-
-    title = ready.confirmation_title
-    message = text_of(ready.invocation_message)
-    lines = [f"[confirm] {message if isinstance(title, UnsetType) else text_of(title)}"]
-    if not isinstance(title, UnsetType):
-        lines += [f"  {line}" for line in message.splitlines()]
-    if isinstance(ready.tool_input, str) and "```" not in message:
-        lines.append(f"  input: {ready.tool_input}")
-    edits = () if isinstance(ready.edits, UnsetType) else ready.edits.items
-    for edit in edits:
-        before, after = side_text(edit.before), side_text(edit.after)
-        side = edit.after if not isinstance(edit.after, UnsetType) else edit.before
-        path = "?" if isinstance(side, UnsetType) else _path_of(side.uri)
-        if before is None and after is None:
-            lines.append(f"  edit {path} (content not shown)")
-            continue
-        diff = difflib.unified_diff(
-            (before or "").splitlines(),
-            (after or "").splitlines(),
-            fromfile=path if before is not None else "/dev/null",
-            tofile=path if after is not None else "/dev/null",
-            lineterm="",
-        )
-        lines += [f"  {line}" for line in diff]
-    return lines
-
-
-async def _confirm_at_terminal(
-    client: AhpClient, chat_uri: str, ready: ChatToolCallReadyAction
-) -> None:
-    """Ask the user at the terminal whether a tool call may run; dispatch the answer."""
-    options = () if isinstance(ready.options, UnsetType) else ready.options
-    lines = ["", *confirmation_lines(ready)]
-    if options:
-        lines += [f"  {i}. {option.label}" for i, option in enumerate(options, 1)]
-        prompt = f"choose 1-{len(options)}: "
-    else:
-        prompt = "allow? [y/N] "
-    sys.stdout.write("\n".join(lines) + "\n" + prompt)
-    sys.stdout.flush()
-    answer = (await asyncio.to_thread(sys.stdin.readline)).strip().lower()
-    chosen = None
-    if options and answer.isdigit() and 1 <= int(answer) <= len(options):
-        chosen = options[int(answer) - 1]
-    approved = chosen.kind == "approve" if chosen is not None else answer in ("y", "yes")
-    selected = UNSET if chosen is None else chosen.id
-    action: ChatToolCallApprovedAction | ChatToolCallDeniedAction
-    if approved:
-        action = ChatToolCallApprovedAction(
-            turn_id=ready.turn_id,
-            tool_call_id=ready.tool_call_id,
-            confirmed="user-action",
-            selected_option_id=selected,
-        )
-    else:
-        action = ChatToolCallDeniedAction(
-            turn_id=ready.turn_id,
-            tool_call_id=ready.tool_call_id,
-            reason="denied",
-            selected_option_id=selected,
-        )
-    sys.stdout.write("allowed\n" if approved else "denied\n")
-    await client.dispatch(chat_uri, action)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -1032,17 +858,20 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _chat_arguments_problem(args: argparse.Namespace) -> str | None:
     """What is wrong with ``chat``'s arguments taken together (a usage error), if anything."""
+    existing = [f"--{name}" for name in ("session", "chat") if getattr(args, name) is not None]
+    if len(existing) > 1:
+        return "--session and --chat both name where to talk: give one"
     if args.resume:
-        if args.chat is None:
+        if not existing:
             return "--continue needs --chat CHAT, the chat whose answer to resume"
         if args.message is not None:
             return "--continue takes no message: it resumes the failed answer"
-    elif args.message is None:
-        return "no message: say something, or --continue a failed answer"
-    if args.chat is not None and args.agent is not None:
-        return "--agent picks a new session's agent; --chat talks in an existing chat"
-    if args.chat is not None and args.cwd is not None:
-        return "--cwd sets a new session's working directory; --chat talks in an existing chat"
+    if existing and args.agent is not None:
+        return f"--agent picks a new session's agent; {existing[0]} talks in an existing one"
+    if existing and args.cwd is not None:
+        return (
+            f"--cwd sets a new session's working directory; {existing[0]} talks in an existing one"
+        )
     return None
 
 
@@ -1053,7 +882,20 @@ def run_client_command(args: argparse.Namespace) -> int:
     token = getattr(args, "token", None) or os.environ.get("AHP_SERVER_TOKEN") or None
     name = f"ahp-server {args.command}"
     try:
-        asyncio.run(run_client(args, url, token))
+        if args.command == "chat":
+            return chat_command(
+                url,
+                token,
+                args.message,
+                agent=args.agent,
+                cwd=args.cwd,
+                existing=args.session or args.chat,
+                resume=args.resume,
+            )
+        asyncio.run(run_sessions(args, url, token))
+    except KeyboardInterrupt:
+        print(f"\n{name}: interrupted", file=sys.stderr)
+        return 130
     except Refused as error:
         print(f"{name}: {error}", file=sys.stderr)
         return 2
@@ -1071,8 +913,12 @@ def run_client_command(args: argparse.Namespace) -> int:
     except ClientError as error:
         print(f"{name}: {error}", file=sys.stderr)
         return 1
-    except (OSError, TimeoutError) as error:
-        print(f"{name}: cannot reach {url}: {error}", file=sys.stderr)
+    except OSError as error:
+        reason = os.strerror(error.errno) if error.errno else str(error)
+        print(f"{name}: cannot reach {url}: {reason}", file=sys.stderr)
+        return 1
+    except TimeoutError as error:
+        print(f"{name}: {url}: {error or 'timed out'}", file=sys.stderr)
         return 1
     except Exception as error:  # noqa: BLE001 - the command's boundary: one clear line
         print(f"{name}: {error}", file=sys.stderr)
