@@ -928,6 +928,13 @@ def load_settings(
             f"{settings.snapshot_turn_bytes} bytes of turns make a chat snapshot larger than "
             f"half of limits.outbox_max_bytes ({settings.outbox_max_bytes})",
         )
+    # Reads reserve the budget less one outbox (host/fanout.py OutboxBudget.headroom).
+    if settings.outbox_total_bytes < 2 * settings.outbox_max_bytes:
+        raise ConfigError(
+            "limits.outbox_total_bytes",
+            f"{settings.outbox_total_bytes} is less than twice limits.outbox_max_bytes "
+            f"({settings.outbox_max_bytes}): one client's outbox, beside what reads hold",
+        )
     if settings.bus is not None and settings.store is None:
         raise ConfigError(
             "cluster.bus", "cluster mode needs storage.store: the PostgreSQL the nodes share"

@@ -65,6 +65,8 @@ def test_environment_overrides_the_file_and_flags_override_both() -> None:
         ("[storage]\nmemory_turn_bytes = 0\n", "storage.memory_turn_bytes"),
         # A chat snapshot must fit in the outbox (default 32 MiB) with room to spare.
         ("[storage]\nsnapshot_turn_bytes = 20000000\n", "storage.snapshot_turn_bytes"),
+        # The host-wide outbox budget holds one client's outbox beside the reads.
+        ("[limits]\noutbox_total_bytes = 40000000\n", "limits.outbox_total_bytes"),
         ("[server]\nhots = 'typo'\n", "server.hots"),
         ('[server]\nhost = "0.0.0.0"\n', "server.token"),
         ("not = [valid toml", "config"),

@@ -110,8 +110,12 @@ class OutboxBudget:
     never enforced (a connection made without a host, in tests).
     """
 
-    def __init__(self, limit: int | None) -> None:
+    def __init__(self, limit: int | None, *, headroom: int = 0) -> None:
         self.limit = limit
+        #: Room reads may never reserve: kept for ordinary frames, so a small
+        #: answer is not what passes the limit while reads hold the rest (then
+        #: a connection holding more is there to go first).
+        self.headroom = headroom
         #: Bytes queued now (outboxes, batches being written, reservations).
         self.used = 0
         #: The most ``used`` has been (for the metrics).
@@ -133,7 +137,7 @@ class OutboxBudget:
         if connection.held_bytes == size:  # it held nothing before
             self._holders.add(connection)
         if self.limit is not None and self.used > self.limit:
-            self._evict(spare=None)
+            self._evict(self.limit, spare=None)
 
     def release(self, connection: Connection, size: int, *, evicted: bool = False) -> None:
         self.used -= size
@@ -146,19 +150,21 @@ class OutboxBudget:
     async def reserved(self, connection: Connection, size: int) -> AsyncIterator[None]:
         """Count ``size`` bytes against the budget while the block builds them.
 
-        Slower connections are evicted to make room (``connection`` itself is
-        spared: it is the one asking). When that is not enough because other
+        Reservations together stay within the limit less ``headroom``. Slower
+        connections are evicted to make room (``connection`` itself is spared:
+        it is the one asking). When that is not enough because other
         reservations hold the room, the block waits for one of them to end; a
         reservation alone never waits, so one larger than the budget still runs.
         """
         if self.limit is not None:
-            while self.used + size > self.limit:
+            room = max(self.limit - self.headroom, 0)
+            while self.used + size > room:
                 self.used += size  # evict as if it were held already
                 try:
-                    self._evict(spare=connection)
+                    self._evict(room, spare=connection)
                 finally:
                     self.used -= size
-                if self.used + size <= self.limit or not self._reserving:
+                if self.used + size <= room or not self._reserving:
                     break
                 freed = asyncio.get_running_loop().create_future()
                 self._waiting.append(freed)
@@ -176,10 +182,9 @@ class OutboxBudget:
                 if not waiter.done():
                     waiter.set_result(None)
 
-    def _evict(self, spare: Connection | None) -> None:
-        """Close the slowest connections until the total fits (docs/reliability.md)."""
-        assert self.limit is not None
-        while self.used - self._freeing > self.limit:
+    def _evict(self, limit: int, spare: Connection | None) -> None:
+        """Close the slowest connections until the total fits ``limit`` (docs/reliability.md)."""
+        while self.used - self._freeing > limit:
             candidates = [c for c in self._holders if c is not spare and c.held_bytes]
             if not candidates:
                 return

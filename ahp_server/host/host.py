@@ -225,7 +225,10 @@ class Host:
         self.connections: set[Connection] = set()
         #: What every connection's outbox holds, under one host-wide limit
         #: (host/fanout.py; docs/reliability.md "Memory").
-        self.outbox_budget = OutboxBudget(self.settings.outbox_total_bytes)
+        # Reads leave one outbox of room to ordinary answers (OutboxBudget.headroom).
+        self.outbox_budget = OutboxBudget(
+            self.settings.outbox_total_bytes, headroom=self.settings.outbox_max_bytes
+        )
         #: client id -> its one live connection (a newer one takes over; docs/protocol.md).
         self.live_clients: dict[str, Connection] = {}
         #: client id -> the task releasing it when its grace period ends (§3.4).

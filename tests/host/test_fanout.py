@@ -128,3 +128,33 @@ async def test_reservations_wait_for_room_and_evict_the_slowest_to_make_it() -> 
     # A reservation alone never waits, even one larger than the budget.
     async with asyncio.timeout(TIMEOUT), budget.reserved(reader, 5000):
         pass
+
+
+async def test_reads_leave_headroom_so_a_small_answer_is_not_the_one_evicted() -> None:
+    """Reads reserve at most the budget less its headroom: a small answer queued
+    while reads hold all they may does not pass the limit, so the connection it
+    is for, the only one with anything queued, is not closed for it (a real host
+    closed such a client with 1013 while 50 readers' reads filled the budget)."""
+    budget = OutboxBudget(1000, headroom=200)
+    (small, _), (reader, _) = connection(budget), connection(budget)
+    entered: list[int] = []
+    release = asyncio.Event()
+
+    async def build(size: int) -> None:
+        async with budget.reserved(reader, size):
+            entered.append(size)
+            await release.wait()
+
+    tasks = [asyncio.create_task(build(250)) for _ in range(4)]
+    await settle()
+    assert entered == [250, 250, 250]  # a fourth would pass 1000 - 200
+    assert small.send(b"x" * 150)
+    assert small.state is not ConnState.CLOSING
+    assert budget.evictions == 0
+    release.set()
+    async with asyncio.timeout(TIMEOUT):
+        await asyncio.gather(*tasks)
+    assert entered == [250] * 4
+    for conn in (small, reader):
+        await conn.stop()
+    assert budget.used == 0
