@@ -1,5 +1,6 @@
 """The docs a user reads hold to the code: commands parse, links resolve, quoted errors
-are the host's own words, and the quickstart runs as written against a real host."""
+are the host's own words, the quickstart runs as written against a real host, and the
+memory bound docs/reliability.md states is the one its test holds a host to."""
 
 from __future__ import annotations
 
@@ -21,11 +22,14 @@ import websockets
 import ahp_server
 from ahp_server.cli import _chat_arguments_problem, build_parser
 from ahp_server.client import AhpClient
+from ahp_server.config import Settings
 from ahp_server.protocol.types import RootState
+from ahp_server.transport.websocket import READ_AHEAD_FRAMES
 from tests.conftest import TEST_ROOTS
 from tests.docs_recipes import recipe
 from tests.e2e.helpers import Daemon, http_get
 from tests.e2e.test_cli import SCRIPTED, run_cli
+from tests.e2e.test_memory_budget import MIB, PER_CONNECTION, READERS, stated_worst_case
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
@@ -361,3 +365,27 @@ async def root_agents(url: str) -> list[str]:
     """The display names of the agents a host offers."""
     async with AhpClient.connect(url, subscriptions=["ahp-root://"]) as client:
         return [a.display_name for a in client.confirmed("ahp-root://", RootState).agents]
+
+
+# -- what reliability.md states holds to the code and its test ----------------------------------
+
+
+def test_reliability_states_the_memory_bound_its_test_holds_a_host_to() -> None:
+    """docs/reliability.md "Memory": the worst case for the default limits, as written,
+    is the sum tests/e2e/test_memory_budget.py holds a real host under."""
+    text = (DOCS / "reliability.md").read_text(encoding="utf-8")
+    memory = text.split("## Memory")[1].split("\n## ")[0]
+    found = re.search(
+        r"For (\d+) connections sending small messages that is (\d+) \+ (\d+) \+ (\d+) = "
+        r"([\d,]+) MiB",
+        " ".join(memory.split()),
+    )
+    assert found is not None, "reliability.md no longer states the worst case for N connections"
+    connections, queued, answer, own, total = (int(g.replace(",", "")) for g in found.groups())
+    settings = Settings()
+    assert connections == READERS
+    assert queued * MIB == settings.outbox_total_bytes
+    assert answer * MIB == 2 * settings.outbox_max_bytes
+    assert own * MIB == connections * PER_CONNECTION
+    assert total * MIB == stated_worst_case(settings, connections)
+    assert f"`READ_AHEAD_FRAMES` + 1 = {READ_AHEAD_FRAMES + 1} messages" in " ".join(memory.split())
