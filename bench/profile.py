@@ -11,8 +11,8 @@ large one. What is left is the **marginal** cost: start-up, imports and
 connection setup cancel out, and each function's calls and time are divided
 by the extra units of work. Calls per unit are exact and repeatable (they
 are what a change removes); times are inflated several-fold by the profiler
-and vary with the machine: read their shares. ``docs/performance.md`` keeps
-the before/after of the changes this led to.
+and vary with the machine: read their shares. ``docs/performance.md`` says
+where the time goes per turn, delta and round trip.
 """
 
 from __future__ import annotations
