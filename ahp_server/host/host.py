@@ -62,8 +62,11 @@ from ahp_server.protocol.reducers import reduce_chat, reduce_session
 from ahp_server.protocol.types import (
     ActionEnvelope,
     ChatState,
+    ConfigPropertySchema,
+    ConfigSchema,
     Implementation,
     RootActiveSessionsChangedAction,
+    RootConfigState,
     RootState,
     RootTerminalsChangedAction,
     SessionActiveClientRemovedAction,
@@ -189,7 +192,7 @@ class Host:
         provider_list = list(providers) if providers is not None else [EchoAgent()]
         self.providers: dict[str, Provider] = {p.info.provider: p for p in provider_list}
         self._agents = tuple(p.info for p in provider_list)
-        self.root = RootActor(self, ROOT, RootState(agents=self._agents, active_sessions=0))
+        self.root = RootActor(self, ROOT, self._root_state(active_sessions=0))
         #: Loaded actors.
         self.sessions: dict[str, SessionActor] = {}
         self.chats: dict[str, ChatActor] = {}
@@ -280,7 +283,7 @@ class Host:
         self.root = RootActor(
             self,
             ROOT,
-            RootState(agents=self._agents, active_sessions=len(self.session_index)),
+            self._root_state(active_sessions=len(self.session_index)),
         )
         self.root.start()
         for uri in interrupted:
@@ -711,6 +714,37 @@ class Host:
         if claim is not None:
             return self.may_see_claim(connection, claim)
         return self.may_see(connection, self.session_of_channel(channel))
+
+    def _root_state(self, active_sessions: int) -> RootState:
+        """The root state at start: the agents, and the host's configuration values.
+
+        ``config.values.defaultProvider`` is the agent a ``createSession``
+        without ``provider`` gets (``providers.default``), so a client can
+        preselect it (docs/web.md "The default agent"); read-only, it changes
+        only with the host's configuration.
+        """
+        default = self.settings.default_provider
+        if default not in self.providers:  # a host built with other providers (tests)
+            return RootState(agents=self._agents, active_sessions=active_sessions)
+        names = tuple(self.providers)
+        schema = ConfigSchema(
+            properties={
+                "defaultProvider": ConfigPropertySchema(
+                    type="string",
+                    title="Default agent",
+                    description="The agent a new session gets when it names none "
+                    "(providers.default)",
+                    default=default,
+                    enum=names,
+                    read_only=True,
+                )
+            }
+        )
+        return RootState(
+            agents=self._agents,
+            active_sessions=active_sessions,
+            config=RootConfigState(schema=schema, values={"defaultProvider": default}),
+        )
 
     def root_view(self, connection: Connection, state: RootState) -> RootState:
         """The root state as ``connection`` may see it: only its user's terminals.
