@@ -82,6 +82,7 @@ from ahp_server.protocol.types import (
 from ahp_server.protocol.uris import parse_channel
 from ahp_server.store.base import ChannelRow, LoadedChannel, Store, StoreError
 from ahp_server.store.sqlite import SqliteStore
+from ahp_server.workspace.paths import file_uri
 from ahp_server.workspace.roots import Roots
 
 __all__ = ["DB_FILE", "Host", "HostFailed", "WorkspaceService"]
@@ -720,30 +721,41 @@ class Host:
 
         ``config.values.defaultProvider`` is the agent a ``createSession``
         without ``provider`` gets (``providers.default``), so a client can
-        preselect it (docs/web.md "The default agent"); read-only, it changes
-        only with the host's configuration.
+        preselect it; ``workspaceRoots`` (single-user mode only: in multi-user
+        mode each user has their own, and the root state is shared) are the
+        ``file:`` URIs a session's working directories must lie inside
+        (``workspace.roots``), for a folder picker. Both are read-only: they
+        change only with the host's configuration (docs/web.md "The default
+        agent").
         """
+        properties: dict[str, ConfigPropertySchema] = {}
+        values: dict[str, Any] = {}
         default = self.settings.default_provider
-        if default not in self.providers:  # a host built with other providers (tests)
+        if default in self.providers:  # else a host built with other providers (tests)
+            properties["defaultProvider"] = ConfigPropertySchema(
+                type="string",
+                title="Default agent",
+                description="The agent a new session gets when it names none (providers.default)",
+                default=default,
+                enum=tuple(self.providers),
+                read_only=True,
+            )
+            values["defaultProvider"] = default
+        if not self.multi_user:
+            properties["workspaceRoots"] = ConfigPropertySchema(
+                type="array",
+                title="Workspace roots",
+                description="Where a session's working directories may lie (workspace.roots)",
+                items=ConfigPropertySchema(type="string", title="Root"),
+                read_only=True,
+            )
+            values["workspaceRoots"] = [file_uri(root) for root in self.roots.allowed(None)]
+        if not values:
             return RootState(agents=self._agents, active_sessions=active_sessions)
-        names = tuple(self.providers)
-        schema = ConfigSchema(
-            properties={
-                "defaultProvider": ConfigPropertySchema(
-                    type="string",
-                    title="Default agent",
-                    description="The agent a new session gets when it names none "
-                    "(providers.default)",
-                    default=default,
-                    enum=names,
-                    read_only=True,
-                )
-            }
-        )
         return RootState(
             agents=self._agents,
             active_sessions=active_sessions,
-            config=RootConfigState(schema=schema, values={"defaultProvider": default}),
+            config=RootConfigState(schema=ConfigSchema(properties=properties), values=values),
         )
 
     def root_view(self, connection: Connection, state: RootState) -> RootState:

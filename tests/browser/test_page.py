@@ -76,16 +76,23 @@ if _missing:
 class Host:
     """A host process on a fixed loopback port: restartable on the same port (same origin)."""
 
-    def __init__(self, data_dir: Path, *extra: str, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        data_dir: Path,
+        *extra: str,
+        env: dict[str, str] | None = None,
+        roots: list[str] | None = None,
+    ) -> None:
         self.data_dir = data_dir
         self.extra = extra
         self.env = env
+        self.roots = roots
         self.daemon: Daemon | None = None
         self.port = 0
 
     async def start(self) -> str:
         extra = (*self.extra, "--port", str(self.port)) if self.port else self.extra
-        daemon = Daemon(self.data_dir, *extra, env=self.env)
+        daemon = Daemon(self.data_dir, *extra, env=self.env, roots=self.roots)
         url = await daemon.start()
         self.daemon = daemon
         self.port = int(url.rsplit(":", 1)[1])
@@ -695,3 +702,32 @@ async def test_a_banner_says_when_the_host_is_gone_and_goes_when_it_is_back(host
     assert result["role"] == "alert"
     assert "The connection to the host is lost" in result["down"]
     assert "server shutting down" in result["down"]
+
+
+async def test_a_folder_is_picked_for_a_new_session_and_remembered(tmp_path: Path) -> None:
+    root = (tmp_path / "root").resolve()
+    project = root / "project"
+    project.mkdir(parents=True)
+    outside = (tmp_path / "elsewhere").resolve()
+    outside.mkdir()
+    running = Host(tmp_path / "data", roots=[str(root)])  # AHP_SERVER_WORKSPACE_ROOTS
+    await running.start()
+
+    async def answer(request: dict[str, Any]) -> dict[str, Any]:
+        assert request["do"] == "paths"
+        return {"root": str(root), "project": str(project), "outside": str(outside)}
+
+    try:
+        result = await run_scenario("folder_picker", page_url(running), answer)
+        # The host's roots were offered; a folder outside them was refused, naming the setting.
+        assert result["offered"] == [str(root)]
+        assert result["refusal"].startswith("Could not create the session:")
+        assert "workspace.roots" in result["refusal"]
+        # The one inside is the session's working directory on the host, and shown.
+        state = await host_session(running, result["session"])
+        assert state.working_directories == (project.as_uri(),)
+        assert result["directory"] == project.as_uri()
+        # After a reload it is the first suggestion, before the root.
+        assert result["after"] == [str(project), str(root)]
+    finally:
+        await running.close()

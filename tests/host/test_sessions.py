@@ -183,6 +183,10 @@ async def test_a_failing_open_fails_the_creation_and_nothing_else(
         await running.stop()
 
 
+def resolved_uris(paths: tuple[str, ...]) -> list[str]:
+    return [Path(path).resolve().as_uri() for path in paths]
+
+
 async def test_the_root_state_names_the_default_agent() -> None:
     running = await host_with(RecordingAgent(), default_provider=PROVIDER)
     try:
@@ -190,7 +194,11 @@ async def test_the_root_state_names_the_default_agent() -> None:
             root = client.confirmed("ahp-root://", RootState)
             config = root.config
             assert not isinstance(config, UnsetType)
-            assert config.values == {"defaultProvider": PROVIDER}
+            assert config.values["defaultProvider"] == PROVIDER
+            # Single-user mode: the roots a working directory must lie inside, as file: URIs.
+            roots = running.host.settings.workspace_roots or ()
+            assert config.values["workspaceRoots"] == resolved_uris(roots)
+            assert roots
             schema = config.schema.properties["defaultProvider"]
             assert (schema.type, schema.read_only, schema.enum) == (
                 "string",

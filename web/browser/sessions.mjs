@@ -159,6 +159,31 @@ export const sessionScenarios = {
     return { first, second, shown, host, filtered, none, left };
   },
 
+  /** A folder refused outside the roots, one inside taken, then offered as a recent folder. */
+  async folder_picker({ newPage, url, ask }) {
+    const { root, project, outside } = await ask({ do: 'paths' });
+    const page = await openPage(newPage, url);
+    const options = () => page.locator('#folder-options option').evaluateAll((all) => all.map((o) => o.value));
+    await page.waitForFunction((r) => [...document.querySelectorAll('#folder-options option')].some((o) => o.value === r), root);
+    const offered = await options();
+    const folder = page.getByLabel('Folder', { exact: true });
+    await folder.fill(outside);
+    await page.getByRole('button', { name: 'New session', exact: true }).click();
+    const notice = page.locator('.notice.error');
+    await notice.waitFor();
+    const refusal = (await notice.innerText()).trim();
+    assert.equal(await page.locator('.sidebar > .sessions .session-item').count(), 0, 'nothing was created');
+    assert.equal(await folder.inputValue(), outside, 'the refused folder stays to be corrected');
+    await folder.fill(project);
+    const session = await freshSession(page);
+    const directory = await page.locator('.chat .directory').getAttribute('title');
+    assert.equal(await folder.inputValue(), '');
+    await page.reload();
+    await connected(page);
+    await page.waitForFunction((p) => document.querySelector('#folder-options option')?.value === p, project);
+    return { offered, refusal, session, directory, after: await options() };
+  },
+
   /** The host stopped: a banner with its close reason; back: the banner goes. */
   async health({ newPage, url, ask }) {
     const page = await openPage(newPage, url);

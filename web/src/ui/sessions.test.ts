@@ -1,5 +1,17 @@
 import { describe, expect, it } from 'vitest';
-import { agentName, defaultProvider, matchesFilter, pickerAgents, plainTitle, sessionLabel } from './sessions';
+import {
+  agentName,
+  defaultProvider,
+  folderOptions,
+  folderUri,
+  matchesFilter,
+  pathOf,
+  pickerAgents,
+  plainTitle,
+  rememberFolder,
+  sessionLabel,
+  workspaceRoots,
+} from './sessions';
 
 const ROOT = {
   agents: [
@@ -60,5 +72,30 @@ describe('matchesFilter', () => {
     expect(matchesFilter(summary, 'Claude', 'fix claude')).toBe(true);
     expect(matchesFilter(summary, 'Claude', '**fix**')).toBe(false);
     expect(matchesFilter(summary, 'Claude', 'echo')).toBe(false);
+  });
+});
+
+describe('the folder picker', () => {
+  it('reads the roots as paths', () => {
+    expect(workspaceRoots({ config: { values: { workspaceRoots: ['file:///home/ada', 'file:///srv/a%20b'] } } })).toEqual([
+      '/home/ada',
+      '/srv/a b',
+    ]);
+    expect(workspaceRoots({})).toEqual([]);
+  });
+
+  it('turns an absolute path into a file: URI, and refuses a relative one', () => {
+    expect(folderUri('')).toEqual({});
+    expect(folderUri(' /srv/a b/ ')).toEqual({ uri: 'file:///srv/a%20b' });
+    expect(folderUri('/')).toEqual({ uri: 'file:///' });
+    expect(folderUri('file:///x')).toEqual({ uri: 'file:///x' });
+    expect(folderUri('src/x').error).toMatch(/not an absolute path/);
+    expect(pathOf(folderUri('/srv/a#b?c').uri ?? '')).toBe('/srv/a#b?c');
+  });
+
+  it('keeps recent folders newest first, without repeats, bounded', () => {
+    expect(rememberFolder(['/a', '/b'], '/b')).toEqual(['/b', '/a']);
+    expect(rememberFolder(['/a', '/b'], '/c', 2)).toEqual(['/c', '/a']);
+    expect(folderOptions(['/home/ada/p'], ['/home/ada', '/home/ada/p'])).toEqual(['/home/ada/p', '/home/ada']);
   });
 });

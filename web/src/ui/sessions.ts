@@ -87,3 +87,44 @@ export function matchesFilter(summary: Json, agent: string, query: string): bool
   const haystack = `${plainTitle(summary?.title)} ${agent} ${summary?.provider ?? ''}`.toLowerCase();
   return words.every((word) => haystack.includes(word));
 }
+
+/** The host's workspace roots (`config.values.workspaceRoots`, `file:` URIs) as paths. */
+export function workspaceRoots(root: Json): string[] {
+  const values = root?.config?.values?.workspaceRoots;
+  if (!Array.isArray(values)) return [];
+  return values.filter((v): v is string => typeof v === 'string').map(pathOf);
+}
+
+/** A `file:` URI's path (anything else as it is). */
+export function pathOf(uri: string): string {
+  try {
+    const url = new URL(uri);
+    return url.protocol === 'file:' ? decodeURIComponent(url.pathname) : uri;
+  } catch {
+    return uri;
+  }
+}
+
+/**
+ * A folder typed for a new session, as the `file:` URI `createSession`
+ * takes: an absolute path (`/…`) or a `file:` URI; empty is none (the host
+ * gives the session a folder of its own). Anything else is an error to show.
+ */
+export function folderUri(text: string): { uri?: string; error?: string } {
+  const value = text.trim();
+  if (!value) return {};
+  if (value.startsWith('file:')) return { uri: value };
+  if (!value.startsWith('/')) return { error: `"${value}" is not an absolute path: give one that starts with /` };
+  const path = value.length > 1 ? value.replace(/\/+$/, '') : value;
+  return { uri: `file://${path.split('/').map(encodeURIComponent).join('/')}` };
+}
+
+/** The recent folders after `path` was used: it first, no repeats, at most `max`. */
+export function rememberFolder(recent: string[], path: string, max = 8): string[] {
+  return [path, ...recent.filter((p) => p !== path)].slice(0, max);
+}
+
+/** The folder picker's suggestions: recent folders first, then the roots not among them. */
+export function folderOptions(recent: string[], roots: string[]): string[] {
+  return [...recent, ...roots.filter((r) => !recent.includes(r))];
+}

@@ -1,13 +1,23 @@
 /**
  * The sidebar: New session (the host's default agent preselected and listed
- * first), a filter, and the sessions — each with its plain-text title, its
+ * first; a folder picked from the recent folders and the host's workspace
+ * roots, or typed), a filter, and the sessions — each with its plain-text title, its
  * agent and its state (a session whose agent failed to start says so, and
  * why). Long names are cut with an ellipsis and given whole in a tooltip.
  */
 import { useState } from 'preact/hooks';
 import type { Json } from '../protocol/reducers';
 import { hasUnreadChat, isArchived } from './chats';
-import { agentName, defaultProvider, matchesFilter, pickerAgents, plainTitle, sessionLabel } from './sessions';
+import {
+  agentName,
+  defaultProvider,
+  folderOptions,
+  matchesFilter,
+  pickerAgents,
+  plainTitle,
+  sessionLabel,
+  workspaceRoots,
+} from './sessions';
 import type { Store } from './store';
 
 export function Sidebar({ store }: { store: Store }) {
@@ -15,6 +25,8 @@ export function Sidebar({ store }: { store: Store }) {
   const agents = pickerAgents(root);
   const [provider, setProvider] = useState('');
   const [filter, setFilter] = useState('');
+  const [folder, setFolder] = useState('');
+  const roots = workspaceRoots(root);
   const chosen =
     (agents.some((a) => a.provider === provider) ? provider : '') || defaultProvider(root) || agents[0]?.provider || '';
   const chosenAgent = agents.find((a) => a.provider === chosen);
@@ -31,7 +43,12 @@ export function Sidebar({ store }: { store: Store }) {
         class="new-session"
         onSubmit={(event) => {
           event.preventDefault();
-          if (chosen) void store.newSession(chosen).catch(() => undefined);
+          if (chosen) {
+            void store
+              .newSession(chosen, folder)
+              .then(() => setFolder(''))
+              .catch(() => undefined);
+          }
         }}
       >
         <label for="agent-select">Agent</label>
@@ -50,6 +67,22 @@ export function Sidebar({ store }: { store: Store }) {
         <button type="submit" disabled={!store.client.ready || !chosen}>
           New session
         </button>
+        <label for="folder-input">Folder</label>
+        <input
+          id="folder-input"
+          type="text"
+          list="folder-options"
+          autocomplete="off"
+          placeholder="A new folder of its own"
+          title={roots.length > 0 ? `Inside ${roots.join(', ')}` : undefined}
+          value={folder}
+          onInput={(event) => setFolder(event.currentTarget.value)}
+        />
+        <datalist id="folder-options">
+          {folderOptions(store.recentFolders, roots).map((path) => (
+            <option key={path} value={path} />
+          ))}
+        </datalist>
       </form>
       <h2>Sessions</h2>
       {all.length > 0 && (

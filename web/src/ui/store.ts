@@ -13,12 +13,16 @@ import type { Json } from '../protocol/reducers';
 import { socketUrl } from '../token';
 import { backgroundTerminals, chatChangesetUri } from './changes';
 import { isRead, type Anchor } from './chats';
+import { folderUri, pathOf, rememberFolder } from './sessions';
 
 export interface Notice {
   id: number;
   text: string;
   kind: 'error' | 'info';
 }
+
+/** Where the recent folders are kept (`localStorage`). */
+const RECENT_FOLDERS = 'ahp-server.recentFolders';
 
 /** How often the page asks `/readyz` while it is open. */
 const READY_POLL_MS = 5000;
@@ -101,7 +105,9 @@ export class Store {
       try {
         const answer = await fetch('/readyz', { method: 'GET', cache: 'no-store' });
         const text = (await answer.text()).trim();
-        next = answer.ok ? { ok: true, text } : { ok: false, text: text || `HTTP ${answer.status}` };
+        // 404: a host (or a proxy in front) without the endpoint, which says nothing about health.
+        const ok = answer.ok || answer.status === 404;
+        next = ok ? { ok: true, text } : { ok: false, text: text || `HTTP ${answer.status}` };
       } catch {
         next = { ok: false, text: 'no answer' };
       }
@@ -426,10 +432,42 @@ export class Store {
     this.changed();
   }
 
-  async newSession(provider: string): Promise<void> {
+  /**
+   * `createSession {provider}`, in `folder` (a path or `file:` URI; none: the
+   * host gives the session a folder of its own). A folder the host accepted
+   * becomes the first of the recent folders; its refusal (outside the
+   * roots…) is a notice, and nothing is created.
+   */
+  async newSession(provider: string, folder = ''): Promise<void> {
+    const { uri: directory, error } = folderUri(folder);
+    if (error) {
+      this.notify(error, 'error');
+      throw new Error(error);
+    }
     const uri = `ahp-session:/${uuid()}`;
-    await this.call('createSession', { channel: uri, provider });
+    const params: Json = { channel: uri, provider };
+    if (directory) params.workingDirectories = [directory];
+    await this.call('createSession', params, 'Could not create the session');
+    if (directory) this.rememberFolder(pathOf(directory));
     this.selectSession(uri);
+  }
+
+  /** Folders this browser chose for new sessions, newest first (`localStorage`, this origin only). */
+  get recentFolders(): string[] {
+    try {
+      const value: unknown = JSON.parse(localStorage.getItem(RECENT_FOLDERS) ?? '[]');
+      return Array.isArray(value) ? value.filter((v): v is string => typeof v === 'string') : [];
+    } catch {
+      return [];
+    }
+  }
+
+  private rememberFolder(path: string): void {
+    try {
+      localStorage.setItem(RECENT_FOLDERS, JSON.stringify(rememberFolder(this.recentFolders, path)));
+    } catch {
+      // storage full or disabled: the picker just offers the roots
+    }
   }
 
   async newChat(source?: Json): Promise<void> {
