@@ -41,6 +41,7 @@ from ahp_server.protocol.types import (
     ToolCallResponsePart,
 )
 from tests.agents.test_acp import SCRIPT
+from tests.e2e import test_store_failure as store_failure
 from tests.e2e.helpers import Daemon
 from tests.proxy import Proxy
 
@@ -731,3 +732,39 @@ async def test_a_folder_is_picked_for_a_new_session_and_remembered(tmp_path: Pat
         assert result["after"] == [str(project), str(root)]
     finally:
         await running.close()
+
+
+#: A 6 MiB tmpfs (tests/e2e/test_store_failure.py; skipped without the right to mount).
+small_disk = store_failure.small_disk
+
+
+async def test_a_banner_names_a_failed_store_and_goes_after_a_restart_with_room(
+    small_disk: Path, tmp_path: Path
+) -> None:
+    running = Host(small_disk / "data")
+    await running.start()
+
+    async def answer(request: dict[str, Any]) -> dict[str, Any]:
+        if request["do"] == "fill":
+            # Another client fills the disk until the host closes every connection (1012).
+            async with AhpClient.connect(running.ws_url) as client:
+                chat = await client.open_chat()
+                await store_failure.talk_until_closed(client, chat)
+                store_failure.assert_full_disk_close(client)
+            return {"ok": True}
+        assert request["do"] == "restart"
+        assert running.daemon is not None
+        await running.daemon.exited()  # it stops itself (status 1) after the failure
+        roomy = tmp_path / "roomy"
+        await asyncio.to_thread(shutil.copytree, small_disk / "data", roomy)
+        running.data_dir = roomy  # the same files on a disk with space, the same port
+        await running.start_again()
+        return {"ok": True}
+
+    try:
+        result = await run_scenario("store_failure", page_url(running), answer)
+    finally:
+        await running.close()
+    # The host's close reason, as it gave it.
+    assert "The connection to the host is lost" in result["down"]
+    assert "the host closed the connection: the store failed: " in result["down"]

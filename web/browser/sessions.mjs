@@ -184,6 +184,21 @@ export const sessionScenarios = {
     return { offered, refusal, session, directory, after: await options() };
   },
 
+  /** The host's store fails (a full disk): the banner names it; restarted with room, it goes. */
+  async store_failure({ newPage, url, ask }) {
+    const page = await openPage(newPage, url);
+    await page.waitForFunction(() => document.querySelector('.top [data-protocol-version]'));
+    assert.equal(await page.locator('.health').count(), 0, 'no banner while the host is well');
+    await ask({ do: 'fill' });
+    const banner = page.locator('.health[data-health]');
+    await page.waitForFunction(() => document.querySelector('.health')?.textContent?.includes('the store failed'));
+    const down = (await banner.innerText()).trim();
+    await ask({ do: 'restart' });
+    await connected(page);
+    await page.locator('.health').waitFor({ state: 'detached', timeout: TIMEOUT });
+    return { down };
+  },
+
   /** The host stopped: a banner with its close reason; back: the banner goes. */
   async health({ newPage, url, ask }) {
     const page = await openPage(newPage, url);
