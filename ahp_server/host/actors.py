@@ -637,12 +637,20 @@ class SessionActor(ChannelActor[SessionState]):
             activity = int(SessionStatus.InputNeeded)
         elif failed:
             activity = _ERROR
+        activity_text = source.activity if source else UNSET
+        if state.lifecycle == "failed":
+            # Its agent never started: an error, and why, for a list that shows
+            # only summaries (the lifecycle is on the session channel alone).
+            activity = _ERROR
+            error = state.creation_error
+            reason = error.message if not isinstance(error, UnsetType) else "unknown error"
+            activity_text = f"Failed to start: {reason}"
         status = (state.status & ~ACTIVITY_MASK) | activity
         return SessionSummary(
             provider=state.provider,
             title=state.title,
             status=status,
-            activity=source.activity if source else UNSET,
+            activity=activity_text,
             working_directories=state.working_directories,
             resource=self.uri,
             created_at=self.created_at,

@@ -62,8 +62,11 @@ from ahp_server.protocol.reducers import reduce_chat, reduce_session
 from ahp_server.protocol.types import (
     ActionEnvelope,
     ChatState,
+    ConfigPropertySchema,
+    ConfigSchema,
     Implementation,
     RootActiveSessionsChangedAction,
+    RootConfigState,
     RootState,
     RootTerminalsChangedAction,
     SessionActiveClientRemovedAction,
@@ -79,6 +82,7 @@ from ahp_server.protocol.types import (
 from ahp_server.protocol.uris import parse_channel
 from ahp_server.store.base import ChannelRow, LoadedChannel, Store, StoreError
 from ahp_server.store.sqlite import SqliteStore
+from ahp_server.workspace.paths import file_uri
 from ahp_server.workspace.roots import Roots
 
 __all__ = ["DB_FILE", "Host", "HostFailed", "WorkspaceService"]
@@ -189,7 +193,7 @@ class Host:
         provider_list = list(providers) if providers is not None else [EchoAgent()]
         self.providers: dict[str, Provider] = {p.info.provider: p for p in provider_list}
         self._agents = tuple(p.info for p in provider_list)
-        self.root = RootActor(self, ROOT, RootState(agents=self._agents, active_sessions=0))
+        self.root = RootActor(self, ROOT, self._root_state(active_sessions=0))
         #: Loaded actors.
         self.sessions: dict[str, SessionActor] = {}
         self.chats: dict[str, ChatActor] = {}
@@ -283,7 +287,7 @@ class Host:
         self.root = RootActor(
             self,
             ROOT,
-            RootState(agents=self._agents, active_sessions=len(self.session_index)),
+            self._root_state(active_sessions=len(self.session_index)),
         )
         self.root.start()
         for uri in interrupted:
@@ -714,6 +718,48 @@ class Host:
         if claim is not None:
             return self.may_see_claim(connection, claim)
         return self.may_see(connection, self.session_of_channel(channel))
+
+    def _root_state(self, active_sessions: int) -> RootState:
+        """The root state at start: the agents, and the host's configuration values.
+
+        ``config.values.defaultProvider`` is the agent a ``createSession``
+        without ``provider`` gets (``providers.default``), so a client can
+        preselect it; ``workspaceRoots`` (single-user mode only: in multi-user
+        mode each user has their own, and the root state is shared) are the
+        ``file:`` URIs a session's working directories must lie inside
+        (``workspace.roots``), for a folder picker. Both are read-only: they
+        change only with the host's configuration (docs/web.md "The default
+        agent").
+        """
+        properties: dict[str, ConfigPropertySchema] = {}
+        values: dict[str, Any] = {}
+        default = self.settings.default_provider
+        if default in self.providers:  # else a host built with other providers (tests)
+            properties["defaultProvider"] = ConfigPropertySchema(
+                type="string",
+                title="Default agent",
+                description="The agent a new session gets when it names none (providers.default)",
+                default=default,
+                enum=tuple(self.providers),
+                read_only=True,
+            )
+            values["defaultProvider"] = default
+        if not self.multi_user:
+            properties["workspaceRoots"] = ConfigPropertySchema(
+                type="array",
+                title="Workspace roots",
+                description="Where a session's working directories may lie (workspace.roots)",
+                items=ConfigPropertySchema(type="string", title="Root"),
+                read_only=True,
+            )
+            values["workspaceRoots"] = [file_uri(root) for root in self.roots.allowed(None)]
+        if not values:
+            return RootState(agents=self._agents, active_sessions=active_sessions)
+        return RootState(
+            agents=self._agents,
+            active_sessions=active_sessions,
+            config=RootConfigState(schema=ConfigSchema(properties=properties), values=values),
+        )
 
     def root_view(self, connection: Connection, state: RootState) -> RootState:
         """The root state as ``connection`` may see it: only its user's terminals.

@@ -41,6 +41,7 @@ from ahp_server.protocol.types import (
     ToolCallResponsePart,
 )
 from tests.agents.test_acp import SCRIPT
+from tests.e2e import test_store_failure as store_failure
 from tests.e2e.helpers import Daemon
 from tests.proxy import Proxy
 
@@ -76,16 +77,23 @@ if _missing:
 class Host:
     """A host process on a fixed loopback port: restartable on the same port (same origin)."""
 
-    def __init__(self, data_dir: Path, *extra: str, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        data_dir: Path,
+        *extra: str,
+        env: dict[str, str] | None = None,
+        roots: list[str] | None = None,
+    ) -> None:
         self.data_dir = data_dir
         self.extra = extra
         self.env = env
+        self.roots = roots
         self.daemon: Daemon | None = None
         self.port = 0
 
     async def start(self) -> str:
         extra = (*self.extra, "--port", str(self.port)) if self.port else self.extra
-        daemon = Daemon(self.data_dir, *extra, env=self.env)
+        daemon = Daemon(self.data_dir, *extra, env=self.env, roots=self.roots)
         url = await daemon.start()
         self.daemon = daemon
         self.port = int(url.rsplit(":", 1)[1])
@@ -99,6 +107,16 @@ class Host:
         """SIGKILL, then the same data and port: a crash and a supervisor bringing it back."""
         assert self.daemon is not None
         await self.daemon.kill()
+        await self.start_again()
+
+    async def stop(self) -> None:
+        """SIGTERM: the host closes its connections (1001, with a reason) and exits."""
+        assert self.daemon is not None
+        await self.daemon.terminate()
+        await self.daemon.close()
+
+    async def start_again(self) -> None:
+        """The same data and port again, after :meth:`stop` or a kill."""
         for _ in range(50):  # the port is free at once after a kill; retry if not
             try:
                 await self.start()
@@ -574,3 +592,179 @@ async def test_a_chat_moves_to_a_new_session(host: Host) -> None:
     assert target.provider == source.provider
     state = await host_chat(host, result["moved"])
     assert [t.message.text for t in state.turns] == ["before the move", "in a new session"]
+
+
+#: An agent name far wider than the sidebar.
+LONG_NAME = "Scripted agent with a display name much longer than any sidebar is wide (v2.3.1)"
+
+
+@pytest.fixture
+async def configured_host(tmp_path: Path) -> AsyncIterator[Host]:
+    """A host whose default agent is the scripted one (a long name); ``broken`` cannot start."""
+    config = tmp_path / "host.toml"
+    config.write_text(
+        "[providers]\n"
+        'default = "scripted"\n'
+        "[[agents]]\n"
+        'name = "scripted"\n'
+        f"display_name = {json.dumps(LONG_NAME)}\n"
+        f"command = {json.dumps(sys.executable)}\n"
+        f"args = [{json.dumps(SCRIPT)}]\n"
+        "[[agents]]\n"
+        'name = "broken"\n'
+        'display_name = "Broken"\n'
+        f"command = {json.dumps(sys.executable)}\n"
+        'args = ["-c", "import sys; sys.exit(3)"]\n',
+        encoding="utf-8",
+    )
+    running = Host(tmp_path / "data", "--config", str(config))
+    await running.start()
+    try:
+        yield running
+    finally:
+        await running.close()
+
+
+async def test_the_default_agent_is_preselected_and_long_names_keep_the_sidebar_whole(
+    configured_host: Host,
+) -> None:
+    result = await run_scenario("default_agent", page_url(configured_host))
+    # The host's providers.default, first in the picker and chosen.
+    assert result["options"][0] == {"value": "scripted", "text": LONG_NAME}
+    assert "echo" in [o["value"] for o in result["options"]]
+    assert result["preselected"] == "scripted"
+    # Nothing in the sidebar is cut or pushed out by the long name, before and after a session.
+    for layout in (result["layout"], result["after"]):
+        assert layout["button"] == {"text": "New session", "whole": True, "inside": True}
+        assert layout["heading"] == {"text": "Sessions", "whole": True, "inside": True}
+        assert layout["select"] == {"inside": True, "title": LONG_NAME}
+        assert layout["sidebarScrolls"] is False
+    # The session went to the default agent; the list shows it, cut with an ellipsis,
+    # whole in the tooltip.
+    state = await host_session(configured_host, result["session"])
+    assert state.provider == "scripted"
+    agent = result["agent"]
+    assert agent["text"] == LONG_NAME
+    assert agent["title"] == LONG_NAME
+    assert agent["cut"] is True
+    assert agent["ellipsis"] is True
+    assert agent["inside"] is True
+    assert agent["state"] == "idle"
+    assert agent["stateVisible"] is True
+    assert result["header"] == LONG_NAME
+
+
+async def test_a_session_whose_agent_failed_to_start_shows_as_failed(
+    configured_host: Host,
+) -> None:
+    result = await run_scenario("failed_start", page_url(configured_host))
+    state = await host_session(configured_host, result["session"])
+    assert state.lifecycle == "failed"
+    error = state.creation_error
+    assert not isinstance(error, UnsetType)
+    assert result["state"] == "failed"
+    assert result["detail"] == f"Failed to start: {error.message}"
+    assert result["tooltip"] == result["detail"]
+    assert result["main"] == f"Failed to start: {error.message}"
+
+
+async def test_a_session_is_renamed_filtered_and_deleted(host: Host) -> None:
+    async def answer(request: dict[str, Any]) -> dict[str, Any]:
+        assert request["do"] == "title"
+        return {"title": (await host_session(host, request["session"])).title}
+
+    result = await run_scenario("rename_delete_filter", page_url(host), answer)
+    # The host holds the title as typed; the page shows its text.
+    assert result["host"] == "**Fix** the `bug`"
+    assert result["shown"] == {
+        "sidebar": "Fix the bug",
+        "tooltip": "Fix the bug",
+        "header": "Fix the bug",
+    }
+    assert result["filtered"] == [result["first"]]
+    assert result["none"] == "No session matches."
+    assert result["left"] == [result["first"]]
+    async with AhpClient.connect(host.ws_url) as client:
+        listed = await client.list_sessions()
+    assert [s.resource for s in listed.items] == [result["first"]]
+
+
+async def test_a_banner_says_when_the_host_is_gone_and_goes_when_it_is_back(host: Host) -> None:
+    async def answer(request: dict[str, Any]) -> dict[str, Any]:
+        if request["do"] == "stop":
+            await host.stop()
+        else:
+            assert request["do"] == "start"
+            await host.start_again()
+        return {"ok": True}
+
+    result = await run_scenario("health", page_url(host), answer)
+    # The host's close reason (SIGTERM: 1001 "server shutting down"), as an alert.
+    assert result["role"] == "alert"
+    assert "The connection to the host is lost" in result["down"]
+    assert "server shutting down" in result["down"]
+
+
+async def test_a_folder_is_picked_for_a_new_session_and_remembered(tmp_path: Path) -> None:
+    root = (tmp_path / "root").resolve()
+    project = root / "project"
+    project.mkdir(parents=True)
+    outside = (tmp_path / "elsewhere").resolve()
+    outside.mkdir()
+    running = Host(tmp_path / "data", roots=[str(root)])  # AHP_SERVER_WORKSPACE_ROOTS
+    await running.start()
+
+    async def answer(request: dict[str, Any]) -> dict[str, Any]:
+        assert request["do"] == "paths"
+        return {"root": str(root), "project": str(project), "outside": str(outside)}
+
+    try:
+        result = await run_scenario("folder_picker", page_url(running), answer)
+        # The host's roots were offered; a folder outside them was refused, naming the setting.
+        assert result["offered"] == [str(root)]
+        assert result["refusal"].startswith("Could not create the session:")
+        assert "workspace.roots" in result["refusal"]
+        # The one inside is the session's working directory on the host, and shown.
+        state = await host_session(running, result["session"])
+        assert state.working_directories == (project.as_uri(),)
+        assert result["directory"] == project.as_uri()
+        # After a reload it is the first suggestion, before the root.
+        assert result["after"] == [str(project), str(root)]
+    finally:
+        await running.close()
+
+
+#: A 6 MiB tmpfs (tests/e2e/test_store_failure.py; skipped without the right to mount).
+small_disk = store_failure.small_disk
+
+
+async def test_a_banner_names_a_failed_store_and_goes_after_a_restart_with_room(
+    small_disk: Path, tmp_path: Path
+) -> None:
+    running = Host(small_disk / "data")
+    await running.start()
+
+    async def answer(request: dict[str, Any]) -> dict[str, Any]:
+        if request["do"] == "fill":
+            # Another client fills the disk until the host closes every connection (1012).
+            async with AhpClient.connect(running.ws_url) as client:
+                chat = await client.open_chat()
+                await store_failure.talk_until_closed(client, chat)
+                store_failure.assert_full_disk_close(client)
+            return {"ok": True}
+        assert request["do"] == "restart"
+        assert running.daemon is not None
+        await running.daemon.exited()  # it stops itself (status 1) after the failure
+        roomy = tmp_path / "roomy"
+        await asyncio.to_thread(shutil.copytree, small_disk / "data", roomy)
+        running.data_dir = roomy  # the same files on a disk with space, the same port
+        await running.start_again()
+        return {"ok": True}
+
+    try:
+        result = await run_scenario("store_failure", page_url(running), answer)
+    finally:
+        await running.close()
+    # The host's close reason, as it gave it.
+    assert "The connection to the host is lost" in result["down"]
+    assert "the host closed the connection: the store failed: " in result["down"]

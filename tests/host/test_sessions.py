@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from msgspec import UnsetType
 
 from ahp_server.agents.base import AgentError, SessionContext, TurnIO, TurnRequest
 from ahp_server.agents.echo import EchoAgent
@@ -29,7 +30,9 @@ from ahp_server.protocol.types import (
     ChatState,
     ChatTurnCancelledAction,
     MultipleChatsCapability,
+    RootState,
     SessionState,
+    SessionStatus,
     Turn,
 )
 from ahp_server.protocol.uris import default_chat
@@ -162,6 +165,10 @@ async def test_a_failing_open_fails_the_creation_and_nothing_else(
             assert state.creation_error.error_type == error_type
             assert words in state.creation_error.message
             assert state.chats == ()
+            # Its summary says it failed, and why (a list shows only summaries).
+            (summary,) = [s for s in (await client.list_sessions()).items if s.resource == session]
+            assert summary.status & 0b11111 == SessionStatus.Error
+            assert summary.activity == f"Failed to start: {state.creation_error.message}"
             # The default chat it was given never joined the catalogue, and is gone.
             assert running.host.chats_of(session) == []
             if behaviour == "hang":
@@ -172,6 +179,35 @@ async def test_a_failing_open_fails_the_creation_and_nothing_else(
             # Disposing the failed session still tells the provider.
             await client.dispose_session(session)
             assert agent.hooks(session) == ["open", "close-disposed"]
+    finally:
+        await running.stop()
+
+
+def resolved_uris(paths: tuple[str, ...]) -> list[str]:
+    return [Path(path).resolve().as_uri() for path in paths]
+
+
+async def test_the_root_state_names_the_default_agent() -> None:
+    running = await host_with(RecordingAgent(), default_provider=PROVIDER)
+    try:
+        async with AhpClient.connect(running.url, subscriptions=["ahp-root://"]) as client:
+            root = client.confirmed("ahp-root://", RootState)
+            config = root.config
+            assert not isinstance(config, UnsetType)
+            assert config.values["defaultProvider"] == PROVIDER
+            # Single-user mode: the roots a working directory must lie inside, as file: URIs.
+            roots = running.host.settings.workspace_roots or ()
+            assert config.values["workspaceRoots"] == resolved_uris(roots)
+            assert roots
+            schema = config.schema.properties["defaultProvider"]
+            assert (schema.type, schema.read_only, schema.enum) == (
+                "string",
+                True,
+                (PROVIDER, "echo"),
+            )
+            # A session that names no agent gets that one.
+            session = await client.create_session(subscribe=True)
+            assert (await settled(client, session)).provider == PROVIDER
     finally:
         await running.stop()
 

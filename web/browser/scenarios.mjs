@@ -7,20 +7,21 @@
  * things, with a few data attributes for state the eye reads from style.
  */
 import assert from 'node:assert/strict';
-
-const TIMEOUT = 20_000;
-
-async function openPage(newPage, url) {
-  const page = await newPage();
-  page.setDefaultTimeout(TIMEOUT);
-  await page.goto(url);
-  await connected(page);
-  return page;
-}
-
-async function connected(page) {
-  await page.locator('[data-status="open"]').waitFor({ timeout: TIMEOUT });
-}
+import {
+  TIMEOUT,
+  answerText,
+  chatOf,
+  connected,
+  lastTurn,
+  newSession,
+  openPage,
+  send,
+  sessionOf,
+  turnEnded,
+  turns,
+  waitUntil,
+} from './helpers.mjs';
+import { sessionScenarios } from './sessions.mjs';
 
 /** Record every connection status the page shows from now on (a short one too). */
 async function recordStatuses(page) {
@@ -38,45 +39,8 @@ async function statusesSeen(page) {
   return page.evaluate(() => window.__statuses);
 }
 
-async function newSession(page) {
-  await page.getByRole('button', { name: 'New session' }).click();
-  await page.getByRole('tab', { name: /Main/ }).waitFor();
-  await page.getByRole('textbox', { name: 'Message', exact: true }).waitFor();
-}
-
-/** Type `text` into the composer and press Enter (the keyboard way). */
-async function send(page, text) {
-  const box = page.getByRole('textbox', { name: 'Message', exact: true });
-  await box.fill(text);
-  await box.press('Enter');
-}
-
-function turns(page) {
-  return page.locator('.transcript article.turn');
-}
-
-function lastTurn(page) {
-  return turns(page).last();
-}
-
-async function turnEnded(page, state = 'complete', count) {
-  if (count !== undefined) await page.waitForFunction((n) => document.querySelectorAll('.transcript article.turn').length >= n, count);
-  await page.waitForFunction(
-    (wanted) => {
-      const all = document.querySelectorAll('.transcript article.turn');
-      const last = all[all.length - 1];
-      return last && last.getAttribute('data-state') === wanted;
-    },
-    state,
-    { timeout: TIMEOUT },
-  );
-}
-
-async function answerText(turn) {
-  return (await turn.locator('.markdown.answer').allInnerTexts()).join('');
-}
-
 export const scenarios = {
+  ...sessionScenarios,
   /** Create a session, watch a reply stream in, keyboard use, usage, reasoning folded, screenshots. */
   async stream({ newPage, url, screenshot }) {
     const page = await openPage(newPage, url);
@@ -882,15 +846,6 @@ async function openRecorded(newPage, url) {
   return { page, sent };
 }
 
-/** Wait until `condition()` holds (checked every 50 ms, up to the scenario timeout). */
-async function waitUntil(condition, what) {
-  const deadline = Date.now() + TIMEOUT;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`never saw ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
-
 /** The chat's primary working directory as a path (its `file:` URI is the line's title). */
 async function workingDirectory(page) {
   const line = page.locator('.chat .directory');
@@ -962,10 +917,3 @@ async function hostOrder(ask, session) {
   return (await ask({ do: 'order', session })).order;
 }
 
-async function chatOf(page) {
-  return new URLSearchParams(new URL(page.url()).hash.slice(1)).get('chat');
-}
-
-async function sessionOf(page) {
-  return new URLSearchParams(new URL(page.url()).hash.slice(1)).get('session');
-}

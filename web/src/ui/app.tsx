@@ -16,6 +16,10 @@
  * can resume, a chat's change counts and its Changes view (its own changeset),
  * and its background work with each command's output. In 0.7 mode none of
  * these is shown.
+ *
+ * The sidebar (new session, filter, the session list) is `sidebar.tsx`, its
+ * rules `sessions.ts`; the session's header here offers Rename and Delete,
+ * and a banner says when the host is unreachable or not ready (`Store.health`).
  */
 import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
 import { Fragment, type ComponentChildren } from 'preact';
@@ -34,7 +38,9 @@ import {
   terminalText,
   type FileRow,
 } from './changes';
-import { dropAnchor, hasUnreadChat, isArchived, isUnread, resumableTurn, stepAnchor } from './chats';
+import { dropAnchor, isArchived, isUnread, resumableTurn, stepAnchor } from './chats';
+import { agentName, plainTitle } from './sessions';
+import { Sidebar, UnreadDot } from './sidebar';
 import type { Store } from './store';
 
 function useStore(store: Store): void {
@@ -121,6 +127,7 @@ export function App({ store }: { store: Store }) {
         )}
       </header>
       {client.status === 'refused' && <TokenForm store={store} />}
+      <HealthBanner store={store} />
       <Notices store={store} />
       <div class="layout">
         <Sidebar store={store} />
@@ -151,6 +158,20 @@ function ConnectionBadge({ store }: { store: Store }) {
       {labels[status]}
       {status === 'reconnecting' && store.client.lastError ? ` (${store.client.lastError})` : ''}
     </span>
+  );
+}
+
+/**
+ * The host's health, when it is not good: the connection lost (with the
+ * host's close reason) or `/readyz` not ready. Gone once both are well again.
+ */
+function HealthBanner({ store }: { store: Store }) {
+  const health = store.health;
+  if (!health) return null;
+  return (
+    <div class="health" role="alert" data-health={health.kind}>
+      {health.text}
+    </div>
   );
 }
 
@@ -198,96 +219,6 @@ function Notices({ store }: { store: Store }) {
   );
 }
 
-function Sidebar({ store }: { store: Store }) {
-  const agents: Json[] = store.root?.agents ?? [];
-  const [provider, setProvider] = useState('');
-  const chosen = provider || agents[0]?.provider || '';
-  const all = [...store.client.sessions.values()].sort((a, b) =>
-    String(b.modifiedAt).localeCompare(String(a.modifiedAt)),
-  );
-  const modern = store.modern;
-  const sessions = modern ? all.filter((s) => !isArchived(s.status)) : all;
-  const archived = modern ? all.filter((s) => isArchived(s.status)) : [];
-  return (
-    <nav class="sidebar" aria-label="Sessions">
-      <form
-        class="new-session"
-        onSubmit={(event) => {
-          event.preventDefault();
-          if (chosen) void store.newSession(chosen).catch(() => undefined);
-        }}
-      >
-        <label for="agent-select">Agent</label>
-        <select
-          id="agent-select"
-          value={chosen}
-          onChange={(event) => setProvider(event.currentTarget.value)}
-        >
-          {agents.map((agent) => (
-            <option key={agent.provider} value={agent.provider} title={agent.description}>
-              {agent.displayName || agent.provider}
-            </option>
-          ))}
-        </select>
-        <button type="submit" disabled={!store.client.ready || !chosen}>
-          New session
-        </button>
-      </form>
-      <h2>Sessions</h2>
-      <ul class="sessions">
-        {sessions.length === 0 && <li class="empty">No sessions yet.</li>}
-        {sessions.map((summary) => (
-          <SessionItem key={summary.resource} store={store} summary={summary} />
-        ))}
-      </ul>
-      {archived.length > 0 && (
-        <details class="archived-sessions">
-          <summary>Archived ({archived.length})</summary>
-          <ul class="sessions">
-            {archived.map((summary) => (
-              <SessionItem key={summary.resource} store={store} summary={summary} />
-            ))}
-          </ul>
-        </details>
-      )}
-    </nav>
-  );
-}
-
-function SessionItem({ store, summary }: { store: Store; summary: Json }) {
-  const unread = store.modern && hasUnreadChat(summary);
-  return (
-    <li>
-      <button
-        type="button"
-        class="session-item"
-        data-session={summary.resource}
-        data-unread={unread ? 'true' : undefined}
-        aria-current={summary.resource === store.session ? 'page' : undefined}
-        onClick={() => store.selectSession(summary.resource)}
-      >
-        <span class="title">
-          {unread && <UnreadDot />}
-          {summary.title || 'Untitled'}
-        </span>
-        <span class={`state ${activityOf(summary.status).replace(' ', '-')}`}>
-          {store.agentOf(summary.provider)?.displayName ?? summary.provider} ·{' '}
-          {activityOf(summary.status)}
-          {(summary.chats?.length ?? 0) > 1 && ` · ${summary.chats.length} chats`}
-        </span>
-      </button>
-    </li>
-  );
-}
-
-function UnreadDot() {
-  return (
-    <span class="unread" role="img" aria-label="unread" title="Unread">
-      {' '}
-    </span>
-  );
-}
-
 function Welcome({ store }: { store: Store }) {
   return (
     <div class="welcome">
@@ -315,7 +246,14 @@ function SessionView({ store }: { store: Store }) {
   const [dropAt, setDropAt] = useState<{ chat: string; after: boolean } | undefined>(undefined);
   if (!session) return <p class="loading">Opening the session…</p>;
   if (creationFailed(session)) {
-    return <p class="error">The session could not be created: {session.creationError?.message}</p>;
+    return (
+      <div class="session">
+        <SessionHeader key={store.session} store={store} session={session} />
+        <p class="error failed-start" role="note">
+          Failed to start: {session.creationError?.message ?? 'unknown error'}
+        </p>
+      </div>
+    );
   }
   const modern = store.modern;
   const chats: Json[] = session.chats ?? [];
@@ -333,6 +271,7 @@ function SessionView({ store }: { store: Store }) {
   };
   return (
     <div class="session">
+      <SessionHeader key={store.session} store={store} session={session} />
       {sessionArchived && (
         <p class="archived-note" data-archived="session">
           This session is archived.
@@ -434,6 +373,83 @@ function SessionView({ store }: { store: Store }) {
       </div>
       {session.lifecycle === 'creating' && <p class="loading">The agent is starting…</p>}
       {store.chatState ? <ChatView store={store} order={order} /> : store.chat && <p class="loading">Opening the chat…</p>}
+    </div>
+  );
+}
+
+/**
+ * The session's title (plain text, the Markdown's text), its agent, and
+ * **Rename** (`session/titleChanged`, write-ahead) and **Delete**
+ * (`disposeSession`, asked first on the page: the session and all its chats).
+ */
+function SessionHeader({ store, session }: { store: Store; session: Json }) {
+  const [editing, setEditing] = useState<string | undefined>(undefined);
+  const [confirming, setConfirming] = useState(false);
+  const title = plainTitle(session.title) || 'Untitled';
+  const agent = agentName(store.root, session.provider);
+  const ready = store.client.ready;
+  if (editing !== undefined) {
+    return (
+      <form
+        class="session-title rename"
+        onSubmit={(event) => {
+          event.preventDefault();
+          if (store.renameSession(editing)) setEditing(undefined);
+        }}
+      >
+        <label for="session-title-input">Session title</label>
+        <input
+          id="session-title-input"
+          type="text"
+          value={editing}
+          onInput={(event) => setEditing(event.currentTarget.value)}
+          onKeyDown={(event) => {
+            if (event.key === 'Escape') setEditing(undefined);
+          }}
+        />
+        <button type="submit" class="primary" disabled={!ready || !editing.trim()}>
+          Save
+        </button>
+        <button type="button" onClick={() => setEditing(undefined)}>
+          Cancel
+        </button>
+      </form>
+    );
+  }
+  return (
+    <div class="session-title">
+      <h2 title={title}>{title}</h2>
+      <span class="agent muted" title={agent}>
+        {agent}
+      </span>
+      {confirming ? (
+        <span class="confirm-delete" role="group" aria-label="Delete this session">
+          <span>Delete this session and all its chats?</span>
+          <button
+            type="button"
+            class="deny"
+            disabled={!ready}
+            onClick={() => {
+              setConfirming(false);
+              void store.deleteSession().catch(() => undefined);
+            }}
+          >
+            Delete session
+          </button>
+          <button type="button" onClick={() => setConfirming(false)}>
+            Keep
+          </button>
+        </span>
+      ) : (
+        <span class="session-title-actions">
+          <button type="button" disabled={!ready} onClick={() => setEditing(session.title ?? '')}>
+            Rename
+          </button>
+          <button type="button" class="deny" disabled={!ready} onClick={() => setConfirming(true)}>
+            Delete
+          </button>
+        </span>
+      )}
     </div>
   );
 }

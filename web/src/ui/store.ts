@@ -13,12 +13,19 @@ import type { Json } from '../protocol/reducers';
 import { socketUrl } from '../token';
 import { backgroundTerminals, chatChangesetUri } from './changes';
 import { isRead, type Anchor } from './chats';
+import { folderUri, pathOf, rememberFolder } from './sessions';
 
 export interface Notice {
   id: number;
   text: string;
   kind: 'error' | 'info';
 }
+
+/** Where the recent folders are kept (`localStorage`). */
+const RECENT_FOLDERS = 'ahp-server.recentFolders';
+
+/** How often the page asks `/readyz` while it is open. */
+const READY_POLL_MS = 5000;
 
 export class Store {
   readonly client: AhpClient;
@@ -69,6 +76,64 @@ export class Store {
     // A tab the user comes back to marks the chat it shows read (`markRead`).
     document.addEventListener('visibilitychange', () => this.changed());
     this.client.start();
+    void this.checkReady();
+    setInterval(() => void this.checkReady(), READY_POLL_MS);
+  }
+
+  /**
+   * What the host's `/readyz` said last (plain HTTP on the page's origin, no
+   * token needed): `ok`, or its answer ("not ready", "failed: the store
+   * failed: …"), or that nothing answered. Asked every few seconds and
+   * whenever the connection's status changes, so a recovery clears the
+   * banner as soon as the page is connected again.
+   */
+  readiness: { ok: boolean; text: string } | undefined;
+  private lastStatus: string | undefined;
+  private checking = false;
+
+  private again = false;
+
+  private async checkReady(): Promise<void> {
+    if (this.checking) {
+      this.again = true; // asked while a check runs: one more after it, with what is true now
+      return;
+    }
+    this.checking = true;
+    do {
+      this.again = false;
+      let next: { ok: boolean; text: string };
+      try {
+        const answer = await fetch('/readyz', { method: 'GET', cache: 'no-store' });
+        const text = (await answer.text()).trim();
+        // 404: a host (or a proxy in front) without the endpoint, which says nothing about health.
+        const ok = answer.ok || answer.status === 404;
+        next = ok ? { ok: true, text } : { ok: false, text: text || `HTTP ${answer.status}` };
+      } catch {
+        next = { ok: false, text: 'no answer' };
+      }
+      if (this.readiness?.ok !== next.ok || this.readiness?.text !== next.text) {
+        this.readiness = next;
+        this.changed();
+      }
+    } while (this.again);
+    this.checking = false;
+  }
+
+  /**
+   * Whether the host is healthy as this page sees it, and if not why: the
+   * connection lost (with the host's close reason when it gave one), or
+   * `/readyz` not ready. `undefined` when all is well (or still starting).
+   */
+  get health(): { kind: 'unreachable' | 'not-ready'; text: string } | undefined {
+    const client = this.client;
+    if (client.status === 'reconnecting') {
+      const why = client.lastError ? `: ${client.lastError}` : '';
+      return { kind: 'unreachable', text: `The connection to the host is lost${why}. Reconnecting…` };
+    }
+    if (this.readiness && !this.readiness.ok) {
+      return { kind: 'not-ready', text: `The host is not ready (/readyz: ${this.readiness.text}).` };
+    }
+    return undefined;
   }
 
   subscribe(listener: () => void): () => void {
@@ -87,6 +152,10 @@ export class Store {
     const run = () => {
       if (!this.scheduled) return;
       this.scheduled = false;
+      if (this.client.status !== this.lastStatus) {
+        this.lastStatus = this.client.status;
+        void this.checkReady();
+      }
       this.sync();
       for (const listener of this.listeners) listener();
     };
@@ -338,10 +407,67 @@ export class Store {
     if (this.chat) this.act(this.chat, { type: 'chat/turnResume', turnId });
   }
 
-  async newSession(provider: string): Promise<void> {
+  /** Rename the session on screen (`session/titleChanged`, write-ahead; the host's refusal rolls it back). */
+  renameSession(title: string): boolean {
+    const clean = title.trim();
+    if (!this.session || !clean) return false;
+    return this.act(this.session, { type: 'session/titleChanged', title: clean });
+  }
+
+  /**
+   * Delete the session on screen with all its chats (`disposeSession`): the
+   * host stops its agent and forgets it, and tells every client
+   * (`root/sessionRemoved`). The page leaves it at once; a refusal is a notice.
+   */
+  async deleteSession(): Promise<void> {
+    const session = this.session;
+    if (!session) return;
+    await this.call('disposeSession', { channel: session }, 'Could not delete the session');
+    this.client.sessions.delete(session);
+    if (this.session === session) {
+      this.session = this.chat = undefined;
+      this.changesOf = undefined;
+      this.openTerminals.clear();
+    }
+    this.changed();
+  }
+
+  /**
+   * `createSession {provider}`, in `folder` (a path or `file:` URI; none: the
+   * host gives the session a folder of its own). A folder the host accepted
+   * becomes the first of the recent folders; its refusal (outside the
+   * roots…) is a notice, and nothing is created.
+   */
+  async newSession(provider: string, folder = ''): Promise<void> {
+    const { uri: directory, error } = folderUri(folder);
+    if (error) {
+      this.notify(error, 'error');
+      throw new Error(error);
+    }
     const uri = `ahp-session:/${uuid()}`;
-    await this.call('createSession', { channel: uri, provider });
+    const params: Json = { channel: uri, provider };
+    if (directory) params.workingDirectories = [directory];
+    await this.call('createSession', params, 'Could not create the session');
+    if (directory) this.rememberFolder(pathOf(directory));
     this.selectSession(uri);
+  }
+
+  /** Folders this browser chose for new sessions, newest first (`localStorage`, this origin only). */
+  get recentFolders(): string[] {
+    try {
+      const value: unknown = JSON.parse(localStorage.getItem(RECENT_FOLDERS) ?? '[]');
+      return Array.isArray(value) ? value.filter((v): v is string => typeof v === 'string') : [];
+    } catch {
+      return [];
+    }
+  }
+
+  private rememberFolder(path: string): void {
+    try {
+      localStorage.setItem(RECENT_FOLDERS, JSON.stringify(rememberFolder(this.recentFolders, path)));
+    } catch {
+      // storage full or disabled: the picker just offers the roots
+    }
   }
 
   async newChat(source?: Json): Promise<void> {
@@ -459,6 +585,7 @@ function describe(action: Json): string {
     'chat/pendingMessageRemoved': 'the removal',
     'chat/turnResume': 'continuing the answer',
     'chat/isReadChanged': 'the read mark',
+    'session/titleChanged': 'the new title',
   };
   if (action?.type === 'chat/isArchivedChanged') return action.isArchived ? 'archiving the chat' : 'restoring the chat';
   if (action?.type === 'session/isArchivedChanged') {
