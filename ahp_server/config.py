@@ -202,8 +202,9 @@ class Settings:
     #: agents stream (grouping a model's tokens); a client's own action is
     #: committed at once. The longest it delays a delivery. 0: every loop turn.
     commit_window_ms: float = 2.0
-    #: Snapshot a channel after this many actions — and at least as many log
-    #: bytes as its last snapshot — and at every turn end.
+    #: Snapshot a channel after this many actions, once it has also logged at
+    #: least as many bytes as its last snapshot holds (a turn's end stores the
+    #: turn, not a snapshot: docs/durability.md).
     snapshot_every: int = 256
     #: Completed turns a chat keeps in memory when loaded from disk (older
     #: ones are paged in by ``fetchTurns``).
