@@ -259,6 +259,28 @@ def test_check_config_validates_agents(tmp_path: Path) -> None:
     assert "agents[0].command" in result.stderr
 
 
+@pytest.mark.parametrize(
+    "placement",
+    [
+        ["--data-dir", "{a}", "check-config"],
+        ["check-config", "--data-dir", "{a}"],
+        ["--data-dir", "{b}", "check-config", "--data-dir", "{a}"],
+    ],
+)
+def test_host_options_count_before_or_after_the_command(
+    tmp_path: Path, placement: list[str]
+) -> None:
+    """``ahp-server --data-dir X serve`` used the default folder: the command's
+    own copy of each option reset it. Given either side, it counts; given on
+    both, the command's wins."""
+    folders = {"a": str(tmp_path / "a"), "b": str(tmp_path / "b")}
+    result = run_cli(*(word.format(**folders) for word in placement))
+    assert result.returncode == 0, result.stderr
+    # check-config names the database folder among the folders never served.
+    assert folders["a"] in result.stdout
+    assert folders["b"] not in result.stdout
+
+
 def test_check_config_names_every_missing_program_and_root(tmp_path: Path) -> None:
     """docs/deploy.md "Checking a configuration": one line per problem, naming its key."""
     not_executable = tmp_path / "agent.py"

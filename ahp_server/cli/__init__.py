@@ -109,31 +109,38 @@ def default_data_dir() -> Path:
     return Path(base) / "ahp-server"
 
 
-def _server_options(target: argparse.ArgumentParser) -> None:
-    target.add_argument("--config", default=None, help="TOML configuration file")
-    target.add_argument("--host", default=None, help="bind address (server.host)")
-    target.add_argument("--port", type=int, default=None, help="TCP port, 0 for any")
+def _server_options(target: argparse.ArgumentParser, *, command: bool = False) -> None:
+    """The host's options, on the top level and again on ``serve`` and ``check-config``.
+
+    A command's copies default to nothing (``SUPPRESS``), so an option given
+    before the command (``ahp-server --data-dir X serve``) is kept, not reset.
+    """
+    default: Any = argparse.SUPPRESS if command else None
+    target.add_argument("--config", default=default, help="TOML configuration file")
+    target.add_argument("--host", default=default, help="bind address (server.host)")
+    target.add_argument("--port", type=int, default=default, help="TCP port, 0 for any")
     target.add_argument(
         "--data-dir",
-        default=None,
+        default=default,
         help=f"database folder (default {default_data_dir()}; ':memory:' keeps nothing)",
     )
     target.add_argument(
         "--durability",
         choices=["normal", "full"],
-        default=None,
+        default=default,
         help="normal survives a crash of the process, full a power loss too (storage.durability)",
     )
     target.add_argument(
         "--log-format",
         choices=["console", "json", "auto"],
-        default=None,
+        default=default,
         help="log lines for people or for machines; auto: console on a terminal, else json "
         "(logging.format)",
     )
     target.add_argument(
         "--log-level",
         choices=["debug", "info", "warning", "error"],
+        default=default,
         help="the least severe level logged (logging.level)",
     )
 
@@ -147,13 +154,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _server_options(parser)
     commands = parser.add_subparsers(dest="command")
-    _server_options(commands.add_parser("serve", help="run the host (the default)"))
+    _server_options(commands.add_parser("serve", help="run the host (the default)"), command=True)
     _server_options(
         commands.add_parser(
             "check-config",
             help="validate the configuration, check that its agents' programs and workspace "
             "roots exist here, and exit (0 ok, 1 something missing, 2 invalid)",
-        )
+        ),
+        command=True,
     )
     backup = commands.add_parser(
         "backup", help="copy the database to a file, safely, even while the host runs"
