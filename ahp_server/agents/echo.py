@@ -7,7 +7,8 @@ reasoning note, followed by a usage report. A directive at the start of the
 message selects a demo (documented in the README):
 
 ``/slow <ms> <text>``
-    Echo ``text`` one word every ``ms`` milliseconds (watch a stream, cancel it).
+    Echo ``text`` one word every ``ms`` milliseconds (watch a stream, cancel it):
+    word k is due at start + k × ``ms``, so a late wake-up delays no later word.
     A steering message sent meanwhile is acknowledged in the stream.
 ``/tool``
     A tool call that waits for the user's confirmation, then "runs".
@@ -30,6 +31,8 @@ from __future__ import annotations
 
 import asyncio
 import re
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from typing import TypeVar
 
 from ahp_server.agents.base import AgentError, StatelessProvider, TurnIO, TurnRequest
 from ahp_server.protocol.types import (
@@ -53,6 +56,8 @@ from ahp_server.protocol.types import (
 
 __all__ = ["ECHO_PROVIDER", "EchoAgent"]
 
+T = TypeVar("T")
+
 ECHO_PROVIDER = "echo"
 _CHUNK_WORDS = 3
 _SLOW = re.compile(r"^/slow\s+(\d+)\s*(.*)$", re.S)
@@ -66,6 +71,29 @@ def _chunks(text: str, words: int = _CHUNK_WORDS) -> list[str]:
     chunk is up to ``words`` consecutive pieces — one regex pass, no joining.
     """
     return re.findall(rf"(?:\S+\s*|\s+){{1,{words}}}", text) or [""]
+
+
+async def _paced(
+    items: Iterable[T],
+    interval: float,
+    *,
+    clock: Callable[[], float] | None = None,
+    sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
+) -> AsyncIterator[T]:
+    """Yield item k at start + k × ``interval``, on an absolute clock.
+
+    A late wake-up (or a slow consumer) delays that one item, not every later
+    one: behind schedule, the next item goes at once. So a stream paced at a
+    model's rate measures the host, not this agent's timer drift.
+    """
+    now = clock if clock is not None else asyncio.get_running_loop().time
+    start = now()
+    for k, item in enumerate(items):
+        if k:
+            delay = start + k * interval - now()
+            if delay > 0:
+                await sleep(delay)
+        yield item
 
 
 class EchoAgent(StatelessProvider):
@@ -124,12 +152,12 @@ class EchoAgent(StatelessProvider):
 
     async def _slow(self, io: TurnIO, interval_ms: int, text: str) -> None:
         await io.activity("typing slowly")
-        for word in _chunks(text or "slow stream of words", words=1):
+        words = _chunks(text or "slow stream of words", words=1)
+        async for word in _paced(words, interval_ms / 1000):
             await io.text(word)
             steering = await io.take_steering()
             if steering is not None:
                 await io.text(f"\n\n*(steered: {steering.text})*\n\n")
-            await asyncio.sleep(interval_ms / 1000)
         await io.activity(None)
 
     async def _flaky(self, io: TurnIO, request: TurnRequest, interval_ms: int, text: str) -> None:
@@ -142,9 +170,8 @@ class EchoAgent(StatelessProvider):
             )
         given = "".join(p.content for p in request.partial if isinstance(p, MarkdownResponsePart))
         await io.text(f"resumed after {given!r}: the second half.")
-        for word in _chunks(text, words=1) if text else ():
+        async for word in _paced(_chunks(text, words=1) if text else (), interval_ms / 1000):
             await io.text(word)
-            await asyncio.sleep(interval_ms / 1000)
 
     async def _tool(self, io: TurnIO) -> None:
         call = await io.start_tool_call(

@@ -1,13 +1,14 @@
-"""The echo agent's text chunking, against its plain definition."""
+"""The echo agent's text chunking, against its plain definition, and its pacing."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ahp_server.agents.echo import _chunks
+from ahp_server.agents.echo import _chunks, _paced
 
 #: Texts made of short and very long words, single and repeated whitespace.
 TEXT = st.lists(st.sampled_from(["a", "bb", "é", " ", "  ", "\n", "\t", "x" * 70])).map("".join)
@@ -25,3 +26,37 @@ def test_chunks_follow_the_definition_and_keep_every_character(text: str, words:
     chunks = _chunks(text, words)
     assert chunks == chunks_by_definition(text, words)
     assert "".join(chunks) == text
+
+
+class FakeClock:
+    """A clock that moves only when slept on or told to (a late wake-up, say)."""
+
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    async def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+
+async def emitted_at(clock: FakeClock, late: Callable[[int], float]) -> list[float]:
+    """When each of 8 words goes out at 25 ms, ``late(k)`` seconds lost after word k."""
+    times = []
+    async for k in _paced(range(8), 0.025, clock=clock, sleep=clock.sleep):
+        times.append(round(clock.now - 100.0, 6))
+        clock.now += late(k)
+    return times
+
+
+async def test_words_are_paced_on_an_absolute_clock() -> None:
+    """Word k is due at start + k x 25 ms: a wake-up 60 ms late delays the words
+    due meanwhile (sent at once), and every later word is on time again. Paced
+    by sleeping 25 ms after each word, every later word would be 60 ms late."""
+    on_time = [round(k * 0.025, 6) for k in range(8)]
+    assert await emitted_at(FakeClock(), lambda k: 0.0) == on_time
+    times = await emitted_at(FakeClock(), lambda k: 0.06 if k == 2 else 0.0)
+    assert times[:3] == on_time[:3]
+    assert times[3:5] == [0.11, 0.11]  # due at 75 and 100 ms: behind, sent at once
+    assert times[5:] == on_time[5:]
