@@ -199,8 +199,9 @@ class Settings:
     #: "full" (also survives power loss). docs/durability.md.
     synchronous: str = "normal"
     #: With "normal": commit at most once per this many milliseconds while
-    #: agents stream (grouping a model's tokens); a client's own action is
-    #: committed at once. The longest it delays a delivery. 0: every loop turn.
+    #: several chats stream at once (grouping their tokens); a lone stream and
+    #: a client's own action are committed at once. The longest it delays a
+    #: delivery. 0: every loop turn.
     commit_window_ms: float = 2.0
     #: Snapshot a channel after this many actions, once it has also logged at
     #: least as many bytes as its last snapshot holds (a turn's end stores the

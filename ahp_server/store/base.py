@@ -32,12 +32,52 @@ from dataclasses import dataclass, field
 
 __all__ = [
     "ChannelRow",
+    "CommitWindow",
     "LoadedChannel",
     "MemoryStore",
     "Store",
     "StoreError",
     "newest_within",
 ]
+
+#: The commit window groups writes while two chats have written within this
+#: many seconds of each other (their streams run at once); otherwise a lone
+#: stream's writes commit at once.
+CONCURRENT_FOR = 0.1
+
+
+class CommitWindow:
+    """How long the next commit may wait (``storage.commit_window_ms``).
+
+    The window exists to group concurrent streams into one commit. A lone
+    stream — one turn, nothing else writing — gains nothing from it and would
+    only wait: so it applies while envelopes of two chats have been queued
+    within :data:`CONCURRENT_FOR` of each other, and not otherwise. Channels
+    other than chats (a session's, the root) do not count: one turn writes
+    its chat and its session.
+    """
+
+    __slots__ = ("_chat", "_mixed_at", "last_commit", "window")
+
+    def __init__(self, window: float) -> None:
+        self.window = window
+        #: When the last commit started (the event loop's clock).
+        self.last_commit = 0.0
+        self._chat: str | None = None
+        self._mixed_at = -CONCURRENT_FOR
+
+    def wrote(self, channel: str, now: Callable[[], float]) -> None:
+        """An envelope of ``channel`` was queued (the hot path: a compare, mostly)."""
+        if channel != self._chat and channel.startswith("ahp-chat:"):  # protocol/uris.py
+            if self._chat is not None:
+                self._mixed_at = now()
+            self._chat = channel
+
+    def delay(self, now: float) -> float:
+        """Seconds the commit of a write queued ``now`` waits (0: at once)."""
+        if now - self._mixed_at >= CONCURRENT_FOR:
+            return 0.0
+        return self.last_commit + self.window - now
 
 
 class StoreError(Exception):

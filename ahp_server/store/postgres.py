@@ -60,7 +60,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import structlog
 
-from ahp_server.store.base import ChannelRow, LoadedChannel, Store, StoreError
+from ahp_server.store.base import ChannelRow, CommitWindow, LoadedChannel, Store, StoreError
 from ahp_server.store.group import HIGH_WATER, SEGMENT, Callback, GroupCommit, Row, segments
 from ahp_server.store.lift import MARKER, Lifter
 
@@ -206,7 +206,7 @@ class PostgresStore(GroupCommit, Store):
         self._url = url
         #: (lease name, epoch): commit only while the lease has this epoch.
         self._fence = fence
-        self._window = commit_window
+        self._window = CommitWindow(commit_window)
         self._readers = readers
         self._queue: deque[_Write] = deque()
         self._queued = 0
@@ -216,7 +216,6 @@ class PostgresStore(GroupCommit, Store):
         self._wake = asyncio.Event()
         self._scheduled = False
         self._timer: asyncio.TimerHandle | None = None
-        self._last_commit = 0.0
         self._stopping = False
         self._flushes: list[tuple[int, asyncio.Future[None]]] = []
         self._failure: BaseException | None = None
@@ -337,12 +336,14 @@ class PostgresStore(GroupCommit, Store):
             raise StoreError(f"{masked(self._url)}: the store failed: {self._failure}")
         self._queued += 1
         self._queue.append((write, row, on_commit, self._queued))
+        loop = self._loop
+        assert loop is not None, "store not open"
+        if row is not None:
+            self._window.wrote(row[1], loop.time)
         if not self._scheduled:
             self._scheduled = True
-            loop = self._loop
-            assert loop is not None, "store not open"
-            # Group across loop iterations as SQLite does (a model's tokens).
-            delay = self._last_commit + self._window - loop.time()
+            # Group across loop iterations while streams run at once, as SQLite does.
+            delay = self._window.delay(loop.time())
             if delay > 0:
                 self._timer = loop.call_later(delay, self._wake.set)
             else:
@@ -366,7 +367,7 @@ class PostgresStore(GroupCommit, Store):
                 if self._stopping:
                     return
                 continue
-            self._last_commit = self._loop.time()
+            self._window.last_commit = self._loop.time()
             batch = list(self._queue)
             self._queue.clear()
             started = time.perf_counter()

@@ -68,7 +68,7 @@ from urllib.parse import quote
 
 import structlog
 
-from ahp_server.store.base import ChannelRow, LoadedChannel, Store, StoreError
+from ahp_server.store.base import ChannelRow, CommitWindow, LoadedChannel, Store, StoreError
 from ahp_server.store.group import HIGH_WATER, SEGMENT, Callback, GroupCommit, Row, segments
 from ahp_server.store.lift import MARKER, Lifter
 from ahp_server.store.lock import not_writable
@@ -375,9 +375,8 @@ class SqliteStore(GroupCommit, Store):
         #: synchronous=NORMAL: at most one commit per this many seconds while
         #: writes keep coming, unless someone waits (commit_soon); 0: every
         #: loop iteration. The most a delivery can be delayed by it.
-        self._window = commit_window
+        self._window = CommitWindow(commit_window)
         self._timer: asyncio.TimerHandle | None = None
-        self._last_commit = 0.0
         if synchronous.upper() not in ("NORMAL", "FULL"):
             raise StoreError(f"synchronous must be NORMAL or FULL, not {synchronous!r}")
         self._synchronous = synchronous.upper()
@@ -607,13 +606,15 @@ class SqliteStore(GroupCommit, Store):
         if write is not None:
             self._rows_only = False
         if self._on_loop:
+            loop = self._loop
+            assert loop is not None
+            if row is not None:
+                self._window.wrote(row[1], loop.time)
             if not self._scheduled:
                 self._scheduled = True
-                loop = self._loop
-                assert loop is not None
-                # Group across loop iterations: a stream that yields between
-                # deltas (a model's tokens) would otherwise commit each alone.
-                delay = self._last_commit + self._window - loop.time()
+                # Group across loop iterations while streams run at once: they
+                # would otherwise commit each of their deltas alone.
+                delay = self._window.delay(loop.time())
                 if delay > 0:
                     self._timer = loop.call_later(delay, self._commit_on_loop)
                 else:
@@ -653,7 +654,7 @@ class SqliteStore(GroupCommit, Store):
         tail = self._tail
         to_tail = tail is not None and self._rows_only
         assert self._loop is not None
-        self._last_commit = self._loop.time()
+        self._window.last_commit = self._loop.time()
         batch = list(queue)
         queue.clear()
         self._rows_only = True

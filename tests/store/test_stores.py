@@ -248,8 +248,12 @@ async def test_backpressure_holds_producers_until_the_backlog_drains(backend: Ba
     await store.close()
 
 
-async def test_a_commit_window_groups_writes_across_loop_iterations(backend: Backend) -> None:
-    """A stream that yields between envelopes (a model's tokens) commits once per window."""
+async def test_a_commit_window_groups_concurrent_streams_across_loop_iterations(
+    backend: Backend,
+) -> None:
+    """Streams of two chats that yield between envelopes (a model's tokens)
+    commit once per window; a lone stream commits each envelope at once (the
+    window would only delay it: issue 31)."""
     store = backend.make(commit_window=0.2)
     await store.start()
     committed: list[tuple[int, float]] = []
@@ -259,28 +263,59 @@ async def test_a_commit_window_groups_writes_across_loop_iterations(backend: Bac
         await store.flush()  # an idle store commits at once
     assert [seq for seq, _ in committed] == [1]
     queued_at = loop.time()
-    for seq in range(2, 22):  # one envelope per loop iteration, as a token stream
+    for seq in range(2, 22):  # one envelope per loop iteration, two chats in turn
+        chat = "ahp-chat:/c" if seq % 2 else "ahp-chat:/d"
         store.append_envelope(
-            seq, "ahp-chat:/c", 1.0, b"{}", lambda s=seq: committed.append((s, loop.time()))
+            seq, chat, 1.0, b"{}", lambda s=seq: committed.append((s, loop.time()))
         )
         await asyncio.sleep(0)
-    assert len(committed) == 1  # held: the window since the last commit is open
+    # The first of them went at once (one chat had written so far); the rest
+    # are held: the window since that commit is open.
+    assert len(committed) <= 2
     async with asyncio.timeout(TIMEOUT):
         await store.flush()
     assert [seq for seq, _ in committed] == list(range(1, 22))
-    assert store.commits == 2  # twenty envelopes, one commit
+    assert store.commits <= 3  # twenty envelopes, at most two commits
     assert committed[-1][1] - queued_at <= 0.2 + 0.1  # never held much past the window
 
     # A client's own action is not held back: commit_soon commits now.
     started = loop.time()
     store.append_envelope(
-        22, "ahp-chat:/c", 1.0, b"{}", lambda: committed.append((22, loop.time()))
+        32, "ahp-chat:/d", 1.0, b"{}", lambda: committed.append((32, loop.time()))
     )
     store.commit_soon()
     async with asyncio.timeout(TIMEOUT):
         await store.flush()
-    assert committed[-1][0] == 22
+    assert committed[-1][0] == 32
     assert committed[-1][1] - started < 0.1
+    await store.close()
+
+
+async def test_a_lone_stream_is_not_held_by_the_commit_window(backend: Backend) -> None:
+    """One chat writing, each envelope waited for in turn (a lone turn's
+    deltas): none waits for the window, which would hold each for 5 s. Once a
+    second chat writes beside it, the window groups again."""
+    window = 5.0
+    store = backend.make(commit_window=window)
+    await store.start()
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    for seq in (1, 3, 5):
+        store.append_envelope(seq, "ahp-chat:/c", 1.0, b"{}", lambda: None)
+        store.append_envelope(seq + 1, "ahp-session:/s", 1.0, b"{}", lambda: None)  # no chat
+        async with asyncio.timeout(TIMEOUT):
+            await store.flush()
+    assert loop.time() - started < window  # held, the second alone would wait 5 s
+    assert store.commits == 3
+    store.append_envelope(7, "ahp-chat:/d", 1.0, b"{}", lambda: None)
+    await asyncio.sleep(0)
+    store.append_envelope(8, "ahp-chat:/c", 1.0, b"{}", lambda: None)
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert store.backlog >= 1  # two chats within CONCURRENT_FOR: held for the window
+    store.commit_soon()
+    async with asyncio.timeout(TIMEOUT):
+        await store.flush()
     await store.close()
 
 
