@@ -19,6 +19,11 @@ timing. ``bench/README.md`` explains what each figure means.
    (1,000 sessions x 10 chats, created through the host's own command
    handlers) vs an empty one, each in a fresh process; wall time and resident
    memory growth.
+4. **Lone turns** — one client asks the echo agent short questions, one after
+   another, nothing else running: the median and p90 time from sending a
+   message to its turn's completion, per store mode. A lone turn is not held
+   for the commit window (``store/base.py`` ``CommitWindow``), so SQLite stays
+   within 2x of the memory store.
 """
 
 from __future__ import annotations
@@ -107,6 +112,8 @@ class Sizes:
     stored_sessions: int = 1_000
     chats_per_session: int = 10
     start_repeats: int = 3
+    #: 4. sequential short turns per store mode.
+    lone_turns: int = 200
 
 
 FULL = Sizes()
@@ -120,6 +127,7 @@ QUICK = Sizes(
     cost_repeats=1,
     stored_sessions=100,
     start_repeats=1,
+    lone_turns=50,
 )
 
 
@@ -706,6 +714,49 @@ def bench_start(sizes: Sizes) -> dict[str, Any]:
 # -- report ------------------------------------------------------------------------------------
 
 
+# -- 4. lone turns --------------------------------------------------------------------------
+
+
+async def lone_turns(mode: str, turns: int) -> dict[str, Any]:
+    """``turns`` short echo turns in a row, one client over loopback, in this process."""
+    with tempfile.TemporaryDirectory(prefix="ahp-bench-") as tmp:
+        synchronous = STORE_MODES[mode].get("synchronous")
+        settings = Settings(
+            host="127.0.0.1",
+            port=0,
+            data_dir=None if synchronous is None else tmp,
+            synchronous=synchronous or "normal",
+        )
+        app = App(settings)
+        await app.start()
+        try:
+            async with AhpClient.connect(app.urls[0]) as client:
+                chat = await client.open_chat()
+                await client.ask(chat, "warm up")
+                times = []
+                for _ in range(turns):
+                    started = time.perf_counter()
+                    await client.ask(chat, "what does this repository do?")
+                    times.append(time.perf_counter() - started)
+        finally:
+            await app.stop(close_timeout=1.0)
+    times.sort()
+    return {
+        "turns": turns,
+        "p50_ms": statistics.median(times) * 1e3,
+        "p90_ms": times[int(0.9 * (len(times) - 1))] * 1e3,
+    }
+
+
+async def bench_lone_turns(sizes: Sizes) -> dict[str, Any]:
+    modes = {mode: await lone_turns(mode, sizes.lone_turns) for mode in STORE_MODES}
+    off = modes["memory"]["p50_ms"]
+    for mode, figures in modes.items():
+        figures["label"] = STORE_MODES[mode]["label"]
+        figures["ratio_vs_memory"] = figures["p50_ms"] / off
+    return {"turns": sizes.lone_turns, "modes": modes}
+
+
 def _chars(n: int) -> str:
     return f"{n // 1_000_000}M" if n >= 1_000_000 else f"{n // 1_000}k" if n >= 1_000 else str(n)
 
@@ -795,6 +846,17 @@ def format_report(results: dict[str, Any]) -> str:
         "   (start: Host(...) + await start() in-process; process: interpreter + imports +"
         " start + stop; loaded: chats loaded at start)"
     )
+    lone = results["lone_turns"]
+    lines += [
+        "",
+        f"4. Lone turns: {lone['turns']} short echo turns in a row, one client, nothing else",
+        f"   {'store':<28}{'p50 ms':>9}{'p90 ms':>9}{'p50 on/off':>12}",
+    ]
+    for mode in lone["modes"].values():
+        lines.append(
+            f"   {mode['label']:<28}{mode['p50_ms']:>9.2f}{mode['p90_ms']:>9.2f}"
+            f"{mode['ratio_vs_memory']:>12.2f}"
+        )
     lines.append(f"\ntotal {results['seconds']:.1f} s")
     return "\n".join(lines)
 
@@ -811,6 +873,7 @@ def run(sizes: Sizes = FULL, *, out: Path | None = RESULTS, quick: bool = False)
     results["streaming"] = asyncio.run(bench_streaming(sizes))
     results["turn_length"] = asyncio.run(bench_turn_length(sizes))
     results["start"] = bench_start(sizes)
+    results["lone_turns"] = asyncio.run(bench_lone_turns(sizes))
     results["seconds"] = time.perf_counter() - started
     publish_results(format_report(results), results, out)
     return results

@@ -28,6 +28,7 @@ TINY = Sizes(
     stored_sessions=3,
     chats_per_session=2,
     start_repeats=1,
+    lone_turns=5,
 )
 
 
@@ -84,8 +85,17 @@ def test_benchmark_produces_every_figure(tmp_path: Path) -> None:
         assert case["chats_loaded"] == 0
     assert cases[1]["chats_indexed"] == 6
 
+    # 4. lone turns: every store mode, and the ratio to the memory store.
+    lone = results["lone_turns"]
+    assert lone["turns"] == 5
+    assert set(lone["modes"]) == set(modes)
+    for mode in lone["modes"].values():
+        assert positive(mode["p50_ms"])
+        assert mode["p90_ms"] >= mode["p50_ms"]
+        assert positive(mode["ratio_vs_memory"])
+
     report = format_report(results)
-    for heading in ("1. Streaming", "2. Per-delta cost", "3. Host.start()"):
+    for heading in ("1. Streaming", "2. Per-delta cost", "3. Host.start()", "4. Lone turns"):
         assert heading in report
 
 
