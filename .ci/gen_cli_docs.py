@@ -100,7 +100,10 @@ its last three turns are shown briefly first.
 
 A tool call that needs confirmation shows what will run (the command, the
 tool's input, each file edit as a unified diff) and asks for one of the
-agent's options by number (or y/n). A question the agent asks (an input
+agent's options by number (or y to allow without naming an option; anything
+else denies). A finished tool call shows what it did (`[tool]`, or
+`[tool failed]` with its error) and the first 12 lines of its output. A
+question the agent asks (an input
 request: text, numbers, yes/no, choices) is asked at the prompt, question by
 question; the turn goes on with the answers. Given as one-shot with stdin not a
 terminal, confirmations are read from stdin, one line each (end of input

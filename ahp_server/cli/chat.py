@@ -107,6 +107,7 @@ from ahp_server.protocol.types import (
     ToolCallResponsePart,
     ToolCallResult,
     ToolCallRunningState,
+    ToolResultTextContent,
     Turn,
 )
 
@@ -325,6 +326,9 @@ class ChatRunner:
             if action.tool_call_id not in self._asked:
                 self._asked.add(action.tool_call_id)
                 self._events.put(_Confirm(action))
+        elif isinstance(action, ChatToolCallCompleteAction) and action.turn_id == self._turn_id:
+            if action.tool_call_id not in self._failed_tools:  # (our own refusal: noted already)
+                _write("\n" + "\n".join(tool_result_lines(action.result)) + "\n")
         elif isinstance(action, ChatInputRequestedAction) and action.request.id not in self._asked:
             self._asked.add(action.request.id)
             self._events.put(_Input(action.request))
@@ -686,6 +690,32 @@ def check_turnable(state: ChatState, chat_uri: str, resume: bool) -> None:
             f"the latest answer in {chat_uri} failed for good (its error is not resumable): "
             "send a new message instead"
         )
+
+
+#: Lines of a tool's output shown at the terminal; the rest is counted, not shown.
+TOOL_OUTPUT_LINES = 12
+
+
+def tool_result_lines(result: ToolCallResult) -> list[str]:
+    """What a finished tool call shows at the terminal: ``[tool]``, what it did
+    (its past-tense message) or its error, then the first lines of its text output.
+    """
+    said = result.past_tense_message
+    done = said if isinstance(said, str) else said.markdown
+    if not result.success:
+        error = result.error
+        reason = "" if isinstance(error, UnsetType) else f": {error.message}"
+        lines = [f"[tool failed] {done}{reason}"]
+    else:
+        lines = [f"[tool] {done}"]
+    output: list[str] = []
+    for block in () if isinstance(result.content, UnsetType) else result.content:
+        if isinstance(block, ToolResultTextContent):
+            output += block.text.splitlines()
+    lines += [f"  {line}" for line in output[:TOOL_OUTPUT_LINES]]
+    if len(output) > TOOL_OUTPUT_LINES:
+        lines.append(f"  … {len(output) - TOOL_OUTPUT_LINES} more lines")
+    return lines
 
 
 def confirmation_lines(ready: ChatToolCallReadyAction) -> list[str]:

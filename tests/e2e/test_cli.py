@@ -12,8 +12,17 @@ from pathlib import Path
 
 import pytest
 
+from ahp_server.cli.chat import TOOL_OUTPUT_LINES, tool_result_lines
 from ahp_server.client import AhpClient, ConnectionClosedError
-from ahp_server.protocol.types import ActiveTurn, ChatState, MarkdownResponsePart, RootState
+from ahp_server.protocol.types import (
+    ActiveTurn,
+    ChatState,
+    MarkdownResponsePart,
+    RootState,
+    ToolCallError,
+    ToolCallResult,
+    ToolResultTextContent,
+)
 from tests.e2e.helpers import TIMEOUT, Daemon, http_get
 
 
@@ -139,6 +148,9 @@ async def test_chat_shows_the_command_a_confirmation_asks_to_run(agent_daemon: s
     assert "[confirm] Allow execute?" in out
     assert "  ```sh\n  rm -rf build\n  ```" in out
     assert "allowed" in out
+    # What it did, and its output, once it ran.
+    assert "\n[tool] " in out
+    assert "\n  ran: rm -rf build\n" in out
 
 
 async def test_chat_shows_the_file_and_diff_a_confirmation_asks_to_write(
@@ -255,3 +267,18 @@ async def test_a_host_on_every_interface_logs_a_page_url_a_browser_opens(tmp_pat
         assert "<html" in body.lower()
     finally:
         await daemon.close()
+
+
+def test_a_tools_output_is_shown_in_its_first_lines_and_a_failure_names_its_error() -> None:
+    many = "\n".join(f"line {i}" for i in range(TOOL_OUTPUT_LINES + 3))
+    ran = ToolCallResult(
+        success=True, past_tense_message="Ran `ls`", content=(ToolResultTextContent(text=many),)
+    )
+    lines = tool_result_lines(ran)
+    assert lines[0] == "[tool] Ran `ls`"
+    assert lines[1:-1] == [f"  line {i}" for i in range(TOOL_OUTPUT_LINES)]
+    assert lines[-1] == "  … 3 more lines"
+    failed = ToolCallResult(
+        success=False, past_tense_message="Could not run `ls`", error=ToolCallError(message="boom")
+    )
+    assert tool_result_lines(failed) == ["[tool failed] Could not run `ls`: boom"]
