@@ -96,7 +96,10 @@ the prompt comes back when the turn has ended. Lines are edited with readline
 (arrows, Ctrl-R), and kept in a history of the last 1000 lines in
 `$XDG_STATE_HOME/ahp-server/chat_history` (`~/.local/state/ahp-server/…` when
 `XDG_STATE_HOME` is not set). `--session` or `--chat` continue an existing one:
-its last three turns are shown briefly first.
+its last three turns are shown briefly first, and a turn running there (started
+elsewhere) is followed to its end: what it said so far, the rest as it comes,
+the confirmations and questions it waits for asked at the prompt, Ctrl-C
+cancelling it.
 
 A tool call that needs confirmation shows what will run (the command, the
 tool's input, each file edit as a unified diff) and asks for one of the

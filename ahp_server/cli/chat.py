@@ -97,6 +97,7 @@ from ahp_server.protocol.types import (
     ChatTurnCancelledAction,
     ChatTurnResumeAction,
     ChatTurnStartedAction,
+    InputRequestResponsePart,
     MarkdownResponsePart,
     MarkdownString,
     Message,
@@ -104,6 +105,7 @@ from ahp_server.protocol.types import (
     SessionState,
     ToolCallClientContributor,
     ToolCallError,
+    ToolCallPendingConfirmationState,
     ToolCallResponsePart,
     ToolCallResult,
     ToolCallRunningState,
@@ -447,6 +449,48 @@ class ChatRunner:
                 with contextlib.suppress(ClientError):
                     self.thread.run(self._cancel(new_id, started))
             raise TurnCancelled(new_id) from None
+        self._follow(turn_id, started, timeout)
+
+    def attach(self) -> bool:
+        """Follow the turn running in the chat now, if one is: what it said so far,
+        then the rest as it comes, to its end (Ctrl-C cancels it, as in :meth:`turn`).
+        False when no turn runs."""
+        while not self._events.empty():
+            self._events.get_nowait()
+        self._declined = False
+        running = self.thread.run(self._take_running())
+        if running is None:
+            return False
+        turn, so_far = running
+        _write(f"you> {_brief(turn.message.text)}\n{so_far}")
+        self._follow(turn.id, time.monotonic(), None)
+        return True
+
+    async def _take_running(self) -> tuple[ActiveTurn, str] | None:
+        # One step of the client's loop: no envelope comes between reading the
+        # text so far and following the turn (each delta is written once).
+        active = self.client.confirmed(self.chat_uri, ChatState).active_turn
+        if not isinstance(active, ActiveTurn):
+            return None
+        self._turn_id = active.id
+        so_far = "".join(
+            p.content for p in active.response_parts if isinstance(p, MarkdownResponsePart)
+        )
+        # What it waits for already (asked before we came) is asked here too.
+        for part in active.response_parts:
+            if isinstance(part, ToolCallResponsePart) and isinstance(
+                call := part.tool_call, ToolCallPendingConfirmationState
+            ):
+                self._asked.add(call.tool_call_id)
+                self._events.put(_Confirm(ready_of(active.id, call)))
+            elif isinstance(part, InputRequestResponsePart) and isinstance(
+                part.response, UnsetType
+            ):
+                self._asked.add(part.request.id)
+                self._events.put(_Input(part.request))
+        return active, so_far
+
+    def _follow(self, turn_id: str, started: float, timeout: float | None) -> None:
         watch = asyncio.run_coroutine_threadsafe(self._watch_connection(), self.thread.loop)
         try:
             error = self._until_end(turn_id, started, timeout)
@@ -718,6 +762,23 @@ def tool_result_lines(result: ToolCallResult) -> list[str]:
     return lines
 
 
+def ready_of(turn_id: str, call: ToolCallPendingConfirmationState) -> ChatToolCallReadyAction:
+    """The ``chat/toolCallReady`` that put ``call`` where it is (what a confirmation shows)."""
+    return ChatToolCallReadyAction(
+        turn_id=turn_id,
+        tool_call_id=call.tool_call_id,
+        contributor=call.contributor,
+        intention=call.intention,
+        invocation_message=call.invocation_message,
+        tool_input=call.tool_input,
+        confirmation_title=call.confirmation_title,
+        risk_assessment=call.risk_assessment,
+        edits=call.edits,
+        editable=call.editable,
+        options=call.options,
+    )
+
+
 def confirmation_lines(ready: ChatToolCallReadyAction) -> list[str]:
     """What a confirmation shows at the terminal: the question, what will run, the edits.
 
@@ -872,6 +933,8 @@ def _converse(runner: ChatRunner, asker: TerminalAsker, *, continued: bool) -> i
             _show_recent(state.turns)
         _note(f"session {runner.session_uri}, chat {runner.chat_uri}")
         _note("/help lists the commands; Ctrl-D leaves")
+        if continued:
+            _turn_at_prompt(runner, None, attach=True)  # a turn running there: follow it
         while True:
             try:
                 line = asker.prompt("you> ")
@@ -897,10 +960,14 @@ def _converse(runner: ChatRunner, asker: TerminalAsker, *, continued: bool) -> i
         asker.save_history()
 
 
-def _turn_at_prompt(runner: ChatRunner, text: str | None) -> None:
-    """One turn from the prompt; what ends it badly is said, and the prompt comes back."""
+def _turn_at_prompt(runner: ChatRunner, text: str | None, *, attach: bool = False) -> None:
+    """One turn from the prompt (``attach``: the one running now, if any); what
+    ends it badly is said, and the prompt comes back."""
     try:
-        runner.turn(text)
+        if attach:
+            runner.attach()
+        else:
+            runner.turn(text)
     except TurnCancelled:
         _note("cancelled")
     except TurnFailedError as failed:

@@ -22,7 +22,13 @@ import pexpect
 import pytest
 
 from ahp_server.client import AhpClient
-from ahp_server.protocol.types import ChatState, SessionState
+from ahp_server.protocol.types import (
+    ActiveTurn,
+    ChatState,
+    SessionState,
+    ToolCallPendingConfirmationState,
+    ToolCallResponsePart,
+)
 from tests.e2e.helpers import Daemon
 from tests.e2e.test_cli import SCRIPTED, run_chat, run_cli
 
@@ -163,6 +169,73 @@ async def test_session_continues_an_existing_session_after_showing_its_last_turn
         ("earlier words", "complete"),
         ("later words", "complete"),
     ]
+
+
+async def test_session_follows_a_turn_running_there_and_ctrl_c_cancels_it(
+    host: str, tmp_path: Path
+) -> None:
+    """``--session`` on a chat whose turn runs (started elsewhere): what it said
+    so far, then the rest as it streams; Ctrl-C cancels it on the host."""
+    words = " ".join(f"w{i}" for i in range(400))
+    async with AhpClient.connect(host) as client:
+        chat = await client.open_chat()
+        await client.send_message(chat, f"/slow 100 {words}", timeout=EXPECT)
+
+        def streamed(c: AhpClient) -> bool:
+            active = c.confirmed(chat, ChatState).active_turn
+            return isinstance(active, ActiveTurn) and len(active.response_parts) > 0
+
+        await client.wait_for(streamed, timeout=EXPECT)
+        session, _ = await only_session(host)
+
+        def follow() -> int:
+            child = terminal(host, tmp_path / "state", "chat", "--session", session)
+            child.expect_exact("you> /slow 100 w0 w1")  # the running turn's message
+            child.expect_exact("w0 ")  # what it said before we came
+            child.expect_exact("w30 ")  # and what it says after
+            child.sendintr()
+            child.expect_exact("ahp-server chat: cancelled")
+            child.expect_exact(PROMPT)
+            child.sendline("/quit")
+            return ended(child)
+
+        assert await in_thread(follow) == 0
+    assert await turns_of(host, chat) == [(f"/slow 100 {words}", "cancelled")]
+
+
+async def test_session_asks_the_confirmation_a_running_turn_waits_for(
+    host: str, tmp_path: Path
+) -> None:
+    """A turn that waited for a confirmation before the chat was opened: the
+    confirmation is asked at the prompt, and the turn goes on with the answer."""
+    async with AhpClient.connect(host) as client:
+        chat = await client.open_chat("scripted")
+        await client.send_message(chat, "/ask-run make clean", timeout=EXPECT)
+
+        def waits(c: AhpClient) -> bool:
+            active = c.confirmed(chat, ChatState).active_turn
+            return isinstance(active, ActiveTurn) and any(
+                isinstance(p, ToolCallResponsePart)
+                and isinstance(p.tool_call, ToolCallPendingConfirmationState)
+                for p in active.response_parts
+            )
+
+        await client.wait_for(waits, timeout=EXPECT)
+        session, _ = await only_session(host)
+
+        def confirm() -> int:
+            child = terminal(host, tmp_path / "state", "chat", "--session", session)
+            child.expect_exact("[confirm] Allow execute?")
+            child.expect_exact("make clean")
+            child.expect_exact("choose 1-")
+            child.sendline("1")
+            child.expect_exact("done: make clean.")
+            child.expect_exact(PROMPT)
+            child.sendline("/quit")
+            return ended(child)
+
+        assert await in_thread(confirm) == 0
+    assert await turns_of(host, chat) == [("/ask-run make clean", "complete")]
 
 
 async def test_sessions_lists_renames_and_deletes_after_asking(host: str, tmp_path: Path) -> None:
