@@ -25,6 +25,7 @@ from ahp_server.client import AhpClient
 from ahp_server.config import Settings
 from ahp_server.protocol.types import RootState
 from ahp_server.transport.websocket import READ_AHEAD_FRAMES
+from tests.agents.openai_server import MODEL, OpenAIServer
 from tests.conftest import TEST_ROOTS
 from tests.docs_recipes import recipe
 from tests.e2e.helpers import Daemon, http_get
@@ -256,11 +257,12 @@ def quickstart_steps() -> list[str]:
     return [line for block in fenced(text, "sh") for line in block.splitlines() if line]
 
 
-def quickstart_agent() -> str:
-    """The quickstart's agent block: the Claude Code recipe of docs/agents.md."""
-    (block,) = fenced(QUICKSTART.read_text(encoding="utf-8"), "toml")
-    assert block == recipe("claude-code").removeprefix("# recipe: claude-code\n")
-    return block
+def quickstart_agents() -> str:
+    """The quickstart's agent blocks: the llama.cpp and Claude Code recipes of docs/agents.md."""
+    model, agent = fenced(QUICKSTART.read_text(encoding="utf-8"), "toml")
+    assert model == recipe("llama.cpp").removeprefix("# recipe: llama.cpp\n")
+    assert agent == recipe("claude-code").removeprefix("# recipe: claude-code\n")
+    return model + "\n" + agent
 
 
 async def test_the_quickstart_runs_against_a_real_host(tmp_path: Path) -> None:
@@ -271,12 +273,20 @@ async def test_the_quickstart_runs_against_a_real_host(tmp_path: Path) -> None:
     project.mkdir()
     (project / "main.py").write_text("print('hi')\n", encoding="utf-8")
     config = tmp_path / "my.toml"
-    agent = quickstart_agent().replace(
-        'command = "claude-agent-acp"\n',
-        f"command = {json.dumps(sys.executable)}\nargs = [{json.dumps(str(SCRIPTED))}]\n",
+    model_server = await OpenAIServer().start()
+    agents = (
+        quickstart_agents()
+        .replace(
+            'command = "claude-agent-acp"\n',
+            f"command = {json.dumps(sys.executable)}\nargs = [{json.dumps(str(SCRIPTED))}]\n",
+        )
+        .replace('"http://127.0.0.1:8080/v1"', json.dumps(model_server.base_url))
+        .replace('model = "smollm2"', f"model = {json.dumps(MODEL)}")
     )
-    assert tomllib.loads(agent)["agents"][0]["args"] == [str(SCRIPTED)]
-    config.write_text(agent, encoding="utf-8")
+    model, agent = tomllib.loads(agents)["agents"]
+    assert (model["base_url"], model["model"]) == (model_server.base_url, MODEL)
+    assert agent["args"] == [str(SCRIPTED)]
+    config.write_text(agents, encoding="utf-8")
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     daemon: Daemon | None = None
     session = ""
@@ -294,6 +304,9 @@ async def test_the_quickstart_runs_against_a_real_host(tmp_path: Path) -> None:
             if step.startswith("cd "):
                 continue  # the test's project folder stands for it
             ran.append(words[1] if words[0] == "ahp-server" else words[0])
+            if words[0] == "llama-server":
+                assert model_server.base_url  # the test's server stands in for it, running
+                continue
             if words[0] == "curl":
                 assert daemon is not None
                 http = daemon.url.replace("ws://", "http://")
@@ -325,17 +338,24 @@ async def test_the_quickstart_runs_against_a_real_host(tmp_path: Path) -> None:
                     session = listed[0][:4]
                 elif "--agent" not in args:
                     assert args[-1] in out  # the echo agent answers with the message
+                elif args[args.index("--agent") + 1] == "local":
+                    assert "Hello there" in out  # the model server's answer to "hello"
+                    assert model_server.requests[-1].body["model"] == MODEL
                 else:
                     assert f"scripted: {args[-1]}" in out
                     assert "Claude Code" in await root_agents(daemon.url)
     finally:
         if daemon is not None:
             await daemon.close()
+        await model_server.stop()
     assert ran == [
         "serve",
         "curl",
         "chat",
         "sessions",
+        "chat",
+        "llama-server",
+        "serve",
         "chat",
         "check-config",
         "serve",
