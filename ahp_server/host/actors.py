@@ -909,6 +909,8 @@ class ChatActor(ChannelActor[ChatState]):
                 if self._durable:
                     store.put_turn(self.uri, position, turn.id, encoded or codec.encode(turn))
                 store.set_unfinished(self.uri, None)
+                # Once its last envelope is recorded, its deltas are packed for replay.
+                store.after_queued(self.host.hub.pack_replay, self.uri)
             case _:
                 pass
 

@@ -18,6 +18,8 @@ chat can only evict its own history, never a quiet chat's.
 from __future__ import annotations
 
 import asyncio
+import zlib
+from array import array
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -92,33 +94,98 @@ def action_type(action: object) -> str:
     return ""
 
 
+@dataclass(slots=True, frozen=True)
+class _Packed:
+    """Envelopes of one finished stretch (a turn), compressed together."""
+
+    #: Their ``serverSeq``s, ascending.
+    seqs: array[int]
+    #: Where each ends in the uncompressed bytes.
+    ends: array[int]
+    #: The envelopes, concatenated and compressed (zlib).
+    data: bytes
+    #: Their uncompressed size: what the buffer's limits count.
+    size: int
+
+    def since(self, last_seen: int) -> list[tuple[int, bytes]]:
+        if self.seqs[-1] <= last_seen:
+            return []
+        data = zlib.decompress(self.data)
+        out, start = [], 0
+        for seq, end in zip(self.seqs, self.ends, strict=True):
+            if seq > last_seen:
+                out.append((seq, data[start:end]))
+            start = end
+        return out
+
+
 @dataclass(slots=True)
 class ReplayBuffer:
-    """The newest envelopes of one channel, as encoded bytes."""
+    """The newest envelopes of one channel, as encoded bytes.
+
+    The limits count envelopes and their encoded bytes. A finished stretch —
+    a turn, once it has ended — is packed: its envelopes compressed together
+    (:meth:`pack`), so an idle chat does not hold its last turn's hundreds of
+    deltas as they were sent (a 400-word turn: about 180 KB loose). What
+    :meth:`since` returns is unchanged. Past a limit the oldest envelopes go
+    first, a packed stretch as a whole.
+    """
 
     max_envelopes: int
     max_bytes: int
+    #: The newest envelopes, loose.
     entries: deque[tuple[int, bytes]] = field(default_factory=deque)
+    #: Older stretches, packed, oldest first.
+    packed: deque[_Packed] = field(default_factory=deque)
+    #: Envelopes held, loose and packed, and their encoded bytes.
+    count: int = 0
     size: int = 0
     #: The highest ``serverSeq`` of this channel no longer held.
     floor: int = 0
 
     def append(self, seq: int, envelope: bytes) -> None:
         self.entries.append((seq, envelope))
+        self.count += 1
         self.size += len(envelope)
-        while self.entries and (
-            len(self.entries) > self.max_envelopes or self.size > self.max_bytes
-        ):
-            evicted_seq, evicted = self.entries.popleft()
-            self.size -= len(evicted)
-            self.floor = evicted_seq
+        while self.count > self.max_envelopes or self.size > self.max_bytes:
+            if self.packed:
+                block = self.packed.popleft()
+                self.count -= len(block.seqs)
+                self.size -= block.size
+                self.floor = block.seqs[-1]
+            elif self.entries:
+                evicted_seq, evicted = self.entries.popleft()
+                self.count -= 1
+                self.size -= len(evicted)
+                self.floor = evicted_seq
+            else:
+                break
+
+    def pack(self) -> None:
+        """Compress the loose envelopes together (a stretch that has ended)."""
+        if len(self.entries) < PACK_AT_LEAST:
+            return
+        seqs, ends, chunks, end = array("q"), array("q"), [], 0
+        for seq, envelope in self.entries:
+            seqs.append(seq)
+            end += len(envelope)
+            ends.append(end)
+            chunks.append(envelope)
+        self.packed.append(_Packed(seqs, ends, zlib.compress(b"".join(chunks), 1), end))
+        self.entries.clear()
 
     def covers(self, last_seen: int) -> bool:
         """True when every envelope after ``last_seen`` is still held."""
         return self.floor <= last_seen
 
     def since(self, last_seen: int) -> list[tuple[int, bytes]]:
-        return [entry for entry in self.entries if entry[0] > last_seen]
+        out = [entry for block in self.packed for entry in block.since(last_seen)]
+        out.extend(entry for entry in self.entries if entry[0] > last_seen)
+        return out
+
+
+#: Fewer loose envelopes than this stay loose: packing them saves little.
+PACK_AT_LEAST = 8
 
 
 class DeliveryListener(Protocol):
@@ -304,11 +371,18 @@ class Hub:
         buffer.append(seq, envelope)
 
     def seed_replay(self, channel: str, floor: int, envelopes: Iterable[tuple[int, bytes]]) -> None:
-        """Refill a channel's replay buffer from the stored log (after a restart)."""
+        """Refill a channel's replay buffer from the stored log (after a restart), packed."""
         buffer = ReplayBuffer(self._replay_max_envelopes, self._replay_max_bytes, floor=floor)
         for seq, envelope in envelopes:
             buffer.append(seq, envelope)
+        buffer.pack()
         self._replay[channel] = buffer
+
+    def pack_replay(self, channel: str) -> None:
+        """A stretch of ``channel`` has ended (a turn): pack what its buffer holds loose."""
+        buffer = self._replay.get(channel)
+        if buffer is not None:
+            buffer.pack()
 
     def reject(
         self,
