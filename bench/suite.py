@@ -97,6 +97,9 @@ class Sizes:
     idle_connections: int = 1_000
     idle_chats: int = 1_000
     chats_per_session: int = 100
+    #: memory: loaded chats that each streamed a turn of this many words.
+    turn_chats: int = 100
+    turn_words: int = 400
     #: persistence modes for the scenarios beyond stream-1, fanout and dispatch-rtt.
     other_modes: tuple[str, ...] = ("off", "on")
     #: tokens: a token-style stream (one delta per loop iteration, echo's
@@ -909,7 +912,9 @@ async def host_idle_connections(url: str, pid: int, n: int) -> dict[str, Any]:
     }
 
 
-async def host_idle_chats(url: str, pid: int, n: int, per_session: int) -> dict[str, Any]:
+async def host_idle_chats(
+    url: str, pid: int, n: int, per_session: int, message: str = "hi"
+) -> dict[str, Any]:
     sessions = max(1, (n + per_session - 1) // per_session)
     wires = await gather_limited(sessions, lambda _: Wire.initialized(url))
     before = await _settled_rss(pid)
@@ -926,7 +931,7 @@ async def host_idle_chats(url: str, pid: int, n: int, per_session: int) -> dict[
         await wire.notify("unsubscribe", {"channel": session})
         for chat in chats:
             await wire.request("subscribe", {"channel": chat})
-            await wire.ask(chat, "hi")
+            await wire.ask(chat, message)
             await wire.notify("unsubscribe", {"channel": chat})
         return len(chats)
 
@@ -1107,7 +1112,15 @@ def bench_memory(sizes: Sizes, mode: str) -> dict[str, Any]:
         MODES[mode],
         lambda url, pid: host_idle_chats(url, pid, sizes.idle_chats, sizes.chats_per_session),
     )
-    return {"idle_connection": connections, "idle_chat": chats}
+    turn = f"/slow 0 {text_of(sizes.turn_words)}"  # one delta per word
+    after_turn = _on_host(
+        MODES[mode],
+        lambda url, pid: host_idle_chats(
+            url, pid, sizes.turn_chats, sizes.chats_per_session, message=turn
+        ),
+    )
+    after_turn["words"] = sizes.turn_words
+    return {"idle_connection": connections, "idle_chat": chats, "chat_after_turn": after_turn}
 
 
 def bench_coalesce(sizes: Sizes, coalesce_ms: float) -> dict[str, Any]:
@@ -1333,6 +1346,16 @@ def build_rows(scenarios: dict[str, Any]) -> list[dict[str, Any]]:
                 value = data[key]["kib_per_item"]
                 rows.append(
                     _row(label, f"RSS KiB per idle {what}", value, None, "<= 64 KiB", value <= 64)
+                )
+            if "chat_after_turn" in data:  # (results of earlier runs lack it)
+                turn = data["chat_after_turn"]
+                rows.append(
+                    _row(
+                        label,
+                        f"RSS KiB per chat after a {turn['words']}-word turn",
+                        turn["kib_per_item"],
+                        None,
+                    )
                 )
         elif kind == "startup":
             h, f = data["host"], data["floor"]

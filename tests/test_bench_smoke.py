@@ -114,6 +114,8 @@ SUITE_TINY = SuiteSizes(
     snapshot_turns=(5, 10),
     idle_connections=20,
     idle_chats=20,
+    turn_chats=5,
+    turn_words=50,
     chats_per_session=10,
     other_modes=("off",),
     token_words=60,
@@ -200,7 +202,9 @@ def test_suite_produces_every_figure(tmp_path: Path) -> None:
     memory = scenarios["memory/off"]
     assert memory["idle_connection"]["connections"] == SUITE_TINY.idle_connections
     assert memory["idle_chat"]["chats"] == SUITE_TINY.idle_chats
-    for key in ("idle_connection", "idle_chat"):
+    assert memory["chat_after_turn"]["chats"] == SUITE_TINY.turn_chats
+    assert memory["chat_after_turn"]["words"] == SUITE_TINY.turn_words
+    for key in ("idle_connection", "idle_chat", "chat_after_turn"):
         assert isinstance(memory[key]["kib_per_item"], float)  # RSS may even shrink
     startup = scenarios["startup/off"]
     for side in ("host", "floor"):
