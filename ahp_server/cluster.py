@@ -114,7 +114,11 @@ class ClusterNode:
             raise StoreError("cluster mode needs cluster.bus and storage.store")
         self.settings = settings
         self.node_id = settings.node_id or default_node_id()
-        self.store = PostgresStore(settings.store, commit_window=settings.commit_window_ms / 1000)
+        self.store = PostgresStore(
+            settings.store,
+            commit_window=settings.commit_window_ms / 1000,
+            commit_timeout=settings.commit_timeout,
+        )
         self.app = App(settings, providers=providers, clock=clock, store=self.store)
         self.lease = Lease(settings.store, self.node_id, ttl=settings.lease_ttl, name=LEASE)
         if not settings.cluster_secret:  # load_settings requires it; a Settings made by hand

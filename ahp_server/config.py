@@ -203,6 +203,11 @@ class Settings:
     #: a client's own action are committed at once. The longest it delays a
     #: delivery. 0: every loop turn.
     commit_window_ms: float = 2.0
+    #: With PostgreSQL (``storage.store``): seconds one commit may take. A
+    #: database that stops answering without closing the connection (a network
+    #: partition, a hung server) then stops the store, which /readyz, the page
+    #: and the exit status report, instead of holding every turn silently.
+    commit_timeout: float = 30.0
     #: Snapshot a channel after this many actions, once it has also logged at
     #: least as many bytes as its last snapshot holds (a turn's end stores the
     #: turn, not a snapshot: docs/durability.md).
@@ -354,6 +359,7 @@ _KEYS: dict[str, tuple[str, str]] = {
     "storage.store": ("store", "storeurl"),
     "storage.durability": ("synchronous", "durability"),
     "storage.commit_window_ms": ("commit_window_ms", "nonnegfloat"),
+    "storage.commit_timeout": ("commit_timeout", "posfloat"),
     "storage.snapshot_every": ("snapshot_every", "posint"),
     "storage.retained_turns": ("retained_turns", "posint"),
     "storage.snapshot_turn_bytes": ("snapshot_turn_bytes", "posint"),

@@ -2,7 +2,7 @@
 
 Used in front of a host (``tests/browser/test_page.py``: the page's network
 drops) and in front of PostgreSQL (``tests/e2e/test_store_failure.py``: the
-store's connection is lost).
+store's connection is lost, or stops answering).
 """
 
 from __future__ import annotations
@@ -23,6 +23,9 @@ class Proxy:
         self.server: asyncio.Server | None = None
         self.writers: set[asyncio.StreamWriter] = set()
         self.refusing = False
+        #: Cleared by :meth:`stall`: what arrives is held, not relayed.
+        self.flowing = asyncio.Event()
+        self.flowing.set()
 
     async def start(self) -> int:
         self.server = await asyncio.start_server(self._relay, "127.0.0.1", 0)
@@ -42,6 +45,7 @@ class Proxy:
         async def pipe(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
             with contextlib.suppress(OSError, asyncio.CancelledError):
                 while data := await src.read(65536):
+                    await self.flowing.wait()
                     dst.write(data)
                     await dst.drain()
             dst.close()
@@ -58,6 +62,11 @@ class Proxy:
             transport = writer.transport
             transport.abort()  # type: ignore[attr-defined]
         return dropped
+
+    def stall(self) -> None:
+        """Relay nothing more, closing nothing: a server that stopped answering
+        (a network partition, a hung server), not one that went away."""
+        self.flowing.clear()
 
     def restore(self) -> None:
         """Relay new connections again."""

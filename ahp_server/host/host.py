@@ -119,7 +119,11 @@ def make_store(settings: Settings) -> Store:
         # Imported here: the PostgreSQL driver is needed only when configured.
         from ahp_server.store.postgres import PostgresStore
 
-        return PostgresStore(settings.store, commit_window=settings.commit_window_ms / 1000)
+        return PostgresStore(
+            settings.store,
+            commit_window=settings.commit_window_ms / 1000,
+            commit_timeout=settings.commit_timeout,
+        )
     if settings.data_dir is None or settings.data_dir == ":memory:":
         return Store()
     return SqliteStore(

@@ -200,10 +200,13 @@ class PostgresStore(GroupCommit, Store):
         url: str,
         *,
         commit_window: float = 0.0,
+        commit_timeout: float | None = None,
         readers: int = 4,
         fence: tuple[str, int] | None = None,
     ) -> None:
         self._url = url
+        #: Seconds one commit may take (None: no bound).
+        self._commit_timeout = commit_timeout
         #: (lease name, epoch): commit only while the lease has this epoch.
         self._fence = fence
         self._window = CommitWindow(commit_window)
@@ -372,7 +375,14 @@ class PostgresStore(GroupCommit, Store):
             self._queue.clear()
             started = time.perf_counter()
             try:
-                await self._commit(batch)
+                try:
+                    async with asyncio.timeout(self._commit_timeout):
+                        await self._commit(batch)
+                except TimeoutError:
+                    raise StoreError(
+                        f"{masked(self._url)}: no answer to a commit in "
+                        f"{self._commit_timeout:g} s (storage.commit_timeout)"
+                    ) from None
             except Exception as error:  # task boundary: a failed commit stops the store
                 if isinstance(error, Fenced):
                     log.error("fenced: stopping the store", store=masked(self._url), error=error)

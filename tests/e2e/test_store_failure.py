@@ -225,3 +225,40 @@ async def test_a_lost_postgresql_stops_the_host_and_loses_nothing_it_answered(
                 )
         finally:
             await restarted.close()
+
+
+async def test_a_postgresql_that_stops_answering_stops_the_host_after_the_commit_timeout(
+    tmp_path: Path,
+) -> None:
+    """The connection stays open but nothing comes back (a partition, a hung server):
+    after ``storage.commit_timeout`` the store fails, clients are told why (1012), and
+    the host exits 1 naming the timeout, instead of holding every turn silently."""
+    config = tmp_path / "ahp-server.toml"
+    config.write_text("[storage]\ncommit_timeout = 2\n", encoding="utf-8")
+    async with postgres_schema() as store_url:
+        proxy = Proxy(urlsplit(ADMIN_URL).port or 5432)
+        port = await proxy.start()
+        daemon = Daemon(
+            tmp_path / "data",
+            "--config",
+            str(config),
+            env={"AHP_SERVER_STORE": through(port, store_url)},
+        )
+        try:
+            url = await daemon.start()
+            async with AhpClient.connect(url) as client:
+                chat = await client.open_chat(timeout=TIMEOUT)
+                await client.ask(chat, "before the stall", timeout=TIMEOUT)
+                proxy.stall()
+                await client.send_message(chat, "during the stall", timeout=TIMEOUT)
+                await client.wait_closed(timeout=TIMEOUT)
+                assert client.close_code == 1012
+                assert client.close_reason.startswith("the store failed: ")
+            assert await daemon.exited() == 1
+            lines = [line for line in daemon.stderr if line.startswith("ahp-server: stopped:")]
+            assert len(lines) == 1, daemon.stderr[-5:]
+            assert "no answer to a commit in 2 s (storage.commit_timeout)" in lines[0]
+            assert not any(PASSWORD in line for line in daemon.stderr)
+        finally:
+            await daemon.close()
+            await proxy.close()
