@@ -484,7 +484,8 @@ def backup_database(data_dir: Path, destination: Path) -> None:
     source_path = data_dir / DB_FILE
     if not source_path.is_file():
         raise StoreError(f"{source_path}: no database to back up")
-    source = sqlite3.connect(f"file:{source_path}?mode=ro", uri=True)
+    # By URI, read-only; the path percent-encoded (a folder named "a?b#c" is that folder).
+    source = sqlite3.connect(source_path.resolve().as_uri() + "?mode=ro", uri=True)
     target = sqlite3.connect(destination, isolation_level=None)
     try:
         source.backup(target)

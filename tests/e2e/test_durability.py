@@ -354,3 +354,34 @@ async def test_online_backup_restores_to_the_same_state(daemon: Daemon, tmp_path
         assert await exact_states(url, [chat]) == before
     finally:
         await restored.close()
+
+
+async def test_a_backup_of_a_data_dir_whose_path_has_uri_characters(tmp_path: Path) -> None:
+    """``backup`` opens the database by URI (read-only): a folder named with ``?``,
+    ``#`` and ``%`` is the folder it names, not a query or a fragment."""
+    data_dir = tmp_path / "data #1?mode=rw&x=%41"
+    daemon = Daemon(data_dir)
+    try:
+        url = await daemon.start()
+        async with AhpClient.connect(url) as client:
+            chat = await client.open_chat()
+            await client.ask(chat, "keep me too", timeout=TIMEOUT)
+        before = await exact_states(url, [chat])
+    finally:
+        await daemon.close()
+    backup = tmp_path / "copy.db"
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "ahp_server", "backup", str(backup), "--data-dir", str(data_dir),
+        stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    async with asyncio.timeout(30):
+        _, err = await process.communicate()
+    assert process.returncode == 0, err.decode()
+    restored = Daemon(tmp_path / "restored")
+    restored.data_dir.mkdir()
+    (restored.data_dir / "ahp-server.db").write_bytes(backup.read_bytes())
+    try:
+        url = await restored.start()
+        assert await exact_states(url, [chat]) == before
+    finally:
+        await restored.close()
