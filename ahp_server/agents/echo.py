@@ -25,6 +25,11 @@ message selects a demo (documented in the README):
     the resumed run says how much of the answer it was given back, then
     streams ``text`` (one word every ``ms`` milliseconds, like ``/slow``).
     Deterministic: the first run always fails, a resumed one never does.
+``/markdown <kb>``
+    Streams about ``kb`` KB of mixed Markdown (headings, paragraphs, lists,
+    fenced code, tables), cut into many deltas of about 1 KB at arbitrary
+    points, ending with the line ``END OF MARKDOWN <sections>``: a load test
+    for a client's rendering (``markdown_answer`` is the text).
 """
 
 from __future__ import annotations
@@ -62,6 +67,47 @@ ECHO_PROVIDER = "echo"
 _CHUNK_WORDS = 3
 _SLOW = re.compile(r"^/slow\s+(\d+)\s*(.*)$", re.S)
 _FLAKY = re.compile(r"^/flaky(?:\s+(\d+)\s*(.*))?$", re.S)
+_MARKDOWN = re.compile(r"^/markdown\s+(\d+)\s*$")
+#: The size of one ``/markdown`` delta; deltas are cut without regard to lines.
+_MARKDOWN_DELTA = 1000
+#: ``/markdown`` streams at most this many KB (50 MB).
+_MARKDOWN_MAX_KB = 50_000
+
+
+def markdown_section(index: int) -> str:
+    """Section ``index`` of a ``/markdown`` answer: a heading, a paragraph, a list,
+    a code fence (Python or TypeScript, alternating) and a three-row table."""
+    language = "python" if index % 2 == 0 else "typescript"
+    code = (
+        f"def section_{index}(x: int) -> int:\n    return x * {index}  # section {index}\n"
+        if language == "python"
+        else f"export function section{index}(x: number): number {{\n"
+        f"  return x * {index}; // section {index}\n}}\n"
+    )
+    return (
+        f"## Section {index}\n\n"
+        f"Paragraph {index} has **bold**, *italic* and `inline code`, and a sentence that "
+        f"goes on for a while so that the section has some weight to it, "
+        f"as answers do.\n\n"
+        f"- item {index}.1\n- item {index}.2 with `code`\n- item {index}.3\n\n"
+        f"```{language}\n{code}```\n\n"
+        f"| key | value | note |\n|---|---:|---|\n"
+        f"| a{index} | {index} | first |\n| b{index} | {index * 2} | second |\n"
+        f"| c{index} | {index * 3} | third |\n\n"
+    )
+
+
+def markdown_answer(kb: int) -> tuple[str, int]:
+    """The whole ``/markdown`` answer of about ``kb`` KB, and how many sections it has."""
+    target = max(1, kb) * 1000
+    sections: list[str] = []
+    size = 0
+    while size < target:
+        section = markdown_section(len(sections))
+        sections.append(section)
+        size += len(section)
+    sections.append(f"END OF MARKDOWN {len(sections)}\n")
+    return "".join(sections), len(sections) - 1
 
 
 def _chunks(text: str, words: int = _CHUNK_WORDS) -> list[str]:
@@ -129,6 +175,8 @@ class EchoAgent(StatelessProvider):
             await self._slow(io, int(slow.group(1)), slow.group(2))
         elif flaky := _FLAKY.match(stripped):
             await self._flaky(io, request, int(flaky.group(1) or 0), flaky.group(2) or "")
+        elif big := _MARKDOWN.match(stripped):
+            await self._markdown(io, min(int(big.group(1)), _MARKDOWN_MAX_KB))
         elif stripped.startswith("/tool"):
             await self._tool(io)
         elif stripped.startswith("/client-tool"):
@@ -172,6 +220,11 @@ class EchoAgent(StatelessProvider):
         await io.text(f"resumed after {given!r}: the second half.")
         async for word in _paced(_chunks(text, words=1) if text else (), interval_ms / 1000):
             await io.text(word)
+
+    async def _markdown(self, io: TurnIO, kb: int) -> None:
+        text, _ = markdown_answer(kb)
+        for start in range(0, len(text), _MARKDOWN_DELTA):
+            await io.text(text[start : start + _MARKDOWN_DELTA])
 
     async def _tool(self, io: TurnIO) -> None:
         call = await io.start_tool_call(

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from typing import cast
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ahp_server.agents.echo import _chunks, _paced
+from ahp_server.agents.base import TurnIO
+from ahp_server.agents.echo import EchoAgent, _chunks, _paced, markdown_answer, markdown_section
 
 #: Texts made of short and very long words, single and repeated whitespace.
 TEXT = st.lists(st.sampled_from(["a", "bb", "é", " ", "  ", "\n", "\t", "x" * 70])).map("".join)
@@ -60,3 +62,30 @@ async def test_words_are_paced_on_an_absolute_clock() -> None:
     assert times[:3] == on_time[:3]
     assert times[3:5] == [0.11, 0.11]  # due at 75 and 100 ms: behind, sent at once
     assert times[5:] == on_time[5:]
+
+
+def test_markdown_answer_has_the_size_and_the_sections_it_says() -> None:
+    text, sections = markdown_answer(200)
+    assert 200_000 <= len(text) < 200_000 + len(markdown_section(sections))
+    assert text.endswith(f"END OF MARKDOWN {sections}\n")
+    assert text.count("\n## Section ") + text.startswith("## Section ") == sections
+    assert text.count("```python\n") + text.count("```typescript\n") == sections
+    assert text.count("| key | value | note |\n") == sections
+
+
+class TextOnly:
+    """The part of a TurnIO ``/markdown`` uses: it records each delta."""
+
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+
+    async def text(self, delta: str) -> None:
+        self.texts.append(delta)
+
+
+async def test_markdown_streams_the_answer_in_many_deltas() -> None:
+    io = TextOnly()
+    await EchoAgent()._markdown(cast(TurnIO, io), 50)
+    text, _ = markdown_answer(50)
+    assert "".join(io.texts) == text
+    assert len(io.texts) >= 50

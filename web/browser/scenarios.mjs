@@ -795,6 +795,121 @@ export const scenarios = {
     return { source, main, moved, session };
   },
 
+  /**
+   * Answer rendering: a GFM table is a table (header, cells, alignment, styled
+   * borders); a fenced code block with a known language is highlighted, one
+   * without is plain; Copy puts the raw code on the clipboard, and its label
+   * is not part of the transcript's text.
+   */
+  async markdown_render({ context, newPage, url }) {
+    await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: new URL(url).origin });
+    const page = await openPage(newPage, url);
+    await newSession(page);
+    const code = 'def greet(name):\n    return f"hello {name}"  # say it';
+    const message = [
+      '| tool | runs | note |',
+      '|---|--:|:-:|',
+      '| ruff | 12 | fast |',
+      '| mypy | 3 | strict |',
+      '',
+      '```python',
+      code,
+      '```',
+      '',
+      '```',
+      'plain <b>text</b>',
+      '```',
+    ].join('\n');
+    await send(page, message);
+    await turnEnded(page, 'complete', 1);
+    const answer = lastTurn(page).locator('.markdown.answer');
+    const table = answer.locator('table');
+    const headers = await table.locator('thead th').allInnerTexts();
+    const rows = await table.locator('tbody tr').evaluateAll((trs) => trs.map((tr) => [...tr.cells].map((c) => c.textContent)));
+    const align = await table.locator('tbody td').evaluateAll((tds) => tds.map((td) => td.getAttribute('align')));
+    assert.deepEqual(align, [null, 'right', 'center', null, 'right', 'center']);
+    const border = await table.locator('td').first().evaluate((td) => getComputedStyle(td).borderTopStyle);
+    assert.equal(border, 'solid', 'table cells are drawn with borders');
+
+    const python = answer.locator('pre code.language-python');
+    assert.equal(await python.textContent(), code);
+    assert.match((await python.getAttribute('class')) ?? '', /\bhljs\b/);
+    const keywords = await python.locator('.hljs-keyword').allInnerTexts();
+    assert.ok(keywords.includes('def') && keywords.includes('return'), `keywords highlighted: ${keywords}`);
+    assert.match((await python.locator('.hljs-comment').allInnerTexts()).join(), /# say it/);
+    const keywordColour = await python.locator('.hljs-keyword').first().evaluate((el) => getComputedStyle(el).color);
+    const plainColour = await python.evaluate((el) => getComputedStyle(el).color);
+    assert.notEqual(keywordColour, plainColour, 'a keyword is coloured');
+    const plain = answer.locator('pre code').nth(1);
+    assert.equal(await plain.textContent(), 'plain <b>text</b>');
+    assert.equal(await plain.locator('span, b').count(), 0, 'a block without a language is plain text');
+
+    const buttons = answer.getByRole('button', { name: 'Copy code' });
+    assert.equal(await buttons.count(), 2);
+    await buttons.first().click();
+    await answer.locator('.copy-code[data-copied="yes"]').waitFor();
+    const copied = await page.evaluate(() => navigator.clipboard.readText());
+    assert.equal(copied, code);
+    await buttons.nth(1).click();
+    await page.waitForFunction(async () => (await navigator.clipboard.readText()) === 'plain <b>text</b>');
+    assert.ok(!(await answer.innerText()).includes('Copy'), 'the button label is not in the answer text');
+    return { chat: await chatOf(page), message, headers, rows, copied };
+  },
+
+  /**
+   * A big answer streamed (`/markdown KB` of the echo agent, in ~1 KB deltas):
+   * every block rendered, and how long the main thread was blocked, from a
+   * PerformanceObserver for long tasks (each is a task over 50 ms).
+   */
+  async big_markdown({ newPage, url }) {
+    const kb = Number(process.env.AHP_BIG_MARKDOWN_KB ?? '5000');
+    const page = await openPage(newPage, url);
+    await newSession(page);
+    await page.evaluate(() => {
+      window.__longTasks = [];
+      new PerformanceObserver((list) => {
+        for (const entry of list.getEntries()) window.__longTasks.push(Math.round(entry.duration));
+      }).observe({ type: 'longtask' });
+    });
+    const started = Date.now();
+    await send(page, `/markdown ${kb}`);
+    // Done: the turn is over, the marker is the answer's last text, and every
+    // section's table is there (closed blocks may still be coming in).
+    await page.waitForFunction(
+      () => {
+        const turn = document.querySelector('.transcript article.turn:last-child');
+        if (turn?.getAttribute('data-state') !== 'complete') return false;
+        const answer = turn.querySelector('.markdown.answer');
+        const marker = /END OF MARKDOWN (\d+)\s*$/.exec(answer?.lastElementChild?.textContent ?? '');
+        return marker !== null && answer.querySelectorAll('table').length === Number(marker[1]);
+      },
+      null,
+      { polling: 500, timeout: 170_000 },
+    );
+    const seconds = (Date.now() - started) / 1000;
+    await page.waitForTimeout(500); // a long task ending now is reported a moment later
+    const rendered = await page.evaluate(() => {
+      const turn = document.querySelector('.transcript article.turn:last-child');
+      const answer = turn.querySelector('.markdown.answer');
+      const count = (selector) => answer.querySelectorAll(selector).length;
+      return {
+        marker: answer.lastElementChild.textContent.trim(),
+        headings: count('h2'),
+        tables: count('table'),
+        tableRows: count('table tbody tr'),
+        listItems: count('li'),
+        code: count('pre code'),
+        highlighted: count('pre code.hljs'),
+        python: count('pre code.language-python'),
+        typescript: count('pre code.language-typescript'),
+        copyButtons: count('.code-block > button.copy-code'),
+        lastHeading: [...answer.querySelectorAll('h2')].pop()?.textContent ?? '',
+      };
+    });
+    const longTasks = await page.evaluate(() => window.__longTasks);
+    return { chat: await chatOf(page), kb, seconds, rendered, longTasks };
+  },
+
   /** A host with a token: the page asks for it, or takes it from the fragment. */
   async token({ newPage, url }) {
     const token = process.env.AHP_TEST_TOKEN;

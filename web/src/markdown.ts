@@ -8,11 +8,67 @@
  * DocumentFragment that the page appends: no HTML string ever meets
  * `innerHTML` in the live document. The host's Content-Security-Policy (no
  * inline script, images from this origin only) is a second wall behind this.
+ *
+ * GFM is on, so tables are `<table>` (styled in styles.css). A fenced code
+ * block with a language highlight.js knows is highlighted (its core, with the
+ * common languages below registered: a small bundle, no auto-detection) into
+ * `<span class="hljs-…">`, which DOMPurify keeps as plain markup. After
+ * sanitising, each `<pre>` gets a **Copy** button made by this page (agent
+ * markup can hold no button: DOMPurify removes them) that copies the code's
+ * raw text.
  */
 import DOMPurify, { type Config } from 'dompurify';
-import { Marked } from 'marked';
+import hljs from 'highlight.js/lib/core';
+import bash from 'highlight.js/lib/languages/bash';
+import c from 'highlight.js/lib/languages/c';
+import cpp from 'highlight.js/lib/languages/cpp';
+import css from 'highlight.js/lib/languages/css';
+import diff from 'highlight.js/lib/languages/diff';
+import go from 'highlight.js/lib/languages/go';
+import java from 'highlight.js/lib/languages/java';
+import javascript from 'highlight.js/lib/languages/javascript';
+import json from 'highlight.js/lib/languages/json';
+import markdownLanguage from 'highlight.js/lib/languages/markdown';
+import python from 'highlight.js/lib/languages/python';
+import rust from 'highlight.js/lib/languages/rust';
+import shell from 'highlight.js/lib/languages/shell';
+import sql from 'highlight.js/lib/languages/sql';
+import typescript from 'highlight.js/lib/languages/typescript';
+import xml from 'highlight.js/lib/languages/xml';
+import yaml from 'highlight.js/lib/languages/yaml';
+import { Marked, type Tokens } from 'marked';
 
-const markdown = new Marked({ gfm: true, breaks: false, async: false });
+for (const [name, language] of Object.entries({
+  bash, c, cpp, css, diff, go, java, javascript, json, markdown: markdownLanguage, python, rust, shell, sql, typescript, xml, yaml,
+})) {
+  hljs.registerLanguage(name, language);
+}
+
+function escapeHtml(text: string): string {
+  return text.replace(/[&<>"']/g, (ch) => `&#${ch.charCodeAt(0)};`);
+}
+
+/** A code block's HTML: highlighted when asked and the language is known, else escaped text. */
+function codeBlock({ text, lang }: Tokens.Code, highlight: boolean): string {
+  const language = (lang ?? '').trim().split(/\s+/)[0]?.toLowerCase() ?? '';
+  const known = language !== '' && hljs.getLanguage(language) !== undefined;
+  const body = highlight && known ? hljs.highlight(text, { language, ignoreIllegals: true }).value : escapeHtml(text);
+  const classes = [known && highlight ? 'hljs' : '', language ? `language-${escapeHtml(language)}` : ''].filter(Boolean);
+  return `<pre><code${classes.length ? ` class="${classes.join(' ')}"` : ''}>${body}</code></pre>\n`;
+}
+
+const highlighted = new Marked({
+  gfm: true,
+  breaks: false,
+  async: false,
+  renderer: { code: (token: Tokens.Code) => codeBlock(token, true) },
+});
+const plain = new Marked({
+  gfm: true,
+  breaks: false,
+  async: false,
+  renderer: { code: (token: Tokens.Code) => codeBlock(token, false) },
+});
 
 const purify = DOMPurify(window);
 
@@ -35,11 +91,53 @@ const CONFIG: Config & { RETURN_DOM_FRAGMENT: true } = {
   ALLOW_DATA_ATTR: false,
   RETURN_DOM_FRAGMENT: true,
 };
+// Set once: given to each sanitize call, the configuration would be parsed
+// again per call (a fifth of the time of rendering a long answer's blocks).
+purify.setConfig(CONFIG);
 
-/** Sanitized DOM for `text` (Markdown). */
-export function renderMarkdown(text: string): DocumentFragment {
-  const html = markdown.parse(text) as string;
-  return purify.sanitize(html, CONFIG);
+/**
+ * Sanitized DOM for `text` (Markdown). `highlight: false` leaves code blocks
+ * plain (cheaper: for a large block that is still streaming).
+ */
+export function renderMarkdown(text: string, { highlight = true }: { highlight?: boolean } = {}): DocumentFragment {
+  const html = (highlight ? highlighted : plain).parse(text) as string;
+  const fragment = purify.sanitize(html) as unknown as DocumentFragment; // CONFIG: a fragment
+  for (const pre of fragment.querySelectorAll('pre')) addCopyButton(pre);
+  return fragment;
+}
+
+/**
+ * Wrap `pre` in a `.code-block` with a Copy button before it. The button's
+ * label is drawn by CSS (`::before`), so the transcript's text (innerText, a
+ * selection copied) stays the agent's alone; its accessible name is
+ * `aria-label`. `data-copied` says how the last copy went.
+ */
+function addCopyButton(pre: HTMLPreElement): void {
+  const doc = pre.ownerDocument;
+  const wrapper = doc.createElement('div');
+  wrapper.className = 'code-block';
+  const button = doc.createElement('button');
+  button.type = 'button';
+  button.className = 'copy-code';
+  button.setAttribute('aria-label', 'Copy code');
+  button.title = 'Copy code';
+  button.addEventListener('click', () => {
+    const code = pre.textContent ?? '';
+    const done = (outcome: 'yes' | 'failed') => {
+      button.setAttribute('data-copied', outcome);
+      setTimeout(() => button.removeAttribute('data-copied'), 2000);
+    };
+    if (!navigator.clipboard) {
+      done('failed');
+      return;
+    }
+    navigator.clipboard.writeText(code).then(
+      () => done('yes'),
+      () => done('failed'),
+    );
+  });
+  pre.replaceWith(wrapper);
+  wrapper.append(button, pre);
 }
 
 /** Text of a `StringOrMarkdown` value (`string` or `{ markdown }`). */
