@@ -318,16 +318,21 @@ STORE_MODES: dict[str, dict[str, Any]] = {
 }
 
 
+def mode_settings(mode: str, data_dir: str) -> Settings:
+    """A loopback host on a free port with the store of ``mode`` (STORE_MODES) in ``data_dir``."""
+    synchronous = STORE_MODES[mode].get("synchronous")
+    return Settings(
+        host="127.0.0.1",
+        port=0,
+        data_dir=None if synchronous is None else data_dir,
+        synchronous=synchronous or "normal",
+    )
+
+
 async def stream_turn(mode: str, deltas: int, size: int) -> dict[str, Any]:
     """One turn of ``deltas`` text events, host and client in this process over loopback."""
     with tempfile.TemporaryDirectory(prefix="ahp-bench-") as tmp:
-        synchronous = STORE_MODES[mode].get("synchronous")
-        settings = Settings(
-            host="127.0.0.1",
-            port=0,
-            data_dir=None if synchronous is None else tmp,
-            synchronous=synchronous or "normal",
-        )
+        settings = mode_settings(mode, tmp)
         app = App(settings, providers=[FirehoseAgent()])
         await app.start()
         try:
@@ -720,13 +725,7 @@ def bench_start(sizes: Sizes) -> dict[str, Any]:
 async def lone_turns(mode: str, turns: int) -> dict[str, Any]:
     """``turns`` short echo turns in a row, one client over loopback, in this process."""
     with tempfile.TemporaryDirectory(prefix="ahp-bench-") as tmp:
-        synchronous = STORE_MODES[mode].get("synchronous")
-        settings = Settings(
-            host="127.0.0.1",
-            port=0,
-            data_dir=None if synchronous is None else tmp,
-            synchronous=synchronous or "normal",
-        )
+        settings = mode_settings(mode, tmp)
         app = App(settings)
         await app.start()
         try:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -331,6 +332,18 @@ async def test_a_turn_waiting_for_confirmation_is_resolved_on_recovery(daemon: D
         assert session_state.status & 0b11111 != 24
 
 
+async def restored_states(backup: Path, data_dir: Path, channels: list[str]) -> Any:
+    """Restore ``backup`` into a fresh ``data_dir``, start a host on it: the channels' states."""
+    restored = Daemon(data_dir)
+    restored.data_dir.mkdir()
+    await asyncio.to_thread(shutil.copyfile, backup, restored.data_dir / "ahp-server.db")
+    try:
+        url = await restored.start()
+        return await exact_states(url, channels)
+    finally:
+        await restored.close()
+
+
 async def test_online_backup_restores_to_the_same_state(daemon: Daemon, tmp_path: Path) -> None:
     url = await daemon.start()
     async with AhpClient.connect(url) as client:
@@ -345,15 +358,7 @@ async def test_online_backup_restores_to_the_same_state(daemon: Daemon, tmp_path
         assert await process.wait() == 0
     before = await exact_states(url, [chat])
     assert await daemon.terminate() == 0
-    # Restore into a fresh data directory and start a host on it.
-    restored = Daemon(tmp_path / "restored")
-    restored.data_dir.mkdir()
-    (restored.data_dir / "ahp-server.db").write_bytes(backup.read_bytes())
-    try:
-        url = await restored.start()
-        assert await exact_states(url, [chat]) == before
-    finally:
-        await restored.close()
+    assert await restored_states(backup, tmp_path / "restored", [chat]) == before
 
 
 async def test_a_backup_of_a_data_dir_whose_path_has_uri_characters(tmp_path: Path) -> None:
@@ -377,11 +382,4 @@ async def test_a_backup_of_a_data_dir_whose_path_has_uri_characters(tmp_path: Pa
     async with asyncio.timeout(30):
         _, err = await process.communicate()
     assert process.returncode == 0, err.decode()
-    restored = Daemon(tmp_path / "restored")
-    restored.data_dir.mkdir()
-    (restored.data_dir / "ahp-server.db").write_bytes(backup.read_bytes())
-    try:
-        url = await restored.start()
-        assert await exact_states(url, [chat]) == before
-    finally:
-        await restored.close()
+    assert await restored_states(backup, tmp_path / "restored", [chat]) == before
