@@ -184,6 +184,22 @@ def through(proxy_port: int, url: str) -> str:
     return urlunsplit(parts._replace(netloc=f"{parts.username}:{PASSWORD}@127.0.0.1:{proxy_port}"))
 
 
+async def closed_by_the_store(client: AhpClient) -> None:
+    """The host closed ``client`` because its store failed (1012, the reason said)."""
+    await client.wait_closed(timeout=TIMEOUT)
+    assert client.close_code == 1012
+    assert client.close_reason.startswith("the store failed: ")
+
+
+async def stopped_line(daemon: Daemon) -> str:
+    """The host exited 1 with one ``stopped:`` line on stderr, no password anywhere: that line."""
+    assert await daemon.exited() == 1
+    lines = [line for line in daemon.stderr if line.startswith("ahp-server: stopped:")]
+    assert len(lines) == 1, daemon.stderr[-5:]
+    assert not any(PASSWORD in line for line in daemon.stderr)
+    return lines[0]
+
+
 async def test_a_lost_postgresql_stops_the_host_and_loses_nothing_it_answered(
     tmp_path: Path,
 ) -> None:
@@ -199,14 +215,9 @@ async def test_a_lost_postgresql_stops_the_host_and_loses_nothing_it_answered(
                 assert proxy.drop() >= 1  # the store's connections really were cut
                 # The next commit finds its connection gone.
                 await client.send_message(chat, "after the cut", timeout=TIMEOUT)
-                await client.wait_closed(timeout=TIMEOUT)
-                assert client.close_code == 1012
-                assert client.close_reason.startswith("the store failed: ")
-            assert await daemon.exited() == 1
-            lines = [line for line in daemon.stderr if line.startswith("ahp-server: stopped:")]
-            assert len(lines) == 1, daemon.stderr[-5:]
-            assert lines[0].startswith("ahp-server: stopped: the store failed: postgres")
-            assert not any(PASSWORD in line for line in daemon.stderr)
+                await closed_by_the_store(client)
+            stopped = await stopped_line(daemon)
+            assert stopped.startswith("ahp-server: stopped: the store failed: postgres")
         finally:
             await daemon.close()
             await proxy.close()
@@ -251,14 +262,9 @@ async def test_a_postgresql_that_stops_answering_stops_the_host_after_the_commit
                 await client.ask(chat, "before the stall", timeout=TIMEOUT)
                 proxy.stall()
                 await client.send_message(chat, "during the stall", timeout=TIMEOUT)
-                await client.wait_closed(timeout=TIMEOUT)
-                assert client.close_code == 1012
-                assert client.close_reason.startswith("the store failed: ")
-            assert await daemon.exited() == 1
-            lines = [line for line in daemon.stderr if line.startswith("ahp-server: stopped:")]
-            assert len(lines) == 1, daemon.stderr[-5:]
-            assert "no answer to a commit in 2 s (storage.commit_timeout)" in lines[0]
-            assert not any(PASSWORD in line for line in daemon.stderr)
+                await closed_by_the_store(client)
+            stopped = await stopped_line(daemon)
+            assert "no answer to a commit in 2 s (storage.commit_timeout)" in stopped
         finally:
             await daemon.close()
             await proxy.close()
