@@ -53,6 +53,7 @@ from ahp_server.host.fanout import (
     Transport,
     close_reason,
 )
+from ahp_server.host.looplag import LoopLag
 from ahp_server.host.runtime import Counters
 from ahp_server.host.sequencer import Hub
 from ahp_server.host.sessions import CREATING, AgentSessions
@@ -234,6 +235,8 @@ class Host:
         #: What every connection's outbox holds, under one host-wide limit
         #: (host/fanout.py; docs/reliability.md "Memory").
         # Reads leave one outbox of room to ordinary answers (OutboxBudget.headroom).
+        #: How late the event loop runs what is due (``/metrics``).
+        self.loop_lag = LoopLag()
         self.outbox_budget = OutboxBudget(
             self.settings.outbox_total_bytes, headroom=self.settings.outbox_max_bytes
         )
@@ -294,6 +297,7 @@ class Host:
             self._root_state(active_sessions=len(self.session_index)),
         )
         self.root.start()
+        self.spawn(self.loop_lag.run())
         for uri in interrupted:
             chat = await self.chat(uri)
             if chat is not None:

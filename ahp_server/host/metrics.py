@@ -88,6 +88,22 @@ def render(host: Host) -> str:
         "Connections closed (1013) to keep the outboxes within the budget, slowest first.",
         [("", budget.evictions)],
     )
+    lag = host.loop_lag
+    lines.append(
+        "# HELP ahp_event_loop_lag_seconds How late the event loop woke a ticker due every "
+        "10 ms: time it spent on something else."
+    )
+    lines.append("# TYPE ahp_event_loop_lag_seconds histogram")
+    for bound, count in lag.cumulative():
+        lines.append(f'ahp_event_loop_lag_seconds_bucket{{le="{bound}"}} {count}')
+    lines.append(f"ahp_event_loop_lag_seconds_sum {lag.sum:g}")
+    lines.append(f"ahp_event_loop_lag_seconds_count {lag.count}")
+    metric(
+        "ahp_event_loop_lag_max_seconds",
+        "gauge",
+        "The longest the event loop was late since the host started (its longest stall).",
+        [("", lag.max)],
+    )
     commits = getattr(store, "commits", 0)
     seconds = getattr(store, "commit_seconds", 0.0)
     metric("ahp_persist_commits_total", "counter", "Store transactions committed.", [("", commits)])

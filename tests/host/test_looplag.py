@@ -1,0 +1,52 @@
+"""Event-loop lag (host/looplag.py): recorded into buckets, and a real stall of a
+running host's loop shows in its ``/metrics``."""
+
+from __future__ import annotations
+
+import time
+
+from ahp_server.client import AhpClient
+from ahp_server.host.looplag import BUCKETS, PERIOD, LoopLag
+from ahp_server.host.metrics import render
+from tests.conftest import RunningHost
+
+
+def test_lateness_goes_into_cumulative_buckets_with_its_sum_and_maximum() -> None:
+    lag = LoopLag()
+    for late in (0.0, 0.0004, 0.003, 0.003, 0.07, 3.0, -0.001):
+        lag.record(late)
+    cumulative = dict(lag.cumulative())
+    assert list(cumulative) == [*map(str, BUCKETS), "+Inf"]
+    assert cumulative["0.001"] == 3  # 0, 0.0004 and a negative lateness (counted as 0)
+    assert cumulative["0.005"] == 5
+    assert cumulative["0.05"] == 5
+    assert cumulative["0.1"] == 6
+    assert cumulative["2.5"] == 6
+    assert cumulative["+Inf"] == lag.count == 7
+    assert lag.max == 3.0
+    assert abs(lag.sum - 3.0764) < 1e-9
+
+
+async def test_a_stalled_loop_shows_in_the_metrics(running_host: RunningHost) -> None:
+    """The loop blocked for 150 ms (as a long commit would): the ticker, due within
+    PERIOD, wakes at least 150 - PERIOD ms late, and /metrics says so."""
+    async with AhpClient.connect(running_host.url) as client:
+        await client.open_chat()  # the host's loop has run a while
+        time.sleep(0.15)  # noqa: ASYNC251 - the stall under test
+        await client.open_chat()  # the loop runs again: the ticker has woken
+    text = render(running_host.host)
+    values = {
+        line.split()[0]: float(line.split()[1])
+        for line in text.splitlines()
+        if line.startswith("ahp_event_loop_lag")
+    }
+    assert values["ahp_event_loop_lag_max_seconds"] >= 0.15 - PERIOD
+    assert (
+        values['ahp_event_loop_lag_seconds_bucket{le="+Inf"}']
+        == values["ahp_event_loop_lag_seconds_count"]
+    )
+    assert (
+        values['ahp_event_loop_lag_seconds_bucket{le="0.1"}']
+        < values['ahp_event_loop_lag_seconds_bucket{le="+Inf"}']
+    )
+    assert values["ahp_event_loop_lag_seconds_sum"] >= 0.15 - PERIOD
