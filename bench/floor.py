@@ -14,6 +14,12 @@ text frame:
   - ``{"op": "turns", "n": N, "frame": F, "end": E}``: from now on this
     connection is a turn server: every frame it receives is answered with
     ``F`` N times, then ``E`` (a short turn's frames, the host's turn floor);
+  - ``{"op": "join", "group": G}``: add this connection to group ``G``
+    (answered with ``{"joined": G}``);
+  - ``{"op": "paced", "group": G, "n": N, "ms": M, "frame": F, "end": E}``:
+    an open-loop model stream to every connection of group ``G``: frame k
+    (``F`` with ``@K@`` replaced by k) is due at start + k × M ms and sent
+    at once when behind, then ``E`` (the capacity benchmark's floor);
   - ``{"op": "fanout", "n": N, "expect": K, "frame": F, "end": E}``: wait until
     K other connections are open, then ``broadcast()`` ``F`` N times to all of
     them, then ``E``;
@@ -59,6 +65,21 @@ async def blast(connections: Sequence[ServerConnection], frame: str, n: int, end
     broadcast(connections, end)
 
 
+GROUPS: dict[str, list[ServerConnection]] = {}
+PACERS: set[asyncio.Task[None]] = set()
+
+
+async def paced(group: Sequence[ServerConnection], frame: str, n: int, ms: float, end: str) -> None:
+    """Frame k at start + k × ``ms`` (open loop: late frames go at once), then ``end``."""
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+    for k in range(n):
+        delay = start + k * ms / 1000 - loop.time()
+        await asyncio.sleep(max(delay, 0.0))
+        broadcast(group, frame.replace("@K@", str(k)))
+    broadcast(group, end)
+
+
 async def handler(connection: ServerConnection) -> None:
     server = connection.server
     turn: dict[str, object] | None = None
@@ -72,6 +93,16 @@ async def handler(connection: ServerConnection) -> None:
             command = json.loads(message[1:])
             if command["op"] == "stream":
                 await blast([connection], command["frame"], command["n"], command["end"])
+            elif command["op"] == "join":
+                GROUPS.setdefault(command["group"], []).append(connection)
+                await connection.send(json.dumps({"joined": command["group"]}))
+            elif command["op"] == "paced":
+                group = GROUPS.pop(command["group"], [connection])
+                task = asyncio.create_task(
+                    paced(group, command["frame"], command["n"], command["ms"], command["end"])
+                )
+                PACERS.add(task)
+                task.add_done_callback(PACERS.discard)
             elif command["op"] == "turns":
                 turn = command
             elif command["op"] == "tokens":

@@ -176,12 +176,16 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
 
 @contextlib.contextmanager
 def host_process(
-    persist: bool, coalesce_ms: float | None = None, profile: Path | None = None
+    persist: bool,
+    coalesce_ms: float | None = None,
+    profile: Path | None = None,
+    store: str | None = None,
 ) -> Iterator[tuple[str, int]]:
     """The real host (``python -m ahp_server serve``) on loopback; yields (url, pid).
 
     With ``profile``, the host runs under ``cProfile`` and writes its stats there
-    when it stops (``bench/profile.py``).
+    when it stops (``bench/profile.py``). ``store``: a PostgreSQL URL to keep
+    everything in (``storage.store``) instead of SQLite.
     """
     with tempfile.TemporaryDirectory(prefix="ahp-suite-") as tmp:
         lines = [
@@ -191,6 +195,8 @@ def host_process(
         ]
         if coalesce_ms is not None and coalescing_supported():
             lines.append(f"coalesce_ms = {float(coalesce_ms)}")
+        if store is not None:
+            lines += ["[storage]", f"store = {json.dumps(store)}"]
         lines += [
             "[limits]",
             "max_connections = 10000",

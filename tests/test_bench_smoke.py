@@ -321,3 +321,48 @@ async def _postgres_answers() -> None:
 
     async with postgres_schema():
         pass
+
+
+# -- capacity (bench/capacity.py): model-paced streams, host beside the floor ------------------
+
+
+def test_capacity_measures_every_series_and_computes_the_knee(tmp_path: Path) -> None:
+    from bench.capacity import SMOKE
+    from bench.capacity import format_report as format_capacity
+    from bench.capacity import run as run_capacity
+
+    out = tmp_path / "capacity.json"
+    results = run_capacity(SMOKE, out=out)
+    assert json.loads(out.read_text(encoding="utf-8")) == json.loads(json.dumps(results))
+    assert list(results["series"]) == ["floor-1", "memory-1"]
+    for name, rows in results["series"].items():
+        # no series stops at these sizes, unless the machine is far behind: then N=1 is there
+        assert rows, name
+        assert [r["n"] for r in rows] == list(SMOKE.ns)[: len(rows)], name
+        for row in rows:
+            # every word of every subscription came, once, in order
+            assert row["words_received"] == row["words_expected"] == row["n"] * SMOKE.words
+            assert row["in_order"] is True
+            for figure in ("p50_ms", "p99_ms", "rss_mb", "deltas_per_s", "seconds"):
+                assert positive(row[figure]), (name, figure)
+            assert row["p50_ms"] <= row["p99_ms"] <= row["max_ms"]
+            for figure in ("server_cpu_pct", "runqueue_wait_ms_per_s", "generator_cpu_pct"):
+                assert math.isfinite(row[figure]), (name, figure)
+                assert row[figure] >= 0, (name, figure)
+            if name.startswith("memory"):  # the host's loop-lag ticker was read from /metrics
+                lag = row["loop_lag_ms"]
+                assert all(math.isfinite(lag[k]) for k in ("p50", "p99", "max"))
+                assert all(lag[k] >= 0 for k in ("p50", "p99", "max"))
+    knees = results["knees"]
+    assert set(knees) == {"floor-1", "memory-1"}
+    assert knees["floor-1"]["knee"] in (0, *SMOKE.ns)
+    host = knees["memory-1"]
+    assert host["knee"] in (0, *SMOKE.ns)
+    assert host["floor"] == "floor-1"
+    assert host["floor_knee"] == knees["floor-1"]["knee"]
+    if host["floor_knee"]:
+        assert host["ratio"] == host["knee"] / host["floor_knee"]
+    assert math.isfinite(host["max_loop_stall_ms"])
+    report = format_capacity(results)
+    for text in ("knee", "memory-1", "floor-1"):
+        assert text in report
