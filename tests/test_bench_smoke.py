@@ -346,6 +346,7 @@ def test_capacity_measures_every_series_and_computes_the_knee(tmp_path: Path) ->
             for figure in ("p50_ms", "p99_ms", "rss_mb", "deltas_per_s", "seconds"):
                 assert positive(row[figure]), (name, figure)
             assert row["p50_ms"] <= row["p99_ms"] <= row["max_ms"]
+            assert row["p99_anchored_ms"] >= 0
             for figure in ("server_cpu_pct", "runqueue_wait_ms_per_s", "generator_cpu_pct"):
                 assert math.isfinite(row[figure]), (name, figure)
                 assert row[figure] >= 0, (name, figure)
