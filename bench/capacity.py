@@ -303,12 +303,37 @@ def _schedstat_wait(pid: int) -> float:
         return int(stat.read().split()[1]) / 1e9
 
 
-def _loop_lag(url: str) -> dict[str, float]:
+def _loop_lag(url: str) -> dict[str, Any]:
+    """The host's event-loop lag histogram (cumulative counts by ``le``) and its max (ms)."""
     http = url.replace("ws://", "http://", 1).rstrip("/") + "/metrics"
     with urllib.request.urlopen(http, timeout=10) as response:
         text = response.read().decode()
-    found = re.findall(r'^ahp_event_loop_lag_seconds\{stat="(\w+)"\} (\S+)$', text, flags=re.M)
-    return {stat: float(value) * 1000 for stat, value in found}
+    buckets = {
+        le: int(float(count))
+        for le, count in re.findall(
+            r'^ahp_event_loop_lag_seconds_bucket\{le="([^"]+)"\} (\S+)$', text, flags=re.M
+        )
+    }
+    found = re.search(r"^ahp_event_loop_lag_max_seconds (\S+)$", text, flags=re.M)
+    return {"buckets": buckets, "max_ever": float(found.group(1)) * 1000 if found else math.nan}
+
+
+def _lag_between(before: dict[str, Any], after: dict[str, Any]) -> dict[str, float]:
+    """p50, p99 and max of the ticks between two scrapes (ms), each the upper bound of
+    its histogram bucket (past the last bound: the lifetime max)."""
+    bounds = list(after["buckets"])
+    cumulative = [after["buckets"][b] - before["buckets"].get(b, 0) for b in bounds]
+    total = cumulative[-1] if cumulative else 0
+
+    def ms(bound: str) -> float:
+        return after["max_ever"] if bound == "+Inf" else float(bound) * 1000
+
+    def at(fraction: float) -> float:
+        if not total:
+            return math.nan
+        return next(ms(b) for b, c in zip(bounds, cumulative, strict=True) if c >= fraction * total)
+
+    return {"p50": at(0.5), "p99": at(0.99), "max": at(1.0)}
 
 
 @contextlib.contextmanager
@@ -401,10 +426,8 @@ def measure(variant: Variant, n: int, config: Config) -> dict[str, Any]:
     }
     if kind == "host":
         row["loop_lag_ms"] = {
-            "p50": lag.get("p50", math.nan),
-            "p99": lag.get("p99", math.nan),
-            "max": lag.get("max", math.nan),
-            "max_during_setup": lag_before.get("max_ever", math.nan),
+            **_lag_between(lag_before, lag),
+            "max_during_setup": lag_before["max_ever"],
         }
     return row
 
