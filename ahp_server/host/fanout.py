@@ -159,13 +159,19 @@ class OutboxBudget:
         if self.limit is not None:
             room = max(self.limit - self.headroom, 0)
             while self.used + size > room:
-                self.used += size  # evict as if it were held already
-                try:
-                    self._evict(room, spare=connection)
-                finally:
-                    self.used -= size
-                if self.used + size <= room or not self._reserving:
-                    break
+                # While other reads hold the room, evict only if the others' queues
+                # can make it: closing a client that holds a small answer would free
+                # nothing that matters, and the read would wait all the same.
+                if not self._reserving or self._held_by_others(connection) >= (
+                    self.used - self._freeing + size - room
+                ):
+                    self.used += size  # evict as if it were held already
+                    try:
+                        self._evict(room, spare=connection)
+                    finally:
+                        self.used -= size
+                    if self.used + size <= room or not self._reserving:
+                        break
                 freed = asyncio.get_running_loop().create_future()
                 self._waiting.append(freed)
                 await freed
@@ -181,6 +187,9 @@ class OutboxBudget:
                 waiter = self._waiting.popleft()
                 if not waiter.done():
                     waiter.set_result(None)
+
+    def _held_by_others(self, spare: Connection) -> int:
+        return sum(c.held_bytes for c in self._holders if c is not spare)
 
     def _evict(self, limit: int, spare: Connection | None) -> None:
         """Close the slowest connections until the total fits ``limit`` (docs/reliability.md)."""

@@ -95,7 +95,7 @@ async def test_a_sender_that_is_itself_the_slowest_is_the_one_closed() -> None:
     assert budget.used == 0
 
 
-async def test_reservations_wait_for_room_and_evict_the_slowest_to_make_it() -> None:
+async def test_reservations_evict_the_slowest_when_that_makes_the_room() -> None:
     budget = OutboxBudget(1000)
     (slow, _), (reader, _) = connection(budget), connection(budget)
     assert slow.send(b"x" * 300)
@@ -108,12 +108,13 @@ async def test_reservations_wait_for_room_and_evict_the_slowest_to_make_it() -> 
             entered.append(name)
             await release.wait()
 
-    first = asyncio.create_task(build("first", 600))
+    first = asyncio.create_task(build("first", 400))
     await settle()
     assert entered == ["first"]
     assert slow.state is not ConnState.CLOSING
-    # 300 + 600 + 600 > 1000: the slow connection is evicted, still not enough
-    # room, so the second waits for the first to end.
+    # 300 + 400 + 600 > 1000, and the 300 the slow connection holds would make the
+    # room: it is evicted. Its stuck batch is freed only when its writer stops, so
+    # the second still waits for the first to end.
     second = asyncio.create_task(build("second", 600))
     await settle()
     assert slow.state is ConnState.CLOSING
@@ -128,6 +129,38 @@ async def test_reservations_wait_for_room_and_evict_the_slowest_to_make_it() -> 
     # A reservation alone never waits, even one larger than the budget.
     async with asyncio.timeout(TIMEOUT), budget.reserved(reader, 5000):
         pass
+
+
+async def test_a_reservation_waits_rather_than_evict_what_cannot_make_the_room() -> None:
+    """Other reads hold the room and a client holds a small answer: closing it would
+    not make the room, so it stays, and the read waits for one of the others (a real
+    host closed such a client, 1013, while 50 readers' reads held the budget)."""
+    budget = OutboxBudget(1000)
+    (small, _), (reader, _) = connection(budget), connection(budget)
+    assert small.send(b"x" * 100)
+    await settle()
+    entered: list[str] = []
+    release = asyncio.Event()
+
+    async def build(name: str, size: int) -> None:
+        async with budget.reserved(reader, size):
+            entered.append(name)
+            await release.wait()
+
+    first = asyncio.create_task(build("first", 600))
+    await settle()
+    second = asyncio.create_task(build("second", 600))
+    await settle()
+    assert entered == ["first"]  # 100 + 600 + 600 > 1000: it waits ...
+    assert small.state is not ConnState.CLOSING  # ... and the small holder is not closed
+    assert budget.evictions == 0
+    release.set()
+    async with asyncio.timeout(TIMEOUT):
+        await asyncio.gather(first, second)
+    assert entered == ["first", "second"]
+    for conn in (small, reader):
+        await conn.stop()
+    assert budget.used == 0
 
 
 async def test_reads_leave_headroom_so_a_small_answer_is_not_the_one_evicted() -> None:
