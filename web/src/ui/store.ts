@@ -65,9 +65,14 @@ export class Store {
       onDropped: (actions) => this.dropped(actions),
       onRejected: (action, reason) =>
         this.notify(`The host refused ${describe(action.action)}: ${reason}`, 'error'),
+      // Up and accepting, yet the upgrade failed: a token or origin refusal. A host
+      // that is up but not ready (its store failed, it is stopping: /readyz 503)
+      // refuses every upgrade for now; it is tried again, not taken as a refusal.
+      // Without /readyz (a proxy that does not pass it: 404), the page itself.
       probe: async () => {
-        const answer = await fetch('/', { method: 'GET', cache: 'no-store' });
-        return answer.ok;
+        const ready = await fetch('/readyz', { method: 'GET', cache: 'no-store' });
+        if (ready.status !== 404) return ready.ok;
+        return (await fetch('/', { method: 'GET', cache: 'no-store' })).ok;
       },
     });
   }
