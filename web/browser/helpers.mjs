@@ -48,9 +48,21 @@ export async function turnEnded(page, state = 'complete', count) {
     state,
     { timeout: TIMEOUT },
   );
+  await rendered(page);
+}
+
+/**
+ * Wait until the page has drawn a frame since now. The answer's blocks are
+ * `content-visibility: auto` (styles.css): one inserted since the last frame
+ * has had no layout yet, so `innerText` reads it as '' until a frame decides
+ * whether it is on screen.
+ */
+export async function rendered(page) {
+  await page.evaluate(() => new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve))));
 }
 
 export async function answerText(turn) {
+  await rendered(turn.page());
   return (await turn.locator('.markdown.answer').allInnerTexts()).join('');
 }
 

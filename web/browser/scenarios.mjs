@@ -15,6 +15,7 @@ import {
   lastTurn,
   newSession,
   openPage,
+  rendered,
   send,
   sessionOf,
   turnEnded,
@@ -200,7 +201,7 @@ export const scenarios = {
     // The session list of both shows the same session.
     const session = await sessionOf(a);
     await b.locator(`[data-session="${session}"]`).waitFor();
-    const texts = async (p) => (await p.locator('.transcript').innerText()).replace(/\s+/g, ' ');
+    const texts = async (p) => (await rendered(p), await p.locator('.transcript').innerText()).replace(/\s+/g, ' ');
     assert.equal(await texts(a), await texts(b));
     return { chat: await chatOf(a) };
   },
@@ -242,7 +243,7 @@ export const scenarios = {
     assert.equal(await failure(legacy), shown);
     // A finished turn's error shows once, in its footer (not also as a part).
     assert.equal(await modern.locator('.part-error').count(), 0);
-    const texts = async (p) => (await p.locator('.transcript').innerText()).replace(/\s+/g, ' ');
+    const texts = async (p) => (await rendered(p), await p.locator('.transcript').innerText()).replace(/\s+/g, ' ');
     assert.equal(await texts(legacy), await texts(modern));
     const directory = async (p) => p.locator('.chat .directory').allInnerTexts();
     assert.deepEqual(await directory(legacy), await directory(modern));
@@ -586,12 +587,14 @@ export const scenarios = {
     await cont.waitFor();
     assert.equal(await cont.count(), 1, 'Continue on the latest turn only');
     assert.equal(await turns(resumable).nth(1).getByRole('button', { name: 'Continue' }).count(), 1);
+    await rendered(resumable);
     const before = (await resumable.locator('.transcript').innerText()).replace(/\s+/g, ' ');
     await cont.click();
     const notice = resumable.locator('.notice.error', { hasText: 'refused continuing the answer' });
     await notice.waitFor();
     await turnEnded(resumable, 'error', 2);
     await cont.waitFor();
+    await rendered(resumable);
     assert.equal((await resumable.locator('.transcript').innerText()).replace(/\s+/g, ' '), before, 'the turn is as it was');
     return { chat: await chatOf(page), notice: (await notice.innerText()).trim() };
   },
