@@ -3,16 +3,21 @@
 Layer: store (stdlib ``sqlite3`` + ``threading``; called from the event loop).
 
 Writes are queued from the loop and committed in groups: **everything queued**
-goes into one transaction, then the envelopes' ``on_commit`` callbacks run on
-the loop, in order. Who commits depends on ``synchronous``:
+goes into one commit, then the envelopes' ``on_commit`` callbacks run on the
+loop, in order. Who commits depends on ``synchronous``:
 
-* ``NORMAL`` (the default): the loop itself, once per loop iteration
-  (:meth:`SqliteStore._commit_on_loop`). A WAL commit without fsync is a
-  write into the OS page cache; the fsyncs happen at checkpoints, which a
+* ``NORMAL`` (the default): a commit of envelopes only — the hot path — is one
+  record appended to the log's tail file (``tail.py``) by the loop itself,
+  once per loop iteration (:meth:`SqliteStore._commit_on_loop`); no fsync, a
+  write into the OS page cache. Every SQLite transaction — folding the tail
+  into the log, and any other write (a snapshot, a turn, a deletion) — runs
+  in a writer thread, one at a time, so the loop goes on serving while it
+  does: commits queued after a transaction with writes wait for it (they are
+  delivered in order), a fold holds nothing back. The fsyncs happen at checkpoints, which a
   checkpointer thread runs on its own connection while commits go on. Once
   the WAL file reaches its bound (``wal_limit``, measured after every
-  transaction) the loop holds its commits until a checkpoint has truncated
-  it, so the WAL stays within the bound whatever the disk's speed.
+  transaction) commits are held until a checkpoint has truncated it, so the
+  WAL stays within the bound whatever the disk's speed.
 * ``FULL``: a writer thread, since every commit waits for an fsync; SQLite's
   own checkpoints run in line, and past the bound the thread truncates the WAL
   before its next commit.
@@ -62,6 +67,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -425,6 +431,12 @@ class SqliteStore(GroupCommit, Store):
         self._tail: TailFile | None = None
         self._unfolded: list[tuple[str, int, int, bytes]] = []
         self._unfolded_bytes = 0
+        #: synchronous=NORMAL: the transaction running in the writer thread
+        #: (one at a time), and whether it has writes other than envelopes
+        #: (the commits after it wait for it: _commit_on_loop).
+        self._executor: ThreadPoolExecutor | None = None
+        self._flight: asyncio.Future[float] | None = None
+        self._flight_writes = False
         self._fold_timer: asyncio.TimerHandle | None = None
         self._fold_bytes = tail_fold_bytes
         self._fold_seconds = tail_fold_seconds
@@ -496,6 +508,7 @@ class SqliteStore(GroupCommit, Store):
         if self._on_loop:
             # The loop's commits never checkpoint (that fsyncs); a thread of its own does.
             conn.execute("PRAGMA wal_autocheckpoint=0")
+            self._executor = ThreadPoolExecutor(1, thread_name_prefix="ahp-store-writer")
             self._checkpointer = self._connect()
             target, name = self._checkpoint_loop, "ahp-store-checkpointer"
         else:
@@ -571,6 +584,11 @@ class SqliteStore(GroupCommit, Store):
         if self._failure is None:  # after a failed commit there is nothing to wait for
             await self.flush()
             await self._fold_now()
+        if self._flight is not None:  # (the store failed while it ran)
+            await asyncio.wait([self._flight])
+        if self._executor is not None:
+            self._executor.shutdown(wait=False)  # (idle: nothing is in flight)
+            self._executor = None
         if self._fold_timer is not None:
             self._fold_timer.cancel()
             self._fold_timer = None
@@ -632,16 +650,17 @@ class SqliteStore(GroupCommit, Store):
         ready now have run: one commit for all they produced. With
         ``synchronous=NORMAL`` a commit is a write into the OS page cache, no
         fsync (a crash of the process loses nothing; a power cut may lose the
-        last commits — the same as SQLite's own guarantee for NORMAL). Doing it
-        here saves two thread handoffs per commit and the contention for the
-        GIL between the loop and a writer thread.
+        last commits — the same as SQLite's own guarantee for NORMAL).
 
         A commit of envelopes only — the hot path: a stream's deltas, a
         client's drafts — is one record appended to the log's tail (one
-        ``write()``, tail.py), folded into the database later by
-        :meth:`_fold`. Any other commit is a transaction that folds the tail
-        first, then leaves a barrier in it. Checkpoints, which fsync, run in a
-        thread.
+        ``write()``, tail.py), here, on the loop, folded into the database
+        later by :meth:`_fold`. Any other commit is a SQLite transaction
+        (:meth:`_transact`) that folds the tail first, then leaves a barrier
+        in it; it runs in the writer thread, so the loop goes on serving
+        while it does. The commits queued after it wait for it (their order
+        is the order of delivery); a fold's transaction holds nothing back.
+        Checkpoints, which fsync, run in a thread of their own.
         """
         self._scheduled = False
         self._timer = None
@@ -651,46 +670,64 @@ class SqliteStore(GroupCommit, Store):
             # tail waits too: what it took would pile up unfolded, and the
             # queue's high-water mark is what holds producers back.)
             return
+        if self._flight is not None and (
+            self._flight_writes or not self._rows_only or self._unfolded_bytes >= self._fold_bytes
+        ):
+            # After a transaction with writes; a transaction after the fold in
+            # flight; and the tail, once it holds a fold's worth again, after
+            # it too (the next fold stays one fold's size, which is what keeps
+            # the WAL within its bound): _landed commits what waited.
+            return
         tail = self._tail
-        to_tail = tail is not None and self._rows_only
         assert self._loop is not None
+        assert tail is not None
         self._window.last_commit = self._loop.time()
         batch = list(queue)
         queue.clear()
+        to_tail = self._rows_only
         self._rows_only = True
+        if not to_tail:
+            self._transact(batch)
+            return
         started = time.perf_counter()
+        rows = [row for _, row, _, _ in batch if row is not None]
         try:
-            if to_tail:
-                assert tail is not None
-                rows = [row for _, row, _, _ in batch if row is not None]
-                if rows:  # (none: only callbacks, Store.after_queued)
-                    runs = segments(rows)
-                    self._unfolded_bytes += tail.append_segments(runs)
-                    self._unfolded.extend(runs)
-            else:
-                self._commit(self._writer_conn, batch)
+            if rows:  # (none: only callbacks, Store.after_queued)
+                runs = segments(rows)
+                self._unfolded_bytes += tail.append_segments(runs)
+                self._unfolded.extend(runs)
         except Exception as error:  # callback boundary, as in the writer thread: the store stops
             log.critical("commit failed: stopping the store", path=str(self._path), exc_info=True)
             self._stop_on(error)
             return
         self.commits += 1
         self.commit_seconds += time.perf_counter() - started
+        self._deliver(batch)
+        self._fold_due()
+
+    def _deliver(self, batch: list[_Write]) -> None:
+        """On the loop: run a committed batch's callbacks, in order."""
+        if not batch:
+            return
         self._delivering = True
         try:
             self._committed_batch([cb for _, _, cb, _ in batch if cb is not None], batch[-1][3])
         finally:
             self._delivering = False
-        if not to_tail:
-            self._transacted()
-        elif self._unfolded_bytes >= self._fold_bytes:
+
+    def _fold_due(self) -> None:
+        """Fold now if the tail holds enough unfolded, else within the fold period."""
+        assert self._loop is not None
+        if self._unfolded_bytes >= self._fold_bytes:
             self._loop.call_soon(self._fold)
-        elif self._fold_timer is None:
+        elif self._unfolded and self._fold_timer is None:
             self._fold_timer = self._loop.call_later(self._fold_seconds, self._fold)
 
     def _stop_on(self, error: BaseException) -> None:
         """A commit failed (logged by the caller): nothing more commits; tell those who wait."""
-        with contextlib.suppress(sqlite3.Error):
-            self._writer_conn.execute("ROLLBACK")
+        if self._flight is None:  # (a transaction in the writer thread rolls back there)
+            with contextlib.suppress(sqlite3.Error):
+                self._writer_conn.execute("ROLLBACK")
         self._failure = error
         self._unheld.set()
         self._failed(error)
@@ -699,32 +736,154 @@ class SqliteStore(GroupCommit, Store):
         """Fold the log's tail into the database: one transaction for many commits.
 
         Not while the loop holds its transactions for a checkpoint
-        (:meth:`_checkpoint_done` folds then; :meth:`_fold_now` waits for it).
+        (:meth:`_checkpoint_done` folds then; :meth:`_fold_now` waits for it),
+        nor while a transaction is in flight (:meth:`_landed` folds then).
         """
         if self._fold_timer is not None:
             self._fold_timer.cancel()
             self._fold_timer = None
-        if self._failure is not None or not self._unfolded or self._holding:
+        if (
+            self._failure is not None
+            or not self._unfolded
+            or self._holding
+            or self._flight is not None
+        ):
             return
-        try:
-            self._commit(self._writer_conn, [])
-        except Exception as error:  # callback boundary: the store stops
-            log.critical("fold failed: stopping the store", path=str(self._path), exc_info=True)
-            self._stop_on(error)
-            return
-        self._transacted()
+        self._transact([])
 
     async def _fold_now(self) -> None:
-        """Fold the tail now (a read, or closing, needs the log complete) — after the
-        truncating checkpoint, if one runs: it locks writers out (_bound_wal)."""
-        while self._holding and self._failure is None:
-            await self._unheld.wait()
-        self._fold()
+        """Fold the tail now and wait for it (a read, or closing, needs the log
+        complete) — after the truncating checkpoint, if one runs (it locks
+        writers out: _bound_wal), and after the transaction in flight."""
+        while self._failure is None:
+            if self._holding:
+                await self._unheld.wait()
+            elif self._flight is not None:
+                await asyncio.wait([self._flight])
+            elif self._unfolded:
+                self._fold()
+            else:
+                return
 
-    def _transacted(self) -> None:
-        """After each transaction on the loop: checkpoints, and the tail's next file."""
+    def _transact(self, batch: list[_Write]) -> None:
+        """Start a transaction in the writer thread: the tail not yet folded, then ``batch``.
+
+        The tail's rows and the queued row writes' values are taken here, on
+        the loop; the thread only runs SQL. With writes other than envelopes
+        the transaction leaves a barrier in the tail once committed (tail.py
+        says why), before any later commit goes there. Past its size bound
+        the tail moves to a new file first: this transaction folds all of
+        the old one, which goes once a checkpoint has made it durable.
+        """
+        loop, tail, executor = self._loop, self._tail, self._executor
+        assert loop is not None
+        assert tail is not None
+        assert executor is not None
+        if self._fold_timer is not None:
+            self._fold_timer.cancel()
+            self._fold_timer = None
+        # The batch takes every queued write: a newer value from now on is queued anew.
+        self._latest.clear()
+        rows = [row for _, row, _, _ in batch if row is not None]
+        writes = [write for write, _, _, _ in batch if write is not None]
+        folded = self._unfolded + (segments(rows) if rows else [])
+        self._unfolded = []
+        self._unfolded_bytes = 0
+        barrier = self._barrier + 1 if writes else self._barrier
+        retired: TailFile | None = None
+        if tail.size >= self._tail_file_bytes:
+            try:
+                self._tail = TailFile.create(
+                    self._path, tail.generation + 1, (tail.nonce, tail.size), sync=False
+                )
+            except OSError as error:
+                log.critical("no new tail file: stopping the store", path=str(self._path))
+                self._stop_on(error)
+                return
+            retired, tail = tail, self._tail
+        position = tail.position(barrier).encode()
+        self._flight_writes = bool(writes)
+        flight = loop.run_in_executor(executor, self._transaction, folded, writes, position)
+        self._flight = flight
+        flight.add_done_callback(lambda done: self._landed(done, batch, barrier, retired))
+
+    def _transaction(
+        self,
+        rows: list[tuple[str, int, int, bytes]],
+        writes: list[Callable[[sqlite3.Connection], object]],
+        position: str,
+    ) -> float:
+        """In the writer thread: one transaction; returns how long it took (seconds).
+
+        Envelopes go in first, as log segments, then the other writes in queue
+        order. That order is safe: the other writes only delete log rows at or
+        below a snapshot's ``serverSeq`` (earlier envelopes, which they delete
+        either way) or of a deleted channel (which queues nothing after its
+        deletion).
+        """
+        conn = self._writer_conn
+        started = time.perf_counter()
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            if rows:
+                conn.executemany(_INSERT_SEGMENT, rows)
+            for write in writes:
+                write(conn)
+            conn.execute(_SET_TAIL, (position,))
+            conn.execute("COMMIT")
+        except BaseException:
+            with contextlib.suppress(sqlite3.Error):
+                conn.execute("ROLLBACK")
+            raise
+        return time.perf_counter() - started
+
+    def _landed(
+        self,
+        flight: asyncio.Future[float],
+        batch: list[_Write],
+        barrier: int,
+        retired: TailFile | None,
+    ) -> None:
+        """On the loop: the writer thread's transaction ended. Deliver what it committed,
+        leave its barrier, then commit what waited and fold what came meanwhile."""
+        self._flight = None
+        self._flight_writes = False
+        if self._failure is not None:  # (the store stopped meanwhile: a tail write failed)
+            return
+        error = BaseException("cancelled") if flight.cancelled() else flight.exception()
+        if error is not None:
+            log.critical("commit failed: stopping the store", path=str(self._path), exc_info=error)
+            self._stop_on(error)
+            return
+        if batch:
+            self.commits += 1
+            self.commit_seconds += flight.result()
+        tail = self._tail
+        assert tail is not None
+        if barrier != self._barrier:
+            try:
+                tail.append_barrier(barrier)
+            except OSError as failed:
+                log.critical("tail write failed: stopping the store", path=str(self._path))
+                self._stop_on(failed)
+                return
+            self._barrier = barrier
+        self._deliver(batch)
+        self._transacted(retired)
+        assert self._loop is not None
+        if self._queue and not self._scheduled:
+            self._scheduled = True
+            self._loop.call_soon(self._commit_on_loop)
+        self._fold_due()
+
+    def _transacted(self, retired: TailFile | None) -> None:
+        """After each transaction: checkpoints, and the tail file it retired."""
         self._transactions += 1
         self._wal_bytes += 8192  # each commit writes a page or two besides its data
+        if retired is not None:
+            # Folded whole: it goes once a checkpoint has made this transaction durable.
+            retired.close()
+            self._retired.append((self._transactions, retired.path))
         if self._bound_wal():
             # The WAL reached its bound: the loop's commits wait (writes queue;
             # actors run up to their in-flight limit) until a checkpoint has
@@ -742,21 +901,6 @@ class SqliteStore(GroupCommit, Store):
             # (A writer thread checkpointing in line would hold commits for
             # every checkpoint.)
             self._ask_checkpoint()
-        tail = self._tail
-        if tail is not None and tail.size >= self._tail_file_bytes:
-            # All of it is folded (a transaction folds first): the next file
-            # continues where this one ends, and this one goes once a
-            # checkpoint has made this transaction durable.
-            try:
-                self._tail = TailFile.create(
-                    self._path, tail.generation + 1, (tail.nonce, tail.size), sync=False
-                )
-            except OSError as error:
-                log.critical("no new tail file: stopping the store", path=str(self._path))
-                self._stop_on(error)
-                return
-            tail.close()
-            self._retired.append((self._transactions, tail.path))
 
     def _bound_wal(self) -> bool:
         """After a transaction: the WAL file's size (one ``stat``); true if it is at the bound.
@@ -913,45 +1057,26 @@ class SqliteStore(GroupCommit, Store):
                 self._wal_hold_at = (self._wal_size() if busy else 0) + self._wal_limit
 
     def _commit(self, conn: sqlite3.Connection, batch: list[_Write]) -> None:
-        """Write one batch in one transaction, after the tail not yet folded.
+        """``synchronous=FULL``, in the writer thread: one batch in one transaction.
 
-        Every envelope goes in first, as one log segment per channel, then the
-        other writes in queue order. That order is safe: the other writes only
-        delete log rows at or below a snapshot's ``serverSeq`` (earlier
-        envelopes, which they delete either way) or of a deleted channel
-        (which queues nothing after its deletion). With a tail, the
-        transaction records where the database now stands in it, and one
-        with other writes than envelopes leaves a barrier there once
-        committed (tail.py says why). Without one (``FULL``), envelopes only
-        of a single channel are one INSERT in autocommit mode: one call into
-        SQLite instead of four.
+        Envelopes first, as one log segment per channel, then the other writes
+        in queue order (:meth:`_transaction` says why that order is safe).
+        Envelopes only of a single channel are one INSERT in autocommit mode:
+        one call into SQLite instead of four.
         """
         rows = [row for _, row, _, _ in batch if row is not None]
         writes = [write for write, _, _, _ in batch if write is not None]
         runs = segments(rows) if rows else []
-        tail = self._tail
-        if tail is None and not writes and len(runs) <= 1:
+        if not writes and len(runs) <= 1:
             if runs:  # (none: only callbacks, Store.after_queued)
                 conn.execute(_INSERT_SEGMENT, runs[0])
             return
         conn.execute("BEGIN IMMEDIATE")
-        if self._unfolded:
-            conn.executemany(_INSERT_SEGMENT, self._unfolded)
         if runs:
             conn.executemany(_INSERT_SEGMENT, runs)
-        barrier = self._barrier
         for write in writes:
             write(conn)
-        if writes:
-            barrier = self._barrier + 1
-        if tail is not None:
-            conn.execute(_SET_TAIL, (tail.position(barrier).encode(),))
         conn.execute("COMMIT")
-        self._unfolded = []
-        self._unfolded_bytes = 0
-        if tail is not None and barrier != self._barrier:
-            tail.append_barrier(barrier)
-            self._barrier = barrier
 
     def commit_soon(self) -> None:
         """Someone waits for what was just queued (a client's echo): do not hold it back.
@@ -1134,7 +1259,8 @@ class SqliteStore(GroupCommit, Store):
     async def _read(self, fn: Callable[[sqlite3.Connection], Any]) -> Any:
         reader = self._reader
         assert reader is not None, "store not open"
-        if self._unfolded:  # what was committed to the tail is read from the database
+        if self._unfolded or self._flight is not None:
+            # What was committed to the tail is read from the database.
             await self._fold_now()
         lock = self._read_lock
 

@@ -814,3 +814,53 @@ def garble_tail_position(path: Path) -> None:
     with conn:
         conn.execute("UPDATE meta SET value = 'not a position' WHERE key = 'tail'")
     conn.close()
+
+
+async def test_transactions_run_off_the_loop_and_delivery_keeps_commit_order(
+    tmp_path: Path,
+) -> None:
+    """While another connection holds SQLite's write lock, a transaction waits for it
+    in the writer thread, not on the loop: a fold waiting there holds no envelope
+    back, and the envelopes queued after a waiting turn wait for that turn, then
+    come out in order. Both are in the database after a restart."""
+    path = tmp_path / "ahp.db"
+    store = SqliteStore(path, tail_fold_seconds=0.01)
+    store.open()
+    store.put_channel(CHAT, "chat", None, "2026-01-01T00:00:00Z", None)
+    delivered: list[int] = []
+    async with asyncio.timeout(TIMEOUT):
+        await store.flush()
+    locker = sqlite3.connect(path, isolation_level=None)
+    locker.execute("BEGIN IMMEDIATE")  # SQLite's one write lock, held
+    try:
+        for seq in (1, 2, 3):
+            store.append_envelope(seq, CHAT, 1.0, b"{}", delivered.append, seq)
+        async with asyncio.timeout(TIMEOUT):
+            await store.flush()  # to the tail: delivered
+            await asyncio.sleep(0.05)  # the fold is due: it waits for the lock in the thread
+        assert logged_seqs(path) == []
+        for seq in (4, 5):  # meanwhile the loop commits and delivers
+            store.append_envelope(seq, CHAT, 1.0, b"{}", delivered.append, seq)
+        async with asyncio.timeout(TIMEOUT):
+            await store.flush()
+        assert delivered == [1, 2, 3, 4, 5]
+        # A turn (another write than an envelope) queued, then envelopes after it.
+        store.put_turn(CHAT, 0, "turn-1", b'{"id":"turn-1"}')
+        for seq in (6, 7):
+            store.append_envelope(seq, CHAT, 1.0, b"{}", delivered.append, seq)
+        for _ in range(20):  # loop turns pass; the lock is still held
+            await asyncio.sleep(0.005)
+        assert delivered == [1, 2, 3, 4, 5], "nothing after the turn before the turn"
+        assert logged_seqs(path) == []
+    finally:
+        locker.execute("ROLLBACK")
+        locker.close()
+    async with asyncio.timeout(TIMEOUT):
+        await store.flush()
+    assert delivered == [1, 2, 3, 4, 5, 6, 7]
+    await store.close()
+    again = SqliteStore(path)
+    again.open()
+    assert await loaded_seqs(again) == list(range(1, 8))
+    assert await again.turns(CHAT, 1, 1) == [b'{"id":"turn-1"}']
+    await again.close()
