@@ -304,18 +304,32 @@ def _schedstat_wait(pid: int) -> float:
 
 
 def _loop_lag(url: str) -> dict[str, Any]:
-    """The host's event-loop lag histogram (cumulative counts by ``le``) and its max (ms)."""
+    """The host's event-loop lag histogram (cumulative counts by ``le``) and its max (ms),
+    and the same for each generation's garbage-collection pauses (``gc``)."""
     http = url.replace("ws://", "http://", 1).rstrip("/") + "/metrics"
     with urllib.request.urlopen(http, timeout=10) as response:
         text = response.read().decode()
-    buckets = {
-        le: int(float(count))
-        for le, count in re.findall(
-            r'^ahp_event_loop_lag_seconds_bucket\{le="([^"]+)"\} (\S+)$', text, flags=re.M
+
+    def histogram(name: str, labels: str, maximum: str) -> dict[str, Any]:
+        buckets = {
+            le: int(float(count))
+            for le, count in re.findall(
+                rf'^{name}_bucket\{{{labels}le="([^"]+)"\}} (\S+)$', text, flags=re.M
+            )
+        }
+        found = re.search(rf"^{maximum} (\S+)$", text, flags=re.M)
+        return {"buckets": buckets, "max_ever": float(found.group(1)) * 1000 if found else math.nan}
+
+    lag = histogram("ahp_event_loop_lag_seconds", "", "ahp_event_loop_lag_max_seconds")
+    lag["gc"] = [
+        histogram(
+            "ahp_gc_pause_seconds",
+            f'generation="{g}",',
+            re.escape(f'ahp_gc_pause_max_seconds{{generation="{g}"}}'),
         )
-    }
-    found = re.search(r"^ahp_event_loop_lag_max_seconds (\S+)$", text, flags=re.M)
-    return {"buckets": buckets, "max_ever": float(found.group(1)) * 1000 if found else math.nan}
+        for g in range(3)
+    ]
+    return lag
 
 
 def _lag_between(before: dict[str, Any], after: dict[str, Any]) -> dict[str, float]:
@@ -333,7 +347,7 @@ def _lag_between(before: dict[str, Any], after: dict[str, Any]) -> dict[str, flo
             return math.nan
         return next(ms(b) for b, c in zip(bounds, cumulative, strict=True) if c >= fraction * total)
 
-    return {"p50": at(0.5), "p99": at(0.99), "max": at(1.0)}
+    return {"p50": at(0.5), "p99": at(0.99), "max": at(1.0), "count": total}
 
 
 @contextlib.contextmanager
@@ -429,6 +443,11 @@ def measure(variant: Variant, n: int, config: Config) -> dict[str, Any]:
             **_lag_between(lag_before, lag),
             "max_during_setup": lag_before["max_ever"],
         }
+        # Garbage collections between the scrapes, per generation: how many, and the
+        # longest (a bucket's upper bound, as for the lag).
+        row["gc_pause_ms"] = [
+            _lag_between(b, a) for b, a in zip(lag_before["gc"], lag["gc"], strict=True)
+        ]
     return row
 
 
@@ -509,18 +528,20 @@ def format_report(results: dict[str, Any]) -> str:
         f"capacity: {config['words']} words at one per {config['ms']:g} ms per chat; "
         f"knee = largest N with p99 lateness <= {config['bound_ms']:g} ms",
         f"{'series':<16}{'N':>5}{'p50ms':>8}{'p99ms':>9}{'p99*ms':>9}{'cpu%':>7}{'rqms/s':>8}"
-        f"{'rssMB':>8}{'deltas/s':>10}{'us/word':>9}{'lagmax':>8}{'gen%':>7}{'words':>9}",
+        f"{'rssMB':>8}{'deltas/s':>10}{'us/word':>9}{'lagmax':>8}{'gcmax':>7}{'gen%':>7}{'words':>9}",
     ]
     for name, rows in results["series"].items():
         for r in rows:
             lag = r.get("loop_lag_ms", {}).get("max", math.nan)
+            gcs = [g["max"] for g in r.get("gc_pause_ms", []) if g["count"]]
+            gc_max = max(gcs, default=math.nan)
             words = "ok" if r["in_order"] else f"{r['words_received']}/{r['words_expected']}"
             lines.append(
                 f"{name:<16}{r['n']:>5}{_f(r['p50_ms']):>8}{_f(r['p99_ms']):>9}"
                 f"{_f(r.get('p99_anchored_ms', math.nan)):>9}"
                 f"{_f(r['server_cpu_pct'], 0):>7}{_f(r['runqueue_wait_ms_per_s'], 0):>8}"
                 f"{_f(r['rss_mb']):>8}{_f(r['deltas_per_s'], 0):>10}"
-                f"{_f(r['server_cpu_us_per_word'], 0):>9}{_f(lag):>8}"
+                f"{_f(r['server_cpu_us_per_word'], 0):>9}{_f(lag):>8}{_f(gc_max):>7}"
                 f"{_f(r['generator_cpu_pct'], 0):>7}{words:>9}"
             )
     lines.append("")

@@ -104,6 +104,24 @@ def render(host: Host) -> str:
         "The longest the event loop was late since the host started (its longest stall).",
         [("", lag.max)],
     )
+    lines.append(
+        "# HELP ahp_gc_pause_seconds How long the garbage collector ran, by generation "
+        "(on the loop's thread: a stall of the loop)."
+    )
+    lines.append("# TYPE ahp_gc_pause_seconds histogram")
+    for generation, pauses in enumerate(lag.gc.generations):
+        for bound, count in pauses.cumulative():
+            lines.append(
+                f'ahp_gc_pause_seconds_bucket{{generation="{generation}",le="{bound}"}} {count}'
+            )
+        lines.append(f'ahp_gc_pause_seconds_sum{{generation="{generation}"}} {pauses.sum:g}')
+        lines.append(f'ahp_gc_pause_seconds_count{{generation="{generation}"}} {pauses.count}')
+    metric(
+        "ahp_gc_pause_max_seconds",
+        "gauge",
+        "The longest garbage collection since the host started, by generation.",
+        [(f'{{generation="{g}"}}', p.max) for g, p in enumerate(lag.gc.generations)],
+    )
     commits = getattr(store, "commits", 0)
     seconds = getattr(store, "commit_seconds", 0.0)
     metric("ahp_persist_commits_total", "counter", "Store transactions committed.", [("", commits)])

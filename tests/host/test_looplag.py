@@ -3,6 +3,7 @@ running host's loop shows in its ``/metrics``."""
 
 from __future__ import annotations
 
+import gc
 import time
 
 from ahp_server.client import AhpClient
@@ -50,3 +51,39 @@ async def test_a_stalled_loop_shows_in_the_metrics(running_host: RunningHost) ->
         < values['ahp_event_loop_lag_seconds_bucket{le="+Inf"}']
     )
     assert values["ahp_event_loop_lag_seconds_sum"] >= 0.15 - PERIOD
+
+
+async def test_a_garbage_collection_on_the_loop_shows_in_the_metrics_by_generation(
+    running_host: RunningHost,
+) -> None:
+    """A full collection of many cycles, run on the loop, is timed as generation 2
+    and counted once more; the younger generations' counts are their own."""
+
+    def values() -> dict[str, float]:
+        text = render(running_host.host)
+        return {
+            line.split()[0]: float(line.split()[1])
+            for line in text.splitlines()
+            if line.startswith("ahp_gc_pause")
+        }
+
+    async with AhpClient.connect(running_host.url) as client:
+        await client.open_chat()  # the ticker (and its gc callback) runs
+        before = values()
+        cycles = []
+        for _ in range(200_000):
+            a: list[object] = []
+            a.append(a)
+            cycles.append(a)
+        del cycles, a
+        started = time.perf_counter()
+        gc.collect(2)
+        took = time.perf_counter() - started
+        after = values()
+    count = 'ahp_gc_pause_seconds_count{generation="2"}'
+    total = 'ahp_gc_pause_seconds_sum{generation="2"}'
+    assert after[count] >= before[count] + 1
+    # Nearly all of gc.collect's wall time is the collection the callback timed.
+    assert after[total] - before[total] >= 0.5 * took
+    assert after['ahp_gc_pause_max_seconds{generation="2"}'] >= 0.5 * took
+    assert after['ahp_gc_pause_seconds_bucket{generation="2",le="+Inf"}'] == after[count]
