@@ -13,7 +13,8 @@ loop, in order. Who commits depends on ``synchronous``:
   into the log, and any other write (a snapshot, a turn, a deletion) — runs
   in a writer thread, one at a time, so the loop goes on serving while it
   does: commits queued after a transaction with writes wait for it (they are
-  delivered in order), a fold holds nothing back. The fsyncs happen at checkpoints, which a
+  delivered in order), a fold holds nothing back, and snapshots wait for the
+  next transaction outside the queue. The fsyncs happen at checkpoints, which a
   checkpointer thread runs on its own connection while commits go on. Once
   the WAL file reaches its bound (``wal_limit``, measured after every
   transaction) commits are held until a checkpoint has truncated it, so the
@@ -437,6 +438,13 @@ class SqliteStore(GroupCommit, Store):
         self._executor: ThreadPoolExecutor | None = None
         self._flight: asyncio.Future[float] | None = None
         self._flight_writes = False
+        #: synchronous=NORMAL: snapshots not yet written (channel, the number
+        #: of the last write queued before it, write). They wait for the next
+        #: transaction outside the commit queue: nothing after them waits for
+        #: them (a snapshot lost only means a longer replay from the previous
+        #: one), so the stream never does. In the transaction each goes after
+        #: the writes queued before it (a channel's row before its snapshot).
+        self._snapshots: list[tuple[str, int, Callable[[sqlite3.Connection], object]]] = []
         self._fold_timer: asyncio.TimerHandle | None = None
         self._fold_bytes = tail_fold_bytes
         self._fold_seconds = tail_fold_seconds
@@ -720,7 +728,7 @@ class SqliteStore(GroupCommit, Store):
         assert self._loop is not None
         if self._unfolded_bytes >= self._fold_bytes:
             self._loop.call_soon(self._fold)
-        elif self._unfolded and self._fold_timer is None:
+        elif (self._unfolded or self._snapshots) and self._fold_timer is None:
             self._fold_timer = self._loop.call_later(self._fold_seconds, self._fold)
 
     def _stop_on(self, error: BaseException) -> None:
@@ -744,7 +752,7 @@ class SqliteStore(GroupCommit, Store):
             self._fold_timer = None
         if (
             self._failure is not None
-            or not self._unfolded
+            or not (self._unfolded or self._snapshots)
             or self._holding
             or self._flight is not None
         ):
@@ -760,7 +768,7 @@ class SqliteStore(GroupCommit, Store):
                 await self._unheld.wait()
             elif self._flight is not None:
                 await asyncio.wait([self._flight])
-            elif self._unfolded:
+            elif self._unfolded or self._snapshots:
                 self._fold()
             else:
                 return
@@ -785,11 +793,14 @@ class SqliteStore(GroupCommit, Store):
         # The batch takes every queued write: a newer value from now on is queued anew.
         self._latest.clear()
         rows = [row for _, row, _, _ in batch if row is not None]
-        writes = [write for write, _, _, _ in batch if write is not None]
+        ordered = [(float(n), write) for write, _, _, n in batch if write is not None]
+        snapshots = [(n + 0.5, write) for _, n, write in self._snapshots]
+        writes = [write for _, write in sorted(ordered + snapshots, key=lambda w: w[0])]
+        self._snapshots.clear()
         folded = self._unfolded + (segments(rows) if rows else [])
         self._unfolded = []
         self._unfolded_bytes = 0
-        barrier = self._barrier + 1 if writes else self._barrier
+        barrier = self._barrier + 1 if ordered else self._barrier
         retired: TailFile | None = None
         if tail.size >= self._tail_file_bytes:
             try:
@@ -802,7 +813,7 @@ class SqliteStore(GroupCommit, Store):
                 return
             retired, tail = tail, self._tail
         position = tail.position(barrier).encode()
-        self._flight_writes = bool(writes)
+        self._flight_writes = bool(ordered)
         flight = loop.run_in_executor(executor, self._transaction, folded, writes, position)
         self._flight = flight
         flight.add_done_callback(lambda done: self._landed(done, batch, barrier, retired))
@@ -984,7 +995,7 @@ class SqliteStore(GroupCommit, Store):
         if self._queue and not self._scheduled:
             self._scheduled = True
             self._loop.call_soon(self._commit_on_loop)
-        if self._unfolded and (
+        if (self._unfolded or self._snapshots) and (
             self._fold_timer is None or self._unfolded_bytes >= self._fold_bytes
         ):  # (a fold came due while the checkpoint held it)
             self._loop.call_soon(self._fold)
@@ -1191,7 +1202,14 @@ class SqliteStore(GroupCommit, Store):
                     (previous[0], uri),
                 )
 
-        self._enqueue(write, size=len(state))
+        if not self._on_loop:
+            self._enqueue(write, size=len(state))
+            return
+        if self._failure is not None:
+            raise StoreError(f"{self._path}: the store failed: {self._failure}")
+        self._wal_bytes += len(state)
+        self._snapshots.append((uri, self._queued, write))
+        self._fold_due()
 
     def put_turn(self, chat: str, position: int, turn_id: str, turn: bytes) -> None:
         self._enqueue(
@@ -1234,6 +1252,7 @@ class SqliteStore(GroupCommit, Store):
         # (the same URI used again) is queued after it, not merged into them.
         for kind in ("channel", "unfinished"):
             self._latest.pop((kind, uri), None)
+        self._snapshots = [s for s in self._snapshots if s[0] != uri]
 
         def write(conn: sqlite3.Connection) -> None:
             # Its numbers may be the newest ever sent: keep them in the mark.
@@ -1259,7 +1278,7 @@ class SqliteStore(GroupCommit, Store):
     async def _read(self, fn: Callable[[sqlite3.Connection], Any]) -> Any:
         reader = self._reader
         assert reader is not None, "store not open"
-        if self._unfolded or self._flight is not None:
+        if self._unfolded or self._snapshots or self._flight is not None:
             # What was committed to the tail is read from the database.
             await self._fold_now()
         lock = self._read_lock

@@ -511,6 +511,8 @@ async def test_the_high_water_mark_survives_pruning_every_log_row_of_the_newest_
     for seq in range(1, 6):
         store.append_envelope(seq, "ahp-chat:/c", 1.0, b"{}", lambda: None)
     store.put_snapshot("ahp-chat:/c", 5, b"{}", 0)
+    async with asyncio.timeout(TIMEOUT):
+        await store.channels()  # a read: the snapshot is written first (with the next fold)
     store.put_snapshot("ahp-chat:/c", 5, b"{}", 0)  # prunes the log up to the previous one
     async with asyncio.timeout(TIMEOUT):
         await store.flush()
@@ -864,3 +866,48 @@ async def test_transactions_run_off_the_loop_and_delivery_keeps_commit_order(
     assert await loaded_seqs(again) == list(range(1, 8))
     assert await again.turns(CHAT, 1, 1) == [b'{"id":"turn-1"}']
     await again.close()
+
+
+async def test_a_snapshot_holds_no_envelope_back(tmp_path: Path) -> None:
+    """A snapshot waits for the next transaction outside the commit queue: while SQLite's
+    write lock is held elsewhere, the envelopes after it are still delivered; once the
+    lock is free it is written, after the channel's row queued before it."""
+    path = tmp_path / "ahp.db"
+    store = SqliteStore(path, tail_fold_seconds=0.01)
+    store.open()
+    delivered: list[int] = []
+    locker = sqlite3.connect(path, isolation_level=None)
+    locker.execute("BEGIN IMMEDIATE")
+    try:
+        store.put_channel(CHAT, "chat", None, "2026-01-01T00:00:00Z", None)  # waits
+        for seq in (1, 2):
+            store.append_envelope(seq, CHAT, 1.0, b"{}", delivered.append, seq)
+        store.put_snapshot(CHAT, 2, b'{"at":2}', 0)
+        store.put_snapshot(CHAT, 2, b'{"at":2}', 0)
+        for seq in (3, 4):
+            store.append_envelope(seq, CHAT, 1.0, b"{}", delivered.append, seq)
+        for _ in range(20):
+            await asyncio.sleep(0.005)
+        assert delivered == [], "the channel's row is a write: what follows waits for it"
+    finally:
+        locker.execute("ROLLBACK")
+    async with asyncio.timeout(TIMEOUT):
+        await store.flush()
+    assert delivered == [1, 2, 3, 4]
+    locker.execute("BEGIN IMMEDIATE")
+    try:
+        store.put_snapshot(CHAT, 4, b'{"at":4}', 0)
+        for seq in (5, 6):
+            store.append_envelope(seq, CHAT, 1.0, b"{}", delivered.append, seq)
+        async with asyncio.timeout(TIMEOUT):
+            await store.flush()
+        assert delivered == [1, 2, 3, 4, 5, 6], "a snapshot waiting holds nothing back"
+    finally:
+        locker.execute("ROLLBACK")
+        locker.close()
+    loaded = await store.load(CHAT, retained_turns=1)
+    assert loaded is not None
+    assert (loaded.snapshot_seq, loaded.snapshot) == (4, b'{"at":4}')
+    assert loaded.log_floor == 2  # the log since the previous snapshot is kept
+    assert [seq for seq, _, _ in loaded.envelopes] == [3, 4, 5, 6]
+    await store.close()
