@@ -40,14 +40,9 @@ from multiprocessing.synchronize import Event as EventType
 from pathlib import Path
 from typing import Any
 
-import websockets
-
 from bench.persistence import machine_info
 from bench.suite import (
-    DELTA,
     FLOOR_PIDS,
-    PART,
-    RESPONSE,
     Wire,
     cpu_seconds,
     floor_process,
@@ -73,7 +68,7 @@ FLOOR_END = (
     '"origin":null}}'
 )
 POSTGRES = os.environ.get("AHP_BENCH_POSTGRES", "postgres://postgres@127.0.0.1:5432/test")
-FULL_NS = (25, 50, 100, 150, 200, 300, 400)
+FULL_NS = (50, 100, 200, 300, 400, 500, 600)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -107,7 +102,14 @@ VARIANTS: dict[str, Variant] = {
         Variant("sqlite-3-c50", "sqlite", 3, 50.0),
     )
 }
-DEFAULT_VARIANTS = ("memory-1", "sqlite-1", "postgres-1", "sqlite-1-c50", "sqlite-3")
+DEFAULT_VARIANTS = (
+    "memory-1",
+    "sqlite-1",
+    "postgres-1",
+    "sqlite-1-c50",
+    "memory-3",
+    "sqlite-3",
+)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -133,42 +135,13 @@ class Receiver(Wire):
         self.arrivals: list[tuple[int, float]] = []
         self.expected = 0
         self.done = asyncio.Event()
-        self.delta_frames = 0
         super().__init__(ws)
 
-    async def _read(self) -> None:
-        ws = self.ws
-        try:
-            while True:
-                frame = await ws.recv(decode=False)
-                now = time.perf_counter()
-                if DELTA in frame or PART in frame:
-                    self.delta_frames += 1
-                    self.arrivals.extend((int(m[1]), now) for m in WORD.finditer(frame))
-                    if self.expected and len(self.arrivals) >= self.expected:
-                        self.done.set()
-                    continue
-                message = json.loads(frame)
-                if frame.startswith(RESPONSE):
-                    future = self.calls.pop(message["id"], None)
-                    if future is not None and not future.done():
-                        if "error" in message:
-                            future.set_exception(RuntimeError(str(message["error"])))
-                        else:
-                            future.set_result((message.get("result"), len(frame)))
-                    continue
-                for watcher in list(self.watchers):
-                    predicate, future = watcher
-                    if not future.done() and predicate(message):
-                        future.set_result((message, frame))
-                        self.watchers.remove(watcher)
-        except websockets.ConnectionClosed as closed:
-            error: BaseException = closed
-        except Exception as failure:  # noqa: BLE001 - handed to every waiter
-            error = failure
-        for future in [*self.calls.values(), *(f for _, f in self.watchers)]:
-            if not future.done():
-                future.set_exception(error)
+    def delivered(self, frame: bytes) -> None:
+        now = time.perf_counter()
+        self.arrivals.extend((int(m[1]), now) for m in WORD.finditer(frame))
+        if self.expected and len(self.arrivals) >= self.expected:
+            self.done.set()
 
 
 def _lateness(arrivals: list[tuple[int, float]], words: int, ms: float) -> dict[str, Any]:
@@ -265,7 +238,7 @@ async def _generate(
         "subscriptions": len(everyone),
         "received": received,
         "in_order": in_order,
-        "delta_frames": sum(r.delta_frames for r in everyone),
+        "delta_frames": sum(r.deliveries for r in everyone),
         "seconds": seconds,
         "cpu": time.process_time() - cpu,
     }

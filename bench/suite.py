@@ -347,10 +347,7 @@ class Wire:
                     continue
                 if DELTA in frame or PART in frame:
                     self.deliveries += 1
-                    if self.times is not None:
-                        self.times.append(time.perf_counter())
-                    if self.sample_delta is None and DELTA in frame:
-                        self.sample_delta = frame
+                    self.delivered(frame)
                     continue
                 if self.watchers:
                     message = json.loads(frame)
@@ -366,6 +363,13 @@ class Wire:
         for future in [*self.calls.values(), *(f for _, f in self.watchers)]:
             if not future.done():
                 future.set_exception(error)
+
+    def delivered(self, frame: bytes) -> None:
+        """A delivery came (counted already): its time, when asked for, and a sample."""
+        if self.times is not None:
+            self.times.append(time.perf_counter())
+        if self.sample_delta is None and DELTA in frame:
+            self.sample_delta = frame
 
     def watch(self, predicate: Callable[[dict[str, Any]], bool]) -> asyncio.Future[Any]:
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
