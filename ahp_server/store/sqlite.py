@@ -62,6 +62,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import os
 import sqlite3
 import threading
@@ -438,6 +439,11 @@ class SqliteStore(GroupCommit, Store):
         self._executor: ThreadPoolExecutor | None = None
         self._flight: asyncio.Future[float] | None = None
         self._flight_writes = False
+        #: synchronous=NORMAL: where the last fold left the database in the tail
+        #: (a transaction without a fold records it, with its own barrier), and
+        #: deletions queued (the commit that takes them folds first).
+        self._folded_at = Position(0, bytes(16), 0, 0)
+        self._deletions = 0
         #: synchronous=NORMAL: snapshots not yet written (channel, the number
         #: of the last write queued before it, write). They wait for the next
         #: transaction outside the commit queue: nothing after them waits for
@@ -549,7 +555,8 @@ class SqliteStore(GroupCommit, Store):
             except OSError as error:
                 raise StoreError(f"{self._path}: cannot create the log's tail: {error}") from None
             self._barrier = position.barrier if position else 0
-            new: Position | None = self._tail.position(self._barrier)
+            self._folded_at = self._tail.position(self._barrier)
+            new: Position | None = self._folded_at
         else:  # (FULL commits straight into the database; the position stays put)
             new = found.reached
         conn.execute("BEGIN IMMEDIATE")
@@ -663,11 +670,12 @@ class SqliteStore(GroupCommit, Store):
         A commit of envelopes only — the hot path: a stream's deltas, a
         client's drafts — is one record appended to the log's tail (one
         ``write()``, tail.py), here, on the loop, folded into the database
-        later by :meth:`_fold`. Any other commit is a SQLite transaction
-        (:meth:`_transact`) that folds the tail first, then leaves a barrier
-        in it; it runs in the writer thread, so the loop goes on serving
-        while it does. The commits queued after it wait for it (their order
-        is the order of delivery); a fold's transaction holds nothing back.
+        later by :meth:`_fold`. Any other commit is a SQLite transaction of
+        its writes (:meth:`_transact`) that leaves a barrier in the tail,
+        followed there by the batch's envelopes; it runs in the writer
+        thread, so the loop goes on serving while it does. The commits
+        queued after it wait for it (their order is the order of delivery);
+        a fold's transaction holds nothing back.
         Checkpoints, which fsync, run in a thread of their own.
         """
         self._scheduled = False
@@ -695,7 +703,10 @@ class SqliteStore(GroupCommit, Store):
         to_tail = self._rows_only
         self._rows_only = True
         if not to_tail:
-            self._transact(batch)
+            # A deletion folds the tail first: rows of the channel left in it
+            # would come back with a later fold.
+            fold, self._deletions = self._deletions > 0, 0
+            self._transact(batch, fold=fold)
             return
         started = time.perf_counter()
         rows = [row for _, row, _, _ in batch if row is not None]
@@ -773,36 +784,50 @@ class SqliteStore(GroupCommit, Store):
             else:
                 return
 
-    def _transact(self, batch: list[_Write]) -> None:
-        """Start a transaction in the writer thread: the tail not yet folded, then ``batch``.
+    def _transact(self, batch: list[_Write], *, fold: bool = True) -> None:
+        """Start a transaction in the writer thread: ``batch``'s writes and the
+        snapshots waiting, and with ``fold`` the tail not yet folded and the
+        batch's envelopes first.
 
         The tail's rows and the queued row writes' values are taken here, on
         the loop; the thread only runs SQL. With writes other than envelopes
         the transaction leaves a barrier in the tail once committed (tail.py
-        says why), before any later commit goes there. Past its size bound
-        the tail moves to a new file first: this transaction folds all of
-        the old one, which goes once a checkpoint has made it durable.
+        says why), before any later commit goes there. Without ``fold`` (a
+        turn, a marker, a catalogue row: small), the tail stays where the
+        last fold left it, and the batch's envelopes go to the tail after the
+        barrier once the transaction has committed. Past its size bound the
+        tail moves to a new file before a fold: that fold takes all of the
+        old one, which goes once a checkpoint has made it durable.
         """
         loop, tail, executor = self._loop, self._tail, self._executor
         assert loop is not None
         assert tail is not None
         assert executor is not None
-        if self._fold_timer is not None:
-            self._fold_timer.cancel()
-            self._fold_timer = None
         # The batch takes every queued write: a newer value from now on is queued anew.
         self._latest.clear()
         rows = [row for _, row, _, _ in batch if row is not None]
         ordered = [(float(n), write) for write, _, _, n in batch if write is not None]
+        barrier = self._barrier + 1 if ordered else self._barrier
+        # Every transaction takes the snapshots waiting, each after the writes
+        # queued before it: a write queued after a snapshot is never in the
+        # database without it (a turn after the snapshot counting it, say).
         snapshots = [(n + 0.5, write) for _, n, write in self._snapshots]
         writes = [write for _, write in sorted(ordered + snapshots, key=lambda w: w[0])]
         self._snapshots.clear()
-        folded = self._unfolded + (segments(rows) if rows else [])
-        self._unfolded = []
-        self._unfolded_bytes = 0
-        barrier = self._barrier + 1 if ordered else self._barrier
+        if not fold:
+            held = segments(rows) if rows else []
+            position = dataclasses.replace(self._folded_at, barrier=barrier).encode()
+            folded: list[tuple[str, int, int, bytes]] = []
+        else:
+            held = []
+            if self._fold_timer is not None:
+                self._fold_timer.cancel()
+                self._fold_timer = None
+            folded = self._unfolded + (segments(rows) if rows else [])
+            self._unfolded = []
+            self._unfolded_bytes = 0
         retired: TailFile | None = None
-        if tail.size >= self._tail_file_bytes:
+        if fold and tail.size >= self._tail_file_bytes:
             try:
                 self._tail = TailFile.create(
                     self._path, tail.generation + 1, (tail.nonce, tail.size), sync=False
@@ -812,11 +837,13 @@ class SqliteStore(GroupCommit, Store):
                 self._stop_on(error)
                 return
             retired, tail = tail, self._tail
-        position = tail.position(barrier).encode()
+        if fold:
+            self._folded_at = tail.position(barrier)
+            position = self._folded_at.encode()
         self._flight_writes = bool(ordered)
         flight = loop.run_in_executor(executor, self._transaction, folded, writes, position)
         self._flight = flight
-        flight.add_done_callback(lambda done: self._landed(done, batch, barrier, retired))
+        flight.add_done_callback(lambda done: self._landed(done, batch, barrier, retired, held))
 
     def _transaction(
         self,
@@ -854,9 +881,11 @@ class SqliteStore(GroupCommit, Store):
         batch: list[_Write],
         barrier: int,
         retired: TailFile | None,
+        held: list[tuple[str, int, int, bytes]],
     ) -> None:
-        """On the loop: the writer thread's transaction ended. Deliver what it committed,
-        leave its barrier, then commit what waited and fold what came meanwhile."""
+        """On the loop: the writer thread's transaction ended. Leave its barrier in the
+        tail, and after it the envelopes it held; deliver the batch, then commit what
+        waited and fold what came meanwhile."""
         self._flight = None
         self._flight_writes = False
         if self._failure is not None:  # (the store stopped meanwhile: a tail write failed)
@@ -871,14 +900,17 @@ class SqliteStore(GroupCommit, Store):
             self.commit_seconds += flight.result()
         tail = self._tail
         assert tail is not None
-        if barrier != self._barrier:
-            try:
+        try:
+            if barrier != self._barrier:
                 tail.append_barrier(barrier)
-            except OSError as failed:
-                log.critical("tail write failed: stopping the store", path=str(self._path))
-                self._stop_on(failed)
-                return
-            self._barrier = barrier
+                self._barrier = barrier
+            if held:
+                self._unfolded_bytes += tail.append_segments(held)
+                self._unfolded.extend(held)
+        except OSError as failed:
+            log.critical("tail write failed: stopping the store", path=str(self._path))
+            self._stop_on(failed)
+            return
         self._deliver(batch)
         self._transacted(retired)
         assert self._loop is not None
@@ -1253,6 +1285,7 @@ class SqliteStore(GroupCommit, Store):
         for kind in ("channel", "unfinished"):
             self._latest.pop((kind, uri), None)
         self._snapshots = [s for s in self._snapshots if s[0] != uri]
+        self._deletions += 1
 
         def write(conn: sqlite3.Connection) -> None:
             # Its numbers may be the newest ever sent: keep them in the mark.

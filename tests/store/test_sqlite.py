@@ -195,10 +195,11 @@ async def test_a_failed_commit_stops_the_store_and_delivers_nothing_of_it(
     async with asyncio.timeout(TIMEOUT):
         await store.flush()
     # The same (channel, serverSeq) again: the log refuses it, the commit fails.
-    # (With another write in the commit: SQLite's tail takes envelopes alone
-    # unchecked, and test_sqlite.py fails a tail write by itself.)
+    # (With a deletion in the commit, which SQLite's store commits with the
+    # tail folded in: the tail takes envelopes unchecked otherwise, and
+    # test_sqlite.py fails a tail write and a transaction of writes by itself.)
     store.append_envelope(1, "ahp-chat:/c", 1.0, b"{}", delivered.append, 99)
-    store.put_client("a-client", "0.7.0")
+    store.delete_channel("ahp-chat:/gone")
     with pytest.raises(StoreError, match="commit failed"):
         async with asyncio.timeout(TIMEOUT):
             await store.flush()
@@ -911,3 +912,37 @@ async def test_a_snapshot_holds_no_envelope_back(tmp_path: Path) -> None:
     assert loaded.log_floor == 2  # the log since the previous snapshot is kept
     assert [seq for seq, _, _ in loaded.envelopes] == [3, 4, 5, 6]
     await store.close()
+
+
+async def test_a_failed_transaction_of_writes_stops_the_store_and_delivers_nothing_after_it(
+    tmp_path: Path,
+) -> None:
+    """A turn's write fails in the writer thread (its table gone): the store stops,
+    and neither the envelopes of its commit nor those queued after it are delivered
+    or reach the tail."""
+    path = tmp_path / "ahp.db"
+    store = SqliteStore(path)
+    store.open()
+    delivered: list[int] = []
+    store.append_envelope(1, CHAT, 1.0, b"{}", delivered.append, 1)
+    async with asyncio.timeout(TIMEOUT):
+        await store.flush()
+    other = sqlite3.connect(path, isolation_level=None)
+    other.execute("DROP TABLE turns")
+    other.close()
+    store.put_turn(CHAT, 0, "turn-1", b"{}")
+    store.append_envelope(2, CHAT, 1.0, b"{}", delivered.append, 2)
+    store.commit_soon()
+    store.append_envelope(3, CHAT, 1.0, b"{}", delivered.append, 3)
+    with pytest.raises(StoreError, match="commit failed"):
+        async with asyncio.timeout(TIMEOUT):
+            await store.flush()
+    assert delivered == [1]
+    assert store.failed.done()
+    await store.close()
+    conn = sqlite3.connect(path)
+    (text,) = conn.execute("SELECT value FROM meta WHERE key = 'tail'").fetchone()
+    conn.close()
+    # What the tail holds beyond the database: envelope 1 at most, never 2 or 3.
+    found = replay(path, Position.decode(text))
+    assert [(first, last) for _, first, last, _ in found.rows] in ([], [(1, 1)])

@@ -210,10 +210,11 @@ async def test_a_failed_commit_stops_the_store_and_delivers_nothing_of_it(
     async with asyncio.timeout(TIMEOUT):
         await store.flush()
     # The same (channel, serverSeq) again: the log refuses it, the commit fails.
-    # (With another write in the commit: SQLite's tail takes envelopes alone
-    # unchecked, and test_sqlite.py fails a tail write by itself.)
+    # (With a deletion in the commit, which SQLite's store commits with the
+    # tail folded in: the tail takes envelopes unchecked otherwise, and
+    # test_sqlite.py fails a tail write and a transaction of writes by itself.)
     store.append_envelope(1, "ahp-chat:/c", 1.0, b"{}", delivered.append, 99)
-    store.put_client("a-client", "0.7.0")
+    store.delete_channel("ahp-chat:/gone")
     with pytest.raises(StoreError, match="commit failed"):
         async with asyncio.timeout(TIMEOUT):
             await store.flush()
