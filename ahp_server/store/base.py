@@ -73,9 +73,13 @@ class CommitWindow:
                 self._mixed_at = now()
             self._chat = channel
 
+    def concurrent(self, now: float) -> bool:
+        """Whether envelopes of two chats were queued within :data:`CONCURRENT_FOR`."""
+        return now - self._mixed_at < CONCURRENT_FOR
+
     def delay(self, now: float) -> float:
         """Seconds the commit of a write queued ``now`` waits (0: at once)."""
-        if now - self._mixed_at >= CONCURRENT_FOR:
+        if not self.concurrent(now):
             return 0.0
         return self.last_commit + self.window - now
 

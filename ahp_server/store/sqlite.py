@@ -12,9 +12,10 @@ loop, in order. Who commits depends on ``synchronous``:
   write into the OS page cache. Every SQLite transaction — folding the tail
   into the log, and any other write (a snapshot, a turn, a deletion) — runs
   in a writer thread, one at a time, so the loop goes on serving while it
-  does: commits queued after a transaction with writes wait for it (they are
-  delivered in order), a fold holds nothing back, and snapshots wait for the
-  next transaction outside the queue. The fsyncs happen at checkpoints, which a
+  does (a lone stream's small ones run on the loop: nothing waits behind
+  it). Commits queued after a transaction with writes wait for it (they
+  are delivered in order), a fold holds nothing back, and snapshots wait
+  for the next transaction outside the queue. The fsyncs happen at checkpoints, which a
   checkpointer thread runs on its own connection while commits go on. Once
   the WAL file reaches its bound (``wal_limit``, measured after every
   transaction) commits are held until a checkpoint has truncated it, so the
@@ -841,6 +842,18 @@ class SqliteStore(GroupCommit, Store):
             self._folded_at = tail.position(barrier)
             position = self._folded_at.encode()
         self._flight_writes = bool(ordered)
+        if not fold and not self._window.concurrent(loop.time()):
+            # A lone stream's small transaction (a turn, a marker) runs here: a
+            # handoff to the thread would double a lone turn's commit latency,
+            # and no other stream waits behind the loop meanwhile.
+            flight = loop.create_future()
+            self._flight = flight
+            try:
+                flight.set_result(self._transaction(folded, writes, position))
+            except Exception as error:  # noqa: BLE001 - reported by _landed: the store stops
+                flight.set_exception(error)
+            self._landed(flight, batch, barrier, retired, held)
+            return
         flight = loop.run_in_executor(executor, self._transaction, folded, writes, position)
         self._flight = flight
         flight.add_done_callback(lambda done: self._landed(done, batch, barrier, retired, held))

@@ -552,6 +552,7 @@ async def test_schema_7_drops_the_trigger_and_keeps_the_mark(tmp_path: Path) -> 
 
 WRITER = Path(__file__).with_name("tail_writer.py")
 CHAT = "ahp-chat:/c"
+OTHER = "ahp-chat:/other"
 
 
 def write_and_die(path: Path, steps: list[list[object]]) -> dict[str, Any]:
@@ -825,7 +826,8 @@ async def test_transactions_run_off_the_loop_and_delivery_keeps_commit_order(
     """While another connection holds SQLite's write lock, a transaction waits for it
     in the writer thread, not on the loop: a fold waiting there holds no envelope
     back, and the envelopes queued after a waiting turn wait for that turn, then
-    come out in order. Both are in the database after a restart."""
+    come out in order. Both are in the database after a restart. (Another chat
+    streams meanwhile: a lone stream's small transactions run on the loop.)"""
     path = tmp_path / "ahp.db"
     store = SqliteStore(path, tail_fold_seconds=0.01)
     store.open()
@@ -848,6 +850,7 @@ async def test_transactions_run_off_the_loop_and_delivery_keeps_commit_order(
             await store.flush()
         assert delivered == [1, 2, 3, 4, 5]
         # A turn (another write than an envelope) queued, then envelopes after it.
+        store.append_envelope(100, OTHER, 1.0, b"{}", lambda: None)
         store.put_turn(CHAT, 0, "turn-1", b'{"id":"turn-1"}')
         for seq in (6, 7):
             store.append_envelope(seq, CHAT, 1.0, b"{}", delivered.append, seq)
@@ -872,7 +875,8 @@ async def test_transactions_run_off_the_loop_and_delivery_keeps_commit_order(
 async def test_a_snapshot_holds_no_envelope_back(tmp_path: Path) -> None:
     """A snapshot waits for the next transaction outside the commit queue: while SQLite's
     write lock is held elsewhere, the envelopes after it are still delivered; once the
-    lock is free it is written, after the channel's row queued before it."""
+    lock is free it is written, after the channel's row queued before it. (Another
+    chat streams meanwhile: a lone stream's small transactions run on the loop.)"""
     path = tmp_path / "ahp.db"
     store = SqliteStore(path, tail_fold_seconds=0.01)
     store.open()
@@ -880,6 +884,7 @@ async def test_a_snapshot_holds_no_envelope_back(tmp_path: Path) -> None:
     locker = sqlite3.connect(path, isolation_level=None)
     locker.execute("BEGIN IMMEDIATE")
     try:
+        store.append_envelope(100, OTHER, 1.0, b"{}", lambda: None)
         store.put_channel(CHAT, "chat", None, "2026-01-01T00:00:00Z", None)  # waits
         for seq in (1, 2):
             store.append_envelope(seq, CHAT, 1.0, b"{}", delivered.append, seq)
@@ -946,3 +951,17 @@ async def test_a_failed_transaction_of_writes_stops_the_store_and_delivers_nothi
     # What the tail holds beyond the database: envelope 1 at most, never 2 or 3.
     found = replay(path, Position.decode(text))
     assert [(first, last) for _, first, last, _ in found.rows] in ([], [(1, 1)])
+
+
+async def test_a_lone_streams_turn_commits_on_the_loop_at_once(tmp_path: Path) -> None:
+    """One chat alone: its turn and the envelope after it commit within the loop
+    iteration that commits (no handoff to the writer thread), in order."""
+    store = SqliteStore(tmp_path / "ahp.db")
+    store.open()
+    delivered: list[int] = []
+    store.put_turn(CHAT, 0, "turn-1", b'{"id":"turn-1"}')
+    store.append_envelope(1, CHAT, 1.0, b"{}", delivered.append, 1)
+    await asyncio.sleep(0)  # the commit scheduled by the first write runs
+    assert delivered == [1]
+    assert await store.turns(CHAT, 1, 1) == [b'{"id":"turn-1"}']
+    await store.close()
