@@ -378,6 +378,11 @@ def measure(variant: Variant, n: int, config: Config) -> dict[str, Any]:
         cpu, wait = cpu_seconds(pid), _schedstat_wait(pid)
         started = time.perf_counter()
         go.set()
+        if kind == "host":
+            # Once every turn has started (a burst: N turns begin in one loop
+            # iteration or a few), the rest of the stream is the steady state.
+            time.sleep(config.words * config.ms / 1000 / 5)
+            lag_steady = _loop_lag(url)
         parts = [results.get(timeout=timeout + 120) for _ in processes]
         seconds = time.perf_counter() - started
         cpu, wait = cpu_seconds(pid) - cpu, _schedstat_wait(pid) - wait
@@ -415,6 +420,8 @@ def measure(variant: Variant, n: int, config: Config) -> dict[str, Any]:
         row["loop_lag_ms"] = {
             **_lag_between(lag_before, lag),
             "max_during_setup": lag_before["max_ever"],
+            # From a fifth of the stream on: without the burst of N turns starting.
+            "steady_max": _lag_between(lag_steady, lag)["max"],
         }
         # Garbage collections between the scrapes, per generation: how many, and the
         # longest (a bucket's upper bound, as for the lag).
@@ -478,6 +485,14 @@ def run(config: Config, out: Path | None = None) -> dict[str, Any]:
             half = [r for r in rows[name] if r["n"] <= own / 2] or rows[name][:1]
             entry["max_loop_stall_ms"] = max(r["loop_lag_ms"]["max"] for r in rows[name])
             entry["max_loop_stall_ms_at_half_knee"] = max(r["loop_lag_ms"]["max"] for r in half)
+            entry["max_steady_stall_ms_at_half_knee"] = max(
+                r["loop_lag_ms"]["steady_max"] for r in half
+            )
+            reference = f"memory-{variant.subscribers}"
+            if variant.store != "memory" and reference in rows:
+                memory_knee = knee(rows[reference], config.bound_ms)
+                entry["memory_knee"] = memory_knee
+                entry["memory_ratio"] = own / memory_knee if memory_knee else math.nan
         knees[name] = entry
     results = {
         "machine": machine_info(),
@@ -518,7 +533,10 @@ def format_report(results: dict[str, Any]) -> str:
                 f"{_f(r['generator_cpu_pct'], 0):>7}{words:>9}"
             )
     lines.append("")
-    lines.append(f"{'series':<16}{'knee':>6}{'floor':>8}{'ratio':>8}{'stall ms':>10}{'@half':>8}")
+    lines.append(
+        f"{'series':<16}{'knee':>6}{'floor':>8}{'ratio':>8}{'stall ms':>10}{'@half':>8}"
+        f"{'steady':>8}{'/memory':>9}"
+    )
     for name, entry in results["knees"].items():
         if "floor" not in entry:
             lines.append(f"{name:<16}{entry['knee']:>6}")
@@ -526,6 +544,8 @@ def format_report(results: dict[str, Any]) -> str:
         lines.append(
             f"{name:<16}{entry['knee']:>6}{entry['floor_knee']:>8}{_f(entry['ratio'], 2):>8}"
             f"{_f(entry['max_loop_stall_ms']):>10}{_f(entry['max_loop_stall_ms_at_half_knee']):>8}"
+            f"{_f(entry['max_steady_stall_ms_at_half_knee']):>8}"
+            f"{_f(entry.get('memory_ratio', math.nan), 2):>9}"
         )
     return "\n".join(lines)
 

@@ -354,6 +354,10 @@ def test_capacity_measures_every_series_and_computes_the_knee(tmp_path: Path) ->
                 lag = row["loop_lag_ms"]
                 assert all(math.isfinite(lag[k]) for k in ("p50", "p99", "max"))
                 assert all(lag[k] >= 0 for k in ("p50", "p99", "max"))
+                # the steady part of the window is within the whole of it
+                assert not lag["steady_max"] > lag["max"]
+                # collections between the scrapes, per generation, read from /metrics too
+                assert [g["count"] >= 0 for g in row["gc_pause_ms"]] == [True] * 3
     knees = results["knees"]
     assert set(knees) == {"floor-1", "memory-1"}
     assert knees["floor-1"]["knee"] in (0, *SMOKE.ns)
