@@ -95,27 +95,40 @@ async def test_a_sender_that_is_itself_the_slowest_is_the_one_closed() -> None:
     assert budget.used == 0
 
 
+class Reads:
+    """Reads through one connection: each enters ``budget.reserved`` for its size,
+    notes its name in ``entered`` and holds its reservation until ``release``."""
+
+    def __init__(self, budget: OutboxBudget, reader: Connection) -> None:
+        self.budget = budget
+        self.reader = reader
+        self.entered: list[object] = []
+        self.release = asyncio.Event()
+
+    def start(self, name: object, size: int) -> asyncio.Task[None]:
+        return asyncio.create_task(self._build(name, size))
+
+    async def _build(self, name: object, size: int) -> None:
+        async with self.budget.reserved(self.reader, size):
+            self.entered.append(name)
+            await self.release.wait()
+
+
 async def test_reservations_evict_the_slowest_when_that_makes_the_room() -> None:
     budget = OutboxBudget(1000)
     (slow, _), (reader, _) = connection(budget), connection(budget)
     assert slow.send(b"x" * 300)
     await settle()
-    entered: list[str] = []
-    release = asyncio.Event()
-
-    async def build(name: str, size: int) -> None:
-        async with budget.reserved(reader, size):
-            entered.append(name)
-            await release.wait()
-
-    first = asyncio.create_task(build("first", 400))
+    reads = Reads(budget, reader)
+    entered, release = reads.entered, reads.release
+    first = reads.start("first", 400)
     await settle()
     assert entered == ["first"]
     assert slow.state is not ConnState.CLOSING
     # 300 + 400 + 600 > 1000, and the 300 the slow connection holds would make the
     # room: it is evicted. Its stuck batch is freed only when its writer stops, so
     # the second still waits for the first to end.
-    second = asyncio.create_task(build("second", 600))
+    second = reads.start("second", 600)
     await settle()
     assert slow.state is ConnState.CLOSING
     assert entered == ["first"]
@@ -139,17 +152,11 @@ async def test_a_reservation_waits_rather_than_evict_what_cannot_make_the_room()
     (small, _), (reader, _) = connection(budget), connection(budget)
     assert small.send(b"x" * 100)
     await settle()
-    entered: list[str] = []
-    release = asyncio.Event()
-
-    async def build(name: str, size: int) -> None:
-        async with budget.reserved(reader, size):
-            entered.append(name)
-            await release.wait()
-
-    first = asyncio.create_task(build("first", 600))
+    reads = Reads(budget, reader)
+    entered, release = reads.entered, reads.release
+    first = reads.start("first", 600)
     await settle()
-    second = asyncio.create_task(build("second", 600))
+    second = reads.start("second", 600)
     await settle()
     assert entered == ["first"]  # 100 + 600 + 600 > 1000: it waits ...
     assert small.state is not ConnState.CLOSING  # ... and the small holder is not closed
@@ -170,15 +177,9 @@ async def test_reads_leave_headroom_so_a_small_answer_is_not_the_one_evicted() -
     closed such a client with 1013 while 50 readers' reads filled the budget)."""
     budget = OutboxBudget(1000, headroom=200)
     (small, _), (reader, _) = connection(budget), connection(budget)
-    entered: list[int] = []
-    release = asyncio.Event()
-
-    async def build(size: int) -> None:
-        async with budget.reserved(reader, size):
-            entered.append(size)
-            await release.wait()
-
-    tasks = [asyncio.create_task(build(250)) for _ in range(4)]
+    reads = Reads(budget, reader)
+    entered, release = reads.entered, reads.release
+    tasks = [reads.start(250, 250) for _ in range(4)]
     await settle()
     assert entered == [250, 250, 250]  # a fourth would pass 1000 - 200
     assert small.send(b"x" * 150)
