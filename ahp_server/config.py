@@ -936,7 +936,7 @@ def load_settings(
             f"{settings.snapshot_turn_bytes} bytes of turns make a chat snapshot larger than "
             f"half of limits.outbox_max_bytes ({settings.outbox_max_bytes})",
         )
-    # Reads reserve the budget less one outbox (host/fanout.py OutboxBudget.headroom).
+    # Reads reserve the budget less one outbox (host/core/fanout.py OutboxBudget.headroom).
     if settings.outbox_total_bytes < 2 * settings.outbox_max_bytes:
         raise ConfigError(
             "limits.outbox_total_bytes",

@@ -56,10 +56,10 @@ from ahp_server.app import App
 from ahp_server.client import AhpClient
 from ahp_server.config import Settings
 from ahp_server.host.actors import ChatActor
-from ahp_server.host.commands import Commands
-from ahp_server.host.fanout import Connection
+from ahp_server.host.commands.dispatcher import Commands
+from ahp_server.host.core.fanout import Connection
+from ahp_server.host.core.sequencer import Hub
 from ahp_server.host.host import DB_FILE, Host, wall_clock_ms
-from ahp_server.host.sequencer import Hub
 from ahp_server.logging import configure_logging
 from ahp_server.protocol import codec
 from ahp_server.protocol.reducers import iso_timestamp, reduce_chat

@@ -56,7 +56,7 @@ def test_the_tree_keeps_every_contract() -> None:
         ("protocol/codec.py", "import ahp_server.host.host  # noqa\n", "Layers"),
         ("agents/echo.py", "import ahp_server.store.sqlite  # noqa\n", "Layers"),
         ("protocol/codec.py", "import asyncio  # noqa\n", "The protocol is pure"),
-        ("client/state.py", "import ahp_server.host.fanout  # noqa\n", "The client depends"),
+        ("client/state.py", "import ahp_server.host.core.fanout  # noqa\n", "The client depends"),
     ],
 )
 def test_a_forbidden_import_breaks_a_contract(

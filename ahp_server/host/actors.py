@@ -8,7 +8,7 @@ the pure reducer, take the next global ``serverSeq`` and publish the envelope â€
 one synchronous step, so ordering holds across actors (see ``sequencer.py``).
 Actors never wait on a subscriber: publishing only appends to outboxes.
 
-An actor knows its host only as a :class:`~ahp_server.host.runtime.Runtime`
+An actor knows its host only as a :class:`~ahp_server.host.core.runtime.Runtime`
 (settings, hub, clock, tasks, providers): the ``Host`` registry sits above
 this module and imports it, never the other way round.
 
@@ -34,10 +34,10 @@ from msgspec import UNSET, UnsetType
 from msgspec.structs import astuple, replace
 
 from ahp_server.agents.base import InputAnswer, ToolDecision, TurnRequest
-from ahp_server.host.fanout import Connection
-from ahp_server.host.mailbox import Mailbox
-from ahp_server.host.runtime import Runtime
-from ahp_server.host.sequencer import action_type
+from ahp_server.host.core.fanout import Connection
+from ahp_server.host.core.mailbox import Mailbox
+from ahp_server.host.core.runtime import Runtime
+from ahp_server.host.core.sequencer import action_type
 from ahp_server.host.turns import TurnRunner
 from ahp_server.protocol import codec
 from ahp_server.protocol.dispatch_rules import Rejection, check_dispatch
@@ -498,7 +498,7 @@ class ChannelActor(Generic[S]):
     def recorded(self, action: object) -> object:
         """An accepted client action as it is applied, published and stored; its side
         effects (:meth:`after_client_action`) get the action as dispatched. The
-        identity here; a terminal drops input typed with echo off (host/terminals.py)."""
+        identity here; a terminal drops input typed with echo off (host/channels/terminals.py)."""
         return action
 
     def accepts(self, message: _ServerAction) -> bool:

@@ -5,7 +5,7 @@ frames; it builds the command dispatcher over a :class:`~ahp_server.host.host.Ho
 
 Frames of one connection are handled strictly in order (a pipelined
 ``createSession`` + ``subscribe`` works). Requests go to the command handler
-(:mod:`ahp_server.host.commands`); this module is the one place where an
+(:mod:`ahp_server.host.commands.dispatcher`); this module is the one place where an
 exception raised while handling a request becomes a JSON-RPC error response.
 
 Connection lifecycle (WIRE-SUMMARY §3), as a transition table::
@@ -24,15 +24,15 @@ from __future__ import annotations
 
 import structlog
 
-from ahp_server.host.changesets import Changesets
-from ahp_server.host.commands import Commands
-from ahp_server.host.fanout import CLOSE_POLICY, Connection, ConnState, Transport
+from ahp_server.host.channels.changesets import Changesets
+from ahp_server.host.channels.terminals import TerminalService
+from ahp_server.host.channels.watches import ResourceWatches
+from ahp_server.host.commands.dispatcher import Commands
+from ahp_server.host.commands.moves import ChatMoves
+from ahp_server.host.commands.resources import ResourceCommands
+from ahp_server.host.core.fanout import CLOSE_POLICY, Connection, ConnState, Transport
+from ahp_server.host.core.sequencer import response_frame
 from ahp_server.host.host import Host
-from ahp_server.host.moves import ChatMoves
-from ahp_server.host.resources import ResourceCommands
-from ahp_server.host.sequencer import response_frame
-from ahp_server.host.terminals import TerminalService
-from ahp_server.host.watches import ResourceWatches
 from ahp_server.protocol import codec
 from ahp_server.protocol.errors import InvalidRequest, ParseError, ProtocolError
 from ahp_server.protocol.jsonrpc import (

@@ -2,7 +2,7 @@
 
 Layer: host (asyncio). The registry at the top of the state side: it builds
 and owns the actors (which see it only as a
-:class:`~ahp_server.host.runtime.Runtime`), and the agent sessions. It knows
+:class:`~ahp_server.host.core.runtime.Runtime`), and the agent sessions. It knows
 nothing of frames: the gateway (above it) routes them, and ``ahp_server.app``
 assembles host, gateway and transport into a running server.
 
@@ -43,7 +43,7 @@ from ahp_server.host.actors import (
     chat_summary,
     turns_cursor,
 )
-from ahp_server.host.fanout import (
+from ahp_server.host.core.fanout import (
     CLOSE_GOING_AWAY,
     CLOSE_POLICY,
     CLOSE_SERVICE_RESTART,
@@ -53,9 +53,9 @@ from ahp_server.host.fanout import (
     Transport,
     close_reason,
 )
-from ahp_server.host.looplag import LoopLag
-from ahp_server.host.runtime import Counters
-from ahp_server.host.sequencer import Hub
+from ahp_server.host.core.looplag import LoopLag
+from ahp_server.host.core.runtime import Counters
+from ahp_server.host.core.sequencer import Hub
 from ahp_server.host.sessions import CREATING, AgentSessions
 from ahp_server.protocol import codec
 from ahp_server.protocol.errors import AhpErrorCode, ProtocolError
@@ -137,7 +137,7 @@ def make_store(settings: Settings) -> Store:
 class WorkspaceService(Protocol):
     """A service that keeps workspace channels (terminals…): told of the host's lifecycle.
 
-    Services sit above the host (``host/terminals.py``) and add themselves to
+    Services sit above the host (``host/channels/terminals.py``) and add themselves to
     :attr:`Host.services`.
     """
 
@@ -161,7 +161,7 @@ class WorkspaceService(Protocol):
 @runtime_checkable
 class OwnedChannel(Protocol):
     """A workspace channel that is its creator's user's, whatever it holds (a resource
-    watch, ``host/watches.py``): ``owner`` is that user in multi-user mode, ``None``
+    watch, ``host/channels/watches.py``): ``owner`` is that user in multi-user mode, ``None``
     when its creator had none (docs/protocol.md "Identity and ownership")."""
 
     owner: str | None
@@ -233,7 +233,7 @@ class Host:
         self._known: dict[str | None, OrderedDict[str, None]] = {}
         self.connections: set[Connection] = set()
         #: What every connection's outbox holds, under one host-wide limit
-        #: (host/fanout.py; docs/reliability.md "Memory").
+        #: (host/core/fanout.py; docs/reliability.md "Memory").
         # Reads leave one outbox of room to ordinary answers (OutboxBudget.headroom).
         #: How late the event loop runs what is due (``/metrics``).
         self.loop_lag = LoopLag()
@@ -929,7 +929,7 @@ class Host:
 
     def _catalogue_drift(self, session: SessionActor) -> bool:
         """Whether a ready session's chat catalogue disagrees with the ownership rows:
-        a ``moveChat`` or ``disposeChat`` that a crash cut short (host/moves.py)."""
+        a ``moveChat`` or ``disposeChat`` that a crash cut short (host/commands/moves.py)."""
         if session.state.lifecycle != "ready":
             return False  # a session being created lists its default chat only when ready
         return {c.resource for c in session.state.chats} != set(self.chats_of(session.uri))

@@ -47,7 +47,7 @@ from ahp_server.host.actors import (
     SessionActor,
     chat_summary,
 )
-from ahp_server.host.runtime import Runtime
+from ahp_server.host.core.runtime import Runtime
 from ahp_server.protocol.errors import ProtocolError
 from ahp_server.protocol.reducers import iso_timestamp
 from ahp_server.protocol.types import (

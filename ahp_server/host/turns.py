@@ -11,7 +11,7 @@ matching client action. Futures are registered *before* the action that asks
 the question is submitted, so an answer can never arrive unseen.
 
 Before the provider runs, the runner waits for the provider to hold the
-turn's session (:meth:`~ahp_server.host.runtime.Runtime.agent_session_ready`:
+turn's session (:meth:`~ahp_server.host.core.runtime.Runtime.agent_session_ready`:
 after a host restart that restores it once); when it cannot, the turn fails
 with ``chat/error`` like any provider error.
 

@@ -351,7 +351,7 @@ def _check_terminal(state: TerminalState, action: object, client_id: str) -> Rej
                     "a client claim must name the dispatching client's own clientId",
                 )
         case TerminalInputAction() if isinstance(state.lifecycle, TerminalExitedLifecycleState):
-            # The host also refuses input its process cannot take (host/terminals.py).
+            # The host also refuses input its process cannot take (host/channels/terminals.py).
             return Rejection(RejectionCode.TerminalUnavailable, "the terminal's process has ended")
         case TerminalResizedAction(cols=cols, rows=rows):
             if not valid_terminal_size(cols, rows):

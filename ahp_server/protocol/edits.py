@@ -3,7 +3,7 @@
 Layer: protocol (pure: no I/O, nothing of the rest of the package).
 
 One encoding for every place the host shows a file's text on both sides of a
-change: a changeset's files (``host/changesets.py``) and the edits a tool call
+change: a changeset's files (``host/channels/changesets.py``) and the edits a tool call
 will perform, previewed before the user confirms it (``ToolCallReadyAction.edits``,
 docs/agents.md, "What a confirmation shows"). Each side's ``content`` is a
 ``ContentRef`` whose URI is a ``data:`` URI (RFC 2397, base64, UTF-8 text): a

@@ -4,7 +4,7 @@ Layer: protocol (pure: no I/O, no asyncio, nothing of the rest of the package).
 
 Every decision about *which session a channel URI belongs to* is made here,
 once, so that the access check (``Host.may_access``) and the service that
-serves the channel (``host/changesets.py``) can never read one URI two ways
+serves the channel (``host/channels/changesets.py``) can never read one URI two ways
 (issue 26: an access check that took the raw key while the changeset service
 percent-decoded it let one user read another's changeset). docs/protocol.md,
 "Identity and ownership".

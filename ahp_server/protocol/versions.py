@@ -190,7 +190,7 @@ FULL_TABLE: Final[tuple[VersionRow, ...]] = (
 )
 
 #: The rows the running host negotiates (all of them: 1.0 and 0.9 get the
-#: canonical state, 0.7-era versions its 0.7 view, host/edge.py).
+#: canonical state, 0.7-era versions its 0.7 view, host/core/edge.py).
 SERVED_TABLE: Final[tuple[VersionRow, ...]] = tuple(row for row in FULL_TABLE if row.served)
 
 

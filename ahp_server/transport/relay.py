@@ -7,10 +7,10 @@ PostgreSQL and owns every channel); every node accepts connections. A node
 that is not the primary is an *edge* for its clients: :class:`EdgeRelay`
 forwards each client frame, in order, to the primary, and writes what the
 primary sends back to the socket. On the primary, :class:`PrimaryRelay` gives
-each relayed client a :class:`~ahp_server.host.fanout.Connection` of its own
+each relayed client a :class:`~ahp_server.host.core.fanout.Connection` of its own
 (a :class:`BusTransport` in place of the socket) and feeds its frames to the
 same gateway as the primary's own sockets: one implementation of the
-protocol, and the primary's :class:`~ahp_server.host.sequencer.Hub` orders
+protocol, and the primary's :class:`~ahp_server.host.core.sequencer.Hub` orders
 every connection's envelopes by ``serverSeq`` whichever node holds its socket.
 
 The subjects and the message format are in ``relay_format.py``.
@@ -49,7 +49,7 @@ from nats.js.errors import NotFoundError
 from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed
 
-from ahp_server.host.fanout import CLOSE_SLOW_CONSUMER, Connection, OutboxBudget, Transport
+from ahp_server.host.core.fanout import CLOSE_SLOW_CONSUMER, Connection, OutboxBudget, Transport
 from ahp_server.transport.relay_format import (
     BUCKET,
     CLOSE_INVALID_DATA,

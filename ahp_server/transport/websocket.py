@@ -43,7 +43,7 @@ A client that does not finish its upgrade request within
 request is complete).
 
 Then one task per connection reads frames and hands them to the host in order;
-the connection's writer task (``host/fanout.py``) sends. Close codes: 1009 for
+the connection's writer task (``host/core/fanout.py``) sends. Close codes: 1009 for
 a message over ``max_message_bytes`` (websockets does this), 1001 when the
 host shuts down, 1012 when its store failed, 1013 for a slow consumer, 1008
 after -32005.

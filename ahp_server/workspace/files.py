@@ -3,7 +3,7 @@ confined to the working directories.
 
 Layer: workspace (blocking file I/O, no asyncio, no host; it may use protocol
 types and errors). The host runs every method of :class:`Files` in a worker
-thread (``host/resources.py``), so the event loop never waits for a disk.
+thread (``host/commands/resources.py``), so the event loop never waits for a disk.
 
 Every URI goes through ``workspace/paths.py`` — the one confinement module,
 shared with the ACP bridge — before anything is opened: only ``file:`` URIs

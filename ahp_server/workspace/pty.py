@@ -1,7 +1,7 @@
 """A process on a pseudo-terminal: spawned, read without blocking, resized, always reaped.
 
 Layer: workspace (asyncio and the OS; no protocol, no host). The host's
-terminal channels (``host/terminals.py``) run each shell through one
+terminal channels (``host/channels/terminals.py``) run each shell through one
 :class:`PtyProcess`; this module knows nothing of channels or actions.
 
 How a process is started (:meth:`PtyProcess.spawn`):

@@ -14,7 +14,7 @@ from ahp_server.agents.base import StatelessProvider, TurnIO, TurnRequest
 from ahp_server.agents.echo import EchoAgent
 from ahp_server.client import AhpClient
 from ahp_server.config import Settings
-from ahp_server.host.fanout import ConnState
+from ahp_server.host.core.fanout import ConnState
 from ahp_server.protocol.types import AgentInfo, ChatState, UsageInfo
 from tests.conftest import start_host
 from tests.e2e.helpers import TIMEOUT, assert_mirrors_host

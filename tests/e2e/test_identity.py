@@ -13,7 +13,7 @@ from msgspec import UNSET
 
 from ahp_server.client import AhpClient
 from ahp_server.config import Settings
-from ahp_server.host.fanout import ConnState
+from ahp_server.host.core.fanout import ConnState
 from ahp_server.protocol.types import (
     ActionEnvelope,
     ChatInputAnswered,

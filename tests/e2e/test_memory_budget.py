@@ -28,8 +28,8 @@ from ahp_server.agents.base import StatelessProvider, TurnIO, TurnRequest
 from ahp_server.agents.echo import EchoAgent
 from ahp_server.client import AhpClient
 from ahp_server.config import Settings
-from ahp_server.host.commands import LIST_PAGE_BYTES
-from ahp_server.host.fanout import CLOSE_SLOW_CONSUMER, Connection, ConnState
+from ahp_server.host.commands.dispatcher import LIST_PAGE_BYTES
+from ahp_server.host.core.fanout import CLOSE_SLOW_CONSUMER, Connection, ConnState
 from ahp_server.protocol.types import AgentInfo, UsageInfo
 from ahp_server.protocol.uris import MAX_URI_LENGTH, turn_changeset
 from tests.conftest import RunningHost, start_host

@@ -18,8 +18,8 @@ import pytest
 
 from ahp_server.client import AhpClient, RemoteError
 from ahp_server.config import Settings
+from ahp_server.host.channels.watches import ResourceWatches
 from ahp_server.host.host import DB_FILE
-from ahp_server.host.watches import ResourceWatches
 from ahp_server.protocol.types import (
     ActionEnvelope,
     ResourceWatchChangedAction,

@@ -23,7 +23,7 @@ import pytest
 
 from ahp_server.client import AhpClient, RemoteError
 from ahp_server.config import AgentConfig, Settings
-from ahp_server.host.terminals import TerminalActor, trim_content
+from ahp_server.host.channels.terminals import TerminalActor, trim_content
 from ahp_server.protocol import reducers as reducers_1_0
 from ahp_server.protocol import types as types_1_0
 from ahp_server.protocol.reducers import reduce_terminal

@@ -36,7 +36,7 @@ import structlog
 with atheris.instrument_imports(include=["ahp_server"]):
     from ahp_server.agents.echo import EchoAgent
     from ahp_server.config import Settings
-    from ahp_server.host.fanout import Connection, ConnState
+    from ahp_server.host.core.fanout import Connection, ConnState
     from ahp_server.host.gateway import Gateway
     from ahp_server.host.host import Host
     from ahp_server.protocol.versions import PROTOCOL_VERSION

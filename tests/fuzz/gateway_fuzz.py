@@ -57,10 +57,10 @@ from hypothesis.errors import HypothesisWarning, NonInteractiveExampleWarning
 
 from ahp_server.agents.echo import EchoAgent
 from ahp_server.config import Settings
-from ahp_server.host.fanout import Connection, ConnState
+from ahp_server.host.channels.terminals import TerminalService
+from ahp_server.host.core.fanout import Connection, ConnState
 from ahp_server.host.gateway import Gateway
 from ahp_server.host.host import Host
-from ahp_server.host.terminals import TerminalService
 from ahp_server.protocol import codec
 from ahp_server.protocol.v0_7 import types
 from ahp_server.protocol.versions import PROTOCOL_VERSION

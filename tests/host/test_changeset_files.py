@@ -1,11 +1,11 @@
-"""How a changeset records and merges file changes, and its URIs (host/changesets.py)."""
+"""How a changeset records and merges file changes, and its URIs (host/channels/changesets.py)."""
 
 from __future__ import annotations
 
 import pytest
 from msgspec import UNSET
 
-from ahp_server.host.changesets import (
+from ahp_server.host.channels.changesets import (
     Limits,
     Recorded,
     catalogue,

@@ -1,4 +1,4 @@
-"""The outbox budget (host/fanout.py): one limit over every connection's queued
+"""The outbox budget (host/core/fanout.py): one limit over every connection's queued
 bytes, the slowest (furthest behind) going first; reservations for answers
 being built. In memory, with transports that stop taking bytes when told to."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 
-from ahp_server.host.fanout import (
+from ahp_server.host.core.fanout import (
     CLOSE_OVER_BUDGET_REASON,
     CLOSE_SLOW_CONSUMER,
     Connection,

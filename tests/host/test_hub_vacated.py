@@ -1,9 +1,9 @@
-"""The hub tells a listener when a channel's last subscriber leaves (host/sequencer.py)."""
+"""The hub tells a listener when a channel's last subscriber leaves (host/core/sequencer.py)."""
 
 from __future__ import annotations
 
-from ahp_server.host.fanout import Connection
-from ahp_server.host.sequencer import Hub
+from ahp_server.host.core.fanout import Connection
+from ahp_server.host.core.sequencer import Hub
 
 
 class NullTransport:

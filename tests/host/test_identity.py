@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ahp_server.config import Settings, UserConfig
-from ahp_server.host.fanout import Connection
+from ahp_server.host.core.fanout import Connection
 from ahp_server.host.host import Host
 from tests.host.test_hub_vacated import NullTransport
 

@@ -1,4 +1,4 @@
-"""Event-loop lag (host/looplag.py): recorded into buckets, and a real stall of a
+"""Event-loop lag (host/core/looplag.py): recorded into buckets, and a real stall of a
 running host's loop shows in its ``/metrics``."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import gc
 import time
 
 from ahp_server.client import AhpClient
-from ahp_server.host.looplag import BUCKETS, PERIOD, LoopLag
+from ahp_server.host.core.looplag import BUCKETS, PERIOD, LoopLag
 from ahp_server.host.metrics import render
 from tests.conftest import RunningHost
 

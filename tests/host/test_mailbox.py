@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from ahp_server.host.mailbox import Mailbox
+from ahp_server.host.core.mailbox import Mailbox
 
 TIMEOUT = 5.0
 

@@ -1,4 +1,4 @@
-"""A channel's replay buffer (host/sequencer.py ``ReplayBuffer``): packing a finished
+"""A channel's replay buffer (host/core/sequencer.py ``ReplayBuffer``): packing a finished
 stretch changes what it holds in memory, never what a replay returns."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ahp_server.client import AhpClient
-from ahp_server.host.sequencer import PACK_AT_LEAST, ReplayBuffer
+from ahp_server.host.core.sequencer import PACK_AT_LEAST, ReplayBuffer
 from tests.conftest import RunningHost
 
 #: Each step: append an envelope of that many bytes, or (None) pack what is loose.

@@ -99,7 +99,7 @@ from msgspec.structs import replace
 
 from ahp_server.agents.base import AgentTerminal, TurnRequest
 from ahp_server.host.actors import ChannelActor
-from ahp_server.host.fanout import Connection
+from ahp_server.host.core.fanout import Connection
 from ahp_server.host.host import Host
 from ahp_server.protocol import codec
 from ahp_server.protocol._base import UnknownVariant

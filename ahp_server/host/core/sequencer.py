@@ -28,8 +28,8 @@ from typing import Any, Protocol, cast
 import msgspec
 from msgspec import UNSET
 
-from ahp_server.host import edge
-from ahp_server.host.fanout import Connection
+from ahp_server.host.core import edge
+from ahp_server.host.core.fanout import Connection
 from ahp_server.protocol import codec
 from ahp_server.protocol._base import UnknownVariant
 from ahp_server.protocol.types import ActionEnvelope, ActionOrigin

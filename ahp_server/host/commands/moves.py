@@ -42,7 +42,7 @@ from msgspec import UnsetType
 from msgspec.structs import replace
 
 from ahp_server.host.actors import ChatActor, SessionActor, chat_summary
-from ahp_server.host.fanout import Connection
+from ahp_server.host.core.fanout import Connection
 from ahp_server.host.host import Host
 from ahp_server.host.sessions import new_session_actor
 from ahp_server.protocol import codec
@@ -166,7 +166,7 @@ class ChatMoves:
         await source.forget_chat(chat.uri)
         summary = chat_summary(chat.state)
         if entry is not None and not isinstance(entry.changes, UnsetType):
-            # The counts of its own changeset (host/changesets.py) go with it.
+            # The counts of its own changeset (host/channels/changesets.py) go with it.
             summary = replace(summary, changes=entry.changes)
         await target.apply_server(SessionChatAddedAction(summary=summary))
         order = tuple(c.resource for c in target.state.chats)

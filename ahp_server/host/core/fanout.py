@@ -244,7 +244,7 @@ class Connection:
         #: Action types newer than the negotiated version: never sent to this client.
         self.blocked_actions: frozenset[str] = frozenset()
         #: It negotiated a 0.7-era version: every frame it gets is projected to
-        #: the 0.7 view, and what it sends is translated to 1.0 (host/edge.py).
+        #: the 0.7 view, and what it sends is translated to 1.0 (host/core/edge.py).
         self.legacy = False
         self._max_frames = max_frames
         self._max_bytes = max_bytes

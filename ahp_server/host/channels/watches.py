@@ -5,7 +5,7 @@ builds one :class:`ResourceWatches` beside the command dispatcher and lets it
 register ``createResourceWatch`` (``Commands.register``). The host knows the
 service only as a :class:`~ahp_server.host.host.WorkspaceService` (start,
 session disposal, stop); the hub tells it when a watch's last subscriber
-leaves (:meth:`~ahp_server.host.sequencer.Hub.on_vacated`).
+leaves (:meth:`~ahp_server.host.core.sequencer.Hub.on_vacated`).
 
 Specification: ``docs/specification/resource-watch-channel.md``,
 ``CreateResourceWatchParams`` in ``docs/reference/common.md``, WIRE-SUMMARY
@@ -90,7 +90,7 @@ import watchfiles
 from msgspec import UnsetType
 
 from ahp_server.host.actors import ROOT, ChannelActor
-from ahp_server.host.fanout import Connection
+from ahp_server.host.core.fanout import Connection
 from ahp_server.host.host import Host
 from ahp_server.protocol import codec
 from ahp_server.protocol.errors import AhpErrorCode, InternalError, InvalidParams, ProtocolError

@@ -68,9 +68,9 @@ from msgspec import UNSET, UnsetType
 from ahp_server.agents.base import FileChange, TurnRequest
 from ahp_server.config import Settings
 from ahp_server.host.actors import ChannelActor, SessionActor
-from ahp_server.host.fanout import Connection
+from ahp_server.host.core.fanout import Connection
+from ahp_server.host.core.runtime import Runtime
 from ahp_server.host.host import Host
-from ahp_server.host.runtime import Runtime
 from ahp_server.protocol import codec
 from ahp_server.protocol.edits import line_counts, side, side_text
 from ahp_server.protocol.errors import AhpErrorCode, InvalidParams, ProtocolError

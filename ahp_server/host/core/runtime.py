@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 from ahp_server.agents.base import AgentTerminal, FileChange, Provider, TurnRequest
 from ahp_server.config import Settings
-from ahp_server.host.sequencer import Hub
+from ahp_server.host.core.sequencer import Hub
 from ahp_server.workspace.roots import Roots
 
 __all__ = ["Counters", "Runtime"]
@@ -77,18 +77,18 @@ class Runtime(Protocol):
     ) -> Coroutine[Any, Any, None]:
         """Show a command the agent of ``request``'s turn started as a terminal channel.
 
-        A no-op when no terminal service runs (``host/terminals.py``).
+        A no-op when no terminal service runs (``host/channels/terminals.py``).
         """
         ...
 
     def turn_ended(self, chat: str, turn_id: str) -> None:
         """A turn of ``chat`` ended (completed, failed or cancelled): what it started and
-        left running becomes the chat's background work (``host/terminals.py``)."""
+        left running becomes the chat's background work (``host/channels/terminals.py``)."""
         ...
 
     def file_changed(self, request: TurnRequest, change: FileChange) -> Coroutine[Any, Any, None]:
         """Record a file the agent of ``request``'s turn changed in the turn's changeset.
 
-        A no-op when no changeset service runs (``host/changesets.py``); never raises.
+        A no-op when no changeset service runs (``host/channels/changesets.py``); never raises.
         """
         ...

@@ -1,6 +1,6 @@
 """The nine ``resource*`` commands a client sends on ``ahp-root://`` (WIRE-SUMMARY §4.1).
 
-Layer: host (asyncio), between ``commands`` and ``host`` in the host's rooms:
+Layer: host (asyncio), a command family beside the dispatcher, above the registry:
 the gateway builds :class:`ResourceCommands` next to the command dispatcher and
 has it register its handlers there (``Commands.register``); it sees the
 :class:`~ahp_server.host.host.Host` only to read the sessions' working
@@ -35,7 +35,7 @@ from typing import Any, Protocol, TypeVar
 import structlog
 from msgspec import UnsetType
 
-from ahp_server.host.fanout import Connection
+from ahp_server.host.core.fanout import Connection
 from ahp_server.host.host import Host
 from ahp_server.protocol import codec
 from ahp_server.protocol.errors import AhpErrorCode, InvalidParams, ProtocolError

@@ -20,7 +20,6 @@ import msgspec
 import structlog
 from msgspec import UNSET, UnsetType
 
-from ahp_server.host import edge
 from ahp_server.host.actors import (
     CHAT_SCHEME,
     ROOT,
@@ -32,7 +31,8 @@ from ahp_server.host.actors import (
     chat_summary,
     turns_cursor,
 )
-from ahp_server.host.fanout import Connection, ConnState
+from ahp_server.host.core import edge
+from ahp_server.host.core.fanout import Connection, ConnState
 from ahp_server.host.host import Host
 from ahp_server.host.sessions import new_default_chat, new_session_actor
 from ahp_server.protocol import codec
@@ -225,7 +225,7 @@ class Commands:
             )
         fork: tuple[str, str] | None = None
         if connection.legacy:
-            # A 0.7 client: its params in 1.0 terms first (host/edge.py).
+            # A 0.7 client: its params in 1.0 terms first (host/core/edge.py).
             if method in v0_7.METHODS_NOT_IN_0_7:
                 raise MethodNotFound(f"method {method!r} is not part of protocol 0.7")
             if not isinstance(params, UnsetType):
@@ -517,7 +517,7 @@ class Commands:
         assert connection.client_id is not None
         origin = ActionOrigin(client_id=connection.client_id, client_seq=raw.client_seq)
         if connection.legacy and self.host.may_access(connection, raw.channel):
-            # A 0.7 client's action in 1.0 terms (host/edge.py); its echo is
+            # A 0.7 client's action in 1.0 terms (host/core/edge.py); its echo is
             # projected back on the way out.
             translated = edge.inbound_action(raw.action, raw.channel, self._chat_of)
             if translated is None:
@@ -618,7 +618,7 @@ class Commands:
         fork: tuple[str, str] | None = None,
     ) -> bytes:
         """``createSession``; ``fork`` (session, turnId) is a 0.7 client's session
-        fork, which 1.0 no longer has on the wire (host/edge.py)."""
+        fork, which 1.0 no longer has on the wire (host/core/edge.py)."""
         host = self.host
         uri = params.channel
         # Any scheme of the client's (VS Code: <provider>:/<uuid>); the kind is
@@ -849,7 +849,7 @@ class Commands:
             origin=origin,
             working_directories=UNSET if directories is None else _first(primary, directories),
             turns=turns,
-            movable=True,  # moveChat (host/moves.py): only a default chat is not
+            movable=True,  # moveChat (host/commands/moves.py): only a default chat is not
         )
         chat = ChatActor(host, uri, state, session=session, source=source_context)
         host.add_chat(chat)
