@@ -1160,6 +1160,9 @@ class ChatActor(ChannelActor[ChatState]):
     ) -> None:
         await self.submit(_ServerAction(action, runner=runner, final=final_action))
 
+    def offer_from_runner(self, runner: TurnRunner, action: object) -> bool:
+        return self.offer(_ServerAction(action, runner=runner, final=False))
+
     async def stop(self) -> None:
         if self.runner is not None:
             self.runner.abort()

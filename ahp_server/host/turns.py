@@ -104,6 +104,10 @@ class TurnSink(Protocol):
         """Queue a server action of this turn (dropped once the turn was aborted)."""
         ...
 
+    def offer_from_runner(self, runner: TurnRunner, action: object) -> bool:
+        """:meth:`submit_from_runner` without waiting: False when it must wait (nothing done)."""
+        ...
+
     def peek(self) -> ChatState:
         """The chat's latest state without folding streamed text."""
         ...
@@ -283,7 +287,10 @@ class TurnRunner:
         if self._coalesce_window <= 0:  # the hot path: no buffer, no lock
             if self.closed:
                 raise asyncio.CancelledError
-            await self.actor.submit_from_runner(self, action)
+            # Taken at once (the usual case: an idle chat applies it in this
+            # call), no coroutine is made for it; else wait for room.
+            if not self.actor.offer_from_runner(self, action):
+                await self.actor.submit_from_runner(self, action)
             return
         await self.flush()
         await self._send(action)

@@ -254,10 +254,9 @@ class Connection:
         self._leaving = 0
         self._budget = budget if budget is not None else OutboxBudget(None)
         self._evicted = False
-        self._wakeup = asyncio.Event()
-        #: The writer waits on ``_wakeup`` with nothing queued: only then does a
-        #: new frame need to wake it (a busy writer takes it on its next round).
-        self._writer_idle = False
+        #: What the writer waits on while it has nothing to write (``None``: it
+        #: is busy, and takes a new frame on its next round without a wake-up).
+        self._parked: asyncio.Future[None] | None = None
         self._writer: asyncio.Task[None] | None = None
         self._closer: asyncio.Task[None] | None = None
         self._on_drained: asyncio.Future[None] | None = None
@@ -316,10 +315,15 @@ class Connection:
             )
             self.close(CLOSE_SLOW_CONSUMER, "too far behind: reconnect to resume")
             return False
-        if self._writer_idle:
-            self._writer_idle = False
-            self._wakeup.set()
+        if self._parked is not None:
+            self._wake()
         return True
+
+    def _wake(self) -> None:
+        """Wake the writer if it is parked (a bare future: cheaper than an Event per frame)."""
+        parked, self._parked = self._parked, None
+        if parked is not None and not parked.done():
+            parked.set_result(None)
 
     def close(self, code: int, reason: str) -> None:
         """Stop delivering and close the transport (idempotent, non-blocking)."""
@@ -328,7 +332,7 @@ class Connection:
         self.state = ConnState.CLOSING
         self.close_code = code
         self._drop_outbox()
-        self._wakeup.set()
+        self._wake()
         self._closer = asyncio.get_running_loop().create_task(
             self._close(code, reason), name=f"close#{self.id}"
         )
@@ -358,7 +362,7 @@ class Connection:
         if self.state is not ConnState.CLOSING and self._outbox:
             drained: asyncio.Future[None] = asyncio.get_running_loop().create_future()
             self._on_drained = drained
-            self._wakeup.set()
+            self._wake()
             try:
                 async with asyncio.timeout(grace):
                     await drained
@@ -375,17 +379,17 @@ class Connection:
             log.debug("close failed", conn=self.id, exc_info=True)
 
     async def _write_loop(self) -> None:
+        loop = asyncio.get_running_loop()
         try:
             while self.state is not ConnState.CLOSING:
                 if not self._outbox:
                     if self._on_drained is not None and not self._on_drained.done():
                         self._on_drained.set_result(None)
-                    self._wakeup.clear()
-                    self._writer_idle = True
+                    parked = self._parked = loop.create_future()
                     try:
-                        await self._wakeup.wait()
+                        await parked
                     finally:
-                        self._writer_idle = False
+                        self._parked = None
                     continue
                 # Everything queued so far (bounded) goes out in one write.
                 batch: list[bytes] = []
