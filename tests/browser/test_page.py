@@ -778,6 +778,63 @@ async def test_a_folder_is_picked_for_a_new_session_and_remembered(tmp_path: Pat
         await running.close()
 
 
+async def test_a_folder_is_browsed_in_the_roots_and_chosen_for_a_new_session(
+    tmp_path: Path,
+) -> None:
+    root = (tmp_path / "root").resolve()
+    (root / "a" / "b").mkdir(parents=True)
+    (root / "c").mkdir()
+    (root / "notes.txt").write_text("not a folder")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (root / "out").symlink_to(elsewhere, target_is_directory=True)  # leads out: not a folder here
+    # The host's data folder inside the root: listed, never served (docs/workspace.md "Roots").
+    running = Host(root / "data", roots=[str(root)])
+    await running.start()
+
+    async def answer(request: dict[str, Any]) -> dict[str, Any]:
+        if request["do"] == "remove":
+            shutil.rmtree(root / request["name"])
+            return {"ok": True}
+        assert request["do"] == "paths"
+        return {"root": str(root)}
+
+    try:
+        result = await run_scenario("folder_browser", page_url(running), answer)
+        # The root's folders, sorted; its file and the link out counted, not listed; no way up.
+        assert result["atRoot"] == {
+            "folders": ["a", "c", "data"],
+            "up": [],
+            "crumbs": [str(root)],
+            "summary": "3 folders · 2 files not shown",
+        }
+        # The host's refusals, in the dialog: its data folder (-32009), a folder gone (-32008).
+        assert result["denied"].startswith("Could not open data: ")
+        assert "never serves" in result["denied"]
+        assert result["gone"].startswith("Could not open c: ")
+        assert "does not exist" in result["gone"]
+        assert result["inA"] == {
+            "folders": ["b"],
+            "up": [f"Up to {root}"],
+            "crumbs": [str(root), "a"],
+            "summary": "1 folder",
+        }
+        assert result["focused"] == f"Up to {root}"  # the keyboard starts on the new listing
+        assert result["inB"] == {
+            "folders": [],
+            "up": [f"Up to {root / 'a'}"],
+            "crumbs": [str(root), "a", "b"],
+            "summary": "No folders here",
+        }
+        assert result["chosen"] == str(root / "a")
+        # The chosen folder is the session's working directory on the host, and shown.
+        state = await host_session(running, result["session"])
+        assert state.working_directories == ((root / "a").as_uri(),)
+        assert result["directory"] == (root / "a").as_uri()
+    finally:
+        await running.close()
+
+
 #: A 6 MiB tmpfs (tests/e2e/test_store_failure.py; skipped without the right to mount).
 small_disk = store_failure.small_disk
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import dataclasses
 import json
 import os
 import socket
@@ -83,6 +84,11 @@ async def open_bench(tmp_path: Path, settings: Settings | None = None) -> AsyncI
     outside = tmp_path / "outside"
     outside.mkdir()
     (outside / "secret.txt").write_text(SECRET)
+    # The configured root is the work folder itself: "outside" is outside it for every
+    # command, resourceList included (which also reaches the configured roots).
+    settings = settings or Settings()
+    if settings.workspace_roots is None:
+        settings = dataclasses.replace(settings, workspace_roots=(str(work),))
     running = await start_host(settings)
     try:
         async with AhpClient.connect(running.url) as client:
@@ -594,7 +600,7 @@ async def test_resource_request_grants_inside_and_denies_outside(bench: Bench) -
     await bench.alive()
 
 
-async def test_without_a_working_directory_everything_is_refused(tmp_path: Path) -> None:
+async def test_without_a_working_directory_only_listing_a_root_is_served(tmp_path: Path) -> None:
     (tmp_path / "f.txt").write_text("x")
     running = await start_host()
     try:
@@ -610,7 +616,11 @@ async def test_without_a_working_directory_everything_is_refused(tmp_path: Path)
             await client.create_session()  # a session without working directories
             assert await code("resourceRead", uri=uri) == PERMISSION_DENIED
             assert await code("resourceRequest", uri=uri) == PERMISSION_DENIED
-            assert await code("resourceList", uri=tmp_path.as_uri()) == PERMISSION_DENIED
+            # Listing alone reaches the configured roots (a folder picker's); not beyond them.
+            assert (
+                await client.request("resourceList", {"channel": ROOT, "uri": tmp_path.as_uri()})
+            )["entries"] == [{"name": "f.txt", "type": "file"}]
+            assert await code("resourceList", uri="file:///etc") == PERMISSION_DENIED
             assert (
                 await code("resourceWrite", uri=uri, data="y", encoding="utf-8")
                 == PERMISSION_DENIED

@@ -181,6 +181,21 @@ async def test_the_hosts_own_files_are_refused_inside_a_root(single: Single) -> 
         await client.ping()
 
 
+async def test_a_root_is_listed_before_any_session_works_there(single: Single) -> None:
+    """resourceList reaches the configured roots (a folder picker's), nothing else does."""
+    async with AhpClient.connect(single.running.url, token=ALICE) as client:
+        listed = await call(client, "resourceList", uri=single.home.as_uri())
+        assert {"name": "project", "type": "directory"} in listed["entries"]
+        inner = await call(client, "resourceList", uri=(single.home / "project").as_uri())
+        assert inner["entries"] == [{"name": "readme.txt", "type": "file"}]
+        # Only a listing: reading the same files still needs a session there.
+        readme = (single.home / "project" / "readme.txt").as_uri()
+        assert (await refused(client, "resourceRead", uri=readme)).code == PERMISSION_DENIED
+        for target in (single.data, Path("/etc"), single.home.parent):
+            error = await refused(client, "resourceList", uri=target.as_uri())
+            assert error.code == PERMISSION_DENIED, target
+
+
 async def test_a_session_without_a_working_directory_gets_its_own_folder_kept_across_restarts(
     tmp_path: Path,
 ) -> None:
@@ -302,6 +317,21 @@ async def test_a_user_cannot_root_a_session_in_anothers_files_or_the_system(
         error = await refused_session(carol)
         assert error.code == PERMISSION_DENIED
         assert "workspace.roots, or users[2].roots" in error.message
+
+
+async def test_a_user_lists_only_their_own_roots(users: tuple[RunningHost, Path]) -> None:
+    running, base = users
+    async with AhpClient.connect(running.url, token=ALICE) as alice:
+        listed = await call(alice, "resourceList", uri=(base / "alice").as_uri())
+        assert listed["entries"] == [{"name": "plan.txt", "type": "file"}]
+    async with AhpClient.connect(running.url, token=BOB) as bob:
+        assert (await call(bob, "resourceList", uri=(base / "bob").as_uri()))["entries"] == []
+        for target in (base / "alice", base, Path("/")):
+            error = await refused(bob, "resourceList", uri=target.as_uri())
+            assert error.code == PERMISSION_DENIED, target
+    async with AhpClient.connect(running.url, token=CAROL) as carol:
+        error = await refused(carol, "resourceList", uri=(base / "carol").as_uri())
+        assert error.code == PERMISSION_DENIED
 
 
 async def test_check_config_shows_the_roots_in_effect(tmp_path: Path) -> None:

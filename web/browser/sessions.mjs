@@ -2,11 +2,11 @@
  * Browser scenarios for the session list and the host's health (issue 30):
  * the host's default agent preselected, long names cut without breaking the
  * sidebar, a session that failed to start, rename, delete and the filter,
- * and the banner when the host goes away. Each returns what the Python side
+ * the folder picker and browser, and the banner when the host goes away. Each returns what the Python side
  * (tests/browser/test_page.py) checks against the host.
  */
 import assert from 'node:assert/strict';
-import { TIMEOUT, connected, openPage, sessionOf } from './helpers.mjs';
+import { TIMEOUT, connected, openPage, rendered, sessionOf } from './helpers.mjs';
 
 /** Click New session and wait until the page shows that new session, ready. */
 async function freshSession(page) {
@@ -182,6 +182,89 @@ export const sessionScenarios = {
     await connected(page);
     await page.waitForFunction((p) => document.querySelector('#folder-options option')?.value === p, project);
     return { offered, refusal, session, directory, after: await options() };
+  },
+
+  /**
+   * Browse…: the root's folders (files only counted), two refusals shown in the
+   * dialog (the host's data folder, a folder gone since it was listed), then
+   * root → a (the keyboard) → b → Up, Choose this folder; Escape closes; the
+   * session is created in the chosen folder.
+   */
+  async folder_browser({ newPage, url, ask }) {
+    const { root } = await ask({ do: 'paths' });
+    const page = await openPage(newPage, url);
+    const browse = page.getByRole('button', { name: 'Browse…', exact: true });
+    await page.waitForFunction(() => {
+      const button = [...document.querySelectorAll('.new-session button')].find((b) => b.textContent === 'Browse…');
+      return button && !button.disabled;
+    });
+    await browse.click();
+    const dialog = page.getByRole('dialog', { name: 'Choose a folder' });
+    const at = async (path) => {
+      await page.waitForFunction(
+        (p) => {
+          const d = document.querySelector('dialog.folder-browser');
+          return d?.open && d.getAttribute('data-place') === p && !d.hasAttribute('data-loading');
+        },
+        path,
+      );
+      await rendered(page);
+    };
+    const shown = async () => ({
+      folders: await dialog.locator('.folder-list button[data-folder]').evaluateAll((all) => all.map((b) => b.textContent)),
+      up: await dialog.locator('.folder-list .up').evaluateAll((all) => all.map((b) => b.getAttribute('aria-label'))),
+      crumbs: await dialog.locator('.crumbs button').evaluateAll((all) => all.map((b) => b.textContent)),
+      summary: (await dialog.locator('.folder-summary').innerText()).trim(),
+    });
+    const refusal = async (name) => {
+      await dialog.getByRole('button', { name, exact: true }).click();
+      await page.waitForFunction(
+        (n) => document.querySelector('dialog.folder-browser .notice.error')?.textContent?.startsWith(`Could not open ${n}:`),
+        name,
+      );
+      await at(root);
+      const text = (await dialog.locator('.notice.error').innerText()).trim();
+      await dialog.getByRole('button', { name: 'Dismiss' }).click();
+      await dialog.locator('.notice.error').waitFor({ state: 'detached' });
+      return text;
+    };
+
+    // One root: the dialog opens in it.
+    await at(root);
+    const atRoot = await shown();
+    // The host's data folder is listed as a folder, and refused when opened; the dialog stays.
+    const denied = await refusal('data');
+    // A folder removed since it was listed: the host's "not found", the dialog stays.
+    await ask({ do: 'remove', name: 'c' });
+    const gone = await refusal('c');
+    assert.equal(await page.locator('.notices .notice').count(), 0, 'the refusals are no page notices');
+
+    // The keyboard opens a; a click opens b.
+    await dialog.getByRole('button', { name: 'a', exact: true }).focus();
+    await page.keyboard.press('Enter');
+    await at(`${root}/a`);
+    const inA = await shown();
+    const focused = await page.evaluate(() => document.activeElement?.getAttribute('aria-label') ?? document.activeElement?.textContent);
+    await dialog.getByRole('button', { name: 'b', exact: true }).click();
+    await at(`${root}/a/b`);
+    const inB = await shown();
+    await dialog.getByRole('button', { name: `Up to ${root}/a`, exact: true }).click();
+    await at(`${root}/a`);
+    await dialog.getByRole('button', { name: 'Choose this folder', exact: true }).click();
+    await dialog.waitFor({ state: 'detached' });
+    const folder = page.getByLabel('Folder', { exact: true });
+    const chosen = await folder.inputValue();
+
+    // Opened again, it starts in the folder typed; Escape closes it and changes nothing.
+    await browse.click();
+    await at(`${root}/a`);
+    await page.keyboard.press('Escape');
+    await dialog.waitFor({ state: 'detached' });
+    assert.equal(await folder.inputValue(), chosen);
+
+    const session = await freshSession(page);
+    const directory = await page.locator('.chat .directory').getAttribute('title');
+    return { atRoot, denied, gone, inA, focused, inB, chosen, session, directory };
   },
 
   /** The host's store fails (a full disk): the banner names it; restarted with room, it goes. */

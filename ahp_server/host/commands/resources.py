@@ -16,6 +16,12 @@ Who may touch which file (docs/workspace.md, "Resources"):
   Outside them every command answers ``-32009`` PermissionDenied (error-codes.md:
   "outside the session's working directory or workspace roots"); with no root
   at all, everything is refused.
+* ``resourceList`` alone also reaches the configured roots the connection's
+  user may make working directories in (``Roots.allowed``; none for a
+  connection without a user in multi-user mode): the spec's "remote folder
+  pickers" list a folder before any session works there. It shows names and
+  kinds only, where ``createSession`` would let the same client root a
+  session — and then read every file — anyway.
 
 The file operations themselves are :class:`~ahp_server.workspace.files.Files`,
 run in a worker thread: the event loop never waits for a disk. At most
@@ -108,12 +114,23 @@ class ResourceCommands:
         of the sessions ``viewer``'s user may see (multi-user mode)."""
         return self.host.working_directories(viewer=viewer)
 
-    def _files(self, viewer: Connection | None = None) -> Files:
+    def listing_roots(self, viewer: Connection) -> list[str]:
+        """Where ``resourceList`` may look: the working directories, and the configured
+        roots ``viewer``'s user may root a session in (module docstring)."""
+        roots = self.working_directories(viewer)
+        if not self.host.multi_user or viewer.user is not None:
+            configured = self.host.roots.allowed(viewer.user)
+            roots.extend(root for root in configured if root not in roots)
+        return roots
+
+    def _files(self, viewer: Connection | None = None, roots: list[str] | None = None) -> Files:
         settings = self.host.settings
         # A request is one WebSocket message: no write can be larger than one.
         write_cap = min(settings.max_write_bytes, settings.max_message_bytes)
         limits = Limits(max_read_bytes=settings.max_read_bytes, max_write_bytes=write_cap)
-        return Files(self.working_directories(viewer), limits, self.host.roots.forbidden)
+        if roots is None:
+            roots = self.working_directories(viewer)
+        return Files(roots, limits, self.host.roots.forbidden)
 
     async def _run(
         self,
@@ -199,7 +216,7 @@ class ResourceCommands:
         return _EMPTY
 
     async def list(self, connection: Connection, params: ResourceListParams) -> bytes:
-        files = self._files(connection)
+        files = self._files(connection, self.listing_roots(connection))
         result = await self._run(
             connection, "resourceList", params.channel, lambda: files.list_directory(params.uri)
         )

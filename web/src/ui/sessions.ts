@@ -6,6 +6,7 @@
 import { Lexer, type Token } from 'marked';
 import type { Json } from '../protocol/reducers';
 import { SessionStatus } from '../protocol/reducers';
+import { fileUri } from './folders';
 
 /**
  * A title as plain text: its Markdown's text with the markup gone
@@ -116,7 +117,7 @@ export function folderUri(text: string): { uri?: string; error?: string } {
   if (value.startsWith('file:')) return { uri: value };
   if (!value.startsWith('/')) return { error: `"${value}" is not an absolute path: give one that starts with /` };
   const path = value.length > 1 ? value.replace(/\/+$/, '') : value;
-  return { uri: `file://${path.split('/').map(encodeURIComponent).join('/')}` };
+  return { uri: fileUri(path) };
 }
 
 /** The recent folders after `path` was used: it first, no repeats, at most `max`. */

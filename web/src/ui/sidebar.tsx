@@ -1,12 +1,14 @@
 /**
  * The sidebar: New session (the host's default agent preselected and listed
  * first; a folder picked from the recent folders and the host's workspace
- * roots, or typed), a filter, and the sessions — each with its plain-text title, its
- * agent and its state (a session whose agent failed to start says so, and
- * why). Long names are cut with an ellipsis and given whole in a tooltip.
+ * roots, typed, or chosen with Browse… in the roots), a filter, and the
+ * sessions — each with its plain-text title, its agent and its state (a
+ * session whose agent failed to start says so, and why). Long names are cut
+ * with an ellipsis and given whole in a tooltip.
  */
 import { useState } from 'preact/hooks';
 import type { Json } from '../protocol/reducers';
+import { FolderBrowser } from './browse';
 import { hasUnreadChat, isArchived } from './chats';
 import {
   agentName,
@@ -26,6 +28,7 @@ export function Sidebar({ store }: { store: Store }) {
   const [provider, setProvider] = useState('');
   const [filter, setFilter] = useState('');
   const [folder, setFolder] = useState('');
+  const [browsing, setBrowsing] = useState(false);
   const roots = workspaceRoots(root);
   const chosen =
     (agents.some((a) => a.provider === provider) ? provider : '') || defaultProvider(root) || agents[0]?.provider || '';
@@ -70,6 +73,7 @@ export function Sidebar({ store }: { store: Store }) {
         <label for="folder-input">Folder</label>
         <input
           id="folder-input"
+          class={roots.length > 0 ? 'with-browse' : undefined}
           type="text"
           list="folder-options"
           autocomplete="off"
@@ -78,12 +82,32 @@ export function Sidebar({ store }: { store: Store }) {
           value={folder}
           onInput={(event) => setFolder(event.currentTarget.value)}
         />
+        {roots.length > 0 && (
+          <button
+            type="button"
+            aria-haspopup="dialog"
+            title="Browse the host's workspace roots"
+            disabled={!store.client.ready}
+            onClick={() => setBrowsing(true)}
+          >
+            Browse…
+          </button>
+        )}
         <datalist id="folder-options">
           {folderOptions(store.recentFolders, roots).map((path) => (
             <option key={path} value={path} />
           ))}
         </datalist>
       </form>
+      {browsing && (
+        <FolderBrowser
+          store={store}
+          roots={roots}
+          start={folder}
+          onChoose={setFolder}
+          onClose={() => setBrowsing(false)}
+        />
+      )}
       <h2>Sessions</h2>
       {all.length > 0 && (
         <input

@@ -13,6 +13,7 @@ import type { Json } from '../protocol/reducers';
 import { socketUrl } from '../token';
 import { backgroundTerminals, chatChangesetUri } from './changes';
 import { isRead, type Anchor } from './chats';
+import { fileUri } from './folders';
 import { folderUri, pathOf, rememberFolder } from './sessions';
 
 export interface Notice {
@@ -465,6 +466,15 @@ export class Store {
     } catch {
       return [];
     }
+  }
+
+  /**
+   * `resourceList` of the folder `path` (the folder browser's): the host's
+   * answer, or its refusal (outside the roots, too many entries, not allowed)
+   * as the error the browser shows in place — never a page notice.
+   */
+  listFolder(path: string): Promise<Json> {
+    return this.client.request('resourceList', { channel: ROOT, uri: fileUri(path) });
   }
 
   private rememberFolder(path: string): void {
