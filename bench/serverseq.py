@@ -74,6 +74,7 @@ from nats.aio.msg import Msg
 from nats.js.api import StorageType, StreamConfig
 from nats.js.errors import APIError
 
+from ahp_server.store.ownership import COMMIT
 from bench.suite import percentile, progress
 
 ROOT_DIR = Path(__file__).resolve().parent.parent
@@ -171,30 +172,9 @@ CREATE TABLE session_owner (
 );
 """
 
-#: One group commit, one statement: fenced by every session's (node, epoch), numbered
-#: by the counter, the segments inserted. Returns the number before the batch's
-#: first, or no row when fenced (then nothing was written and no number taken).
-#: $1-$4: segments (channel, first offset, last offset, entries); $5: batch size;
-#: $6: node; $7, $8: the sessions and the epochs this node holds them at.
-COMMIT = """
-WITH fence AS (
-    SELECT o.session FROM session_owner o
-    JOIN unnest($7::text[], $8::bigint[]) AS h(session, epoch)
-      ON o.session = h.session AND o.epoch = h.epoch
-    WHERE o.node = $6
-    FOR SHARE OF o
-), numbered AS (
-    UPDATE meta SET value = value + $5
-    WHERE key = 'server_seq' AND (SELECT count(*) FROM fence) = cardinality($7::text[])
-    RETURNING value - $5 AS base
-), inserted AS (
-    INSERT INTO log (channel, first_seq, last_seq, entries)
-    SELECT s.channel, n.base + 1 + s.first, n.base + 1 + s.last, s.entries
-    FROM numbered n, unnest($1::text[], $2::bigint[], $3::bigint[], $4::bytea[])
-        AS s(channel, first, last, entries)
-)
-SELECT base FROM numbered
-"""
+#: The commit is the store's (``COMMIT`` in ahp_server/store/ownership.py): fenced by
+#: every session's (node, epoch), numbered by the counter, the segments inserted; the
+#: number before the batch's first, or no row when fenced.
 
 COUNTER = "SELECT value FROM meta WHERE key = 'server_seq'"
 

@@ -9,10 +9,11 @@ tests that need it skip with the reason — except under ``CI``, where they fail
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 import asyncpg
 import pytest
@@ -50,3 +51,17 @@ async def query(url: str, sql: str, *args: object) -> list[asyncpg.Record]:
         return list(await conn.fetch(sql, *args))
     finally:
         await conn.close()
+
+
+async def until(condition: Callable[[], Awaitable[bool]]) -> None:
+    """Poll ``condition`` until it holds (the caller bounds the wait)."""
+    while True:
+        if await condition():
+            return
+        await asyncio.sleep(0.02)
+
+
+async def waits_on_a_lock(url: str, pid: int) -> bool:
+    """Whether the backend ``pid`` is waiting for a lock (a row lock, here) right now."""
+    rows = await query(url, "SELECT wait_event_type FROM pg_stat_activity WHERE pid = $1", pid)
+    return bool(rows) and rows[0][0] == "Lock"

@@ -52,13 +52,14 @@ committing under the same epoch); it waits for the expiry, or for a release.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
 from ahp_server.store.base import StoreError
 from ahp_server.store.postgres import _MIGRATION_LOCK, Fenced, connect, masked
 
-__all__ = ["Fenced", "Holder", "Lease", "LeaseLost"]
+__all__ = ["Connected", "Fenced", "Holder", "Lease", "LeaseLost"]
 
 _CREATE = """
 CREATE TABLE IF NOT EXISTS cluster_lease (
@@ -119,30 +120,25 @@ class Holder:
     expires_in: float
 
 
-class Lease:
-    """One node's handle on a named lease, on its own connection.
+class Connected:
+    """A handle on the cluster's tables with a connection of its own (a lease, the owner rows).
 
-    Every statement is bounded by ``max(ttl, 1)`` seconds (an answer later
-    than the lease lasts is worthless). Database and connection errors raise
-    :class:`StoreError`; :class:`LeaseLost` is one, so ``except StoreError``
-    means "not (or no longer known to be) primary".
+    :meth:`open` connects and creates the handle's tables (``create``) under the
+    store's migration lock. Every statement is bounded by ``max(ttl, 1)``
+    seconds (an answer later than a lease lasts is worthless); database and
+    connection errors raise :class:`StoreError` naming ``what``.
     """
 
-    def __init__(self, url: str, node: str, *, ttl: float, name: str = "primary") -> None:
+    def __init__(self, url: str, node: str, *, ttl: float, what: str, create: str) -> None:
         if ttl <= 0:
             raise ValueError("a lease's ttl must be positive")
         self._url = url
         self._node = node
         self._ttl = float(ttl)
-        self._name = name
-        self._epoch: int | None = None
-        self._conn: _Connection = None
         self._timeout = max(self._ttl, 1.0)
-
-    @property
-    def epoch(self) -> int | None:
-        """The epoch this object holds, or ``None`` (never acquired, lost or released)."""
-        return self._epoch
+        self._what = what
+        self._create = create
+        self._conn: _Connection = None
 
     @property
     def node(self) -> str:
@@ -152,12 +148,8 @@ class Lease:
     def ttl(self) -> float:
         return self._ttl
 
-    @property
-    def name(self) -> str:
-        return self._name
-
     async def open(self) -> None:
-        """Connect and create the lease table if needed (under the migration lock)."""
+        """Connect and create the tables if needed (under the migration lock)."""
         import asyncpg  # lazily: only cluster nodes need the driver
 
         where = masked(self._url)
@@ -166,41 +158,45 @@ class Lease:
             async with conn.transaction():
                 # The same key as the store's migrations: never races one.
                 await conn.execute("SELECT pg_advisory_xact_lock($1)", _MIGRATION_LOCK)
-                await conn.execute(_CREATE)
+                await conn.execute(self._create)
         except asyncpg.PostgresError as error:
             await conn.close()
-            raise StoreError(f"{where}: cannot create the lease table ({error})") from None
+            raise StoreError(f"{where}: {self._what}: cannot create its tables ({error})") from None
         except BaseException:
             await conn.close()
             raise
         self._conn = conn
 
     async def close(self) -> None:
-        """Close the connection (the lease itself is left as it is: see :meth:`release`)."""
+        """Close the connection (what it holds in the database is left as it is)."""
         conn, self._conn = self._conn, None
         if conn is not None:
             await conn.close()
 
     async def _run(self, method: str, sql: str, *args: object) -> Any:
-        """One statement on the lease's connection; reconnected once if it was lost.
+        """One statement (``conn.<method>(sql, *args)``): see :meth:`_call`."""
+        return await self._call(
+            lambda conn: getattr(conn, method)(sql, *args, timeout=self._timeout)
+        )
+
+    async def _call(self, work: Callable[[_Connection], Awaitable[Any]]) -> Any:
+        """``work`` on the handle's connection; reconnected once if it was lost.
 
         A lost connection (PostgreSQL restarted, a proxy cut it) must not cost
-        the primary its lease: the statement runs again on a new connection.
-        Every statement here may run twice: renew and release are idempotent,
-        and an acquire whose first reply was lost finds the lease held by this
-        node under an epoch it does not know — it waits for the expiry, which
-        is safe.
+        a node its lease: the work runs again on a new connection. So every
+        ``work`` must be safe to run twice (idempotent, or one transaction whose
+        second run finds the first one's outcome and accepts it).
         """
         import asyncpg
 
         for attempt in (1, 2):
             conn = self._conn
             if conn is None:
-                raise StoreError("the lease is not open: await open()")
+                raise StoreError(f"{self._what} is not open: await open()")
             try:
                 if conn.is_closed():
                     self._conn = conn = await connect(self._url)
-                return await getattr(conn, method)(sql, *args, timeout=self._timeout)
+                return await work(conn)
             except asyncpg.PostgresError as error:
                 if attempt == 1 and conn.is_closed():  # e.g. the server restarted under it
                     continue
@@ -217,9 +213,33 @@ class Lease:
         raise AssertionError("unreachable")
 
     def _error(self, error: BaseException) -> StoreError:
-        return StoreError(
-            f"{masked(self._url)}: lease {self._name!r}: {type(error).__name__}: {error}"
-        )
+        return StoreError(f"{masked(self._url)}: {self._what}: {type(error).__name__}: {error}")
+
+
+class Lease(Connected):
+    """One node's handle on a named lease, on its own connection.
+
+    Database and connection errors raise :class:`StoreError`; :class:`LeaseLost`
+    is one, so ``except StoreError`` means "not (or no longer known to be)
+    primary". Statements run again once on a new connection when the
+    connection was lost: renew and release are idempotent, and an acquire
+    whose first reply was lost finds the lease held by this node under an
+    epoch it does not know — it waits for the expiry, which is safe.
+    """
+
+    def __init__(self, url: str, node: str, *, ttl: float, name: str = "primary") -> None:
+        super().__init__(url, node, ttl=ttl, what=f"lease {name!r}", create=_CREATE)
+        self._name = name
+        self._epoch: int | None = None
+
+    @property
+    def epoch(self) -> int | None:
+        """The epoch this object holds, or ``None`` (never acquired, lost or released)."""
+        return self._epoch
+
+    @property
+    def name(self) -> str:
+        return self._name
 
     async def try_acquire(self) -> int | None:
         """Take the lease if it is free or expired, or renew it if held: the epoch, or ``None``.

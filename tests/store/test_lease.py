@@ -17,7 +17,7 @@ import pytest
 from ahp_server.store.base import StoreError
 from ahp_server.store.lease import Fenced, Holder, Lease, LeaseLost
 from ahp_server.store.postgres import PostgresStore
-from tests.postgres import postgres_schema, query
+from tests.postgres import postgres_schema, query, until, waits_on_a_lock
 
 TIMEOUT = 10.0
 CHAT = "ahp-chat:/c"
@@ -43,14 +43,6 @@ async def lease(url: str) -> AsyncIterator[Callable[..., Awaitable[Lease]]]:
     yield make
     for one in opened:
         await one.close()
-
-
-async def until(condition: Callable[[], Awaitable[bool]]) -> None:
-    """Poll ``condition`` until it holds (the caller bounds the wait)."""
-    while True:
-        if await condition():
-            return
-        await asyncio.sleep(0.02)
 
 
 async def mark(url: str) -> int:
@@ -285,10 +277,10 @@ async def test_a_takeover_waits_for_the_commit_in_flight_which_the_new_owner_the
             store.set_unfinished(CHAT, "turn-1")
             store.commit_soon()
             writer = store._writer_conn.get_server_pid()
-            await until(lambda: _waits_on_a_lock(url, writer))
+            await until(lambda: waits_on_a_lock(url, writer))
             takeover = asyncio.create_task(b.try_acquire())
             taker = b._conn.get_server_pid()
-            await until(lambda: _waits_on_a_lock(url, taker))
+            await until(lambda: waits_on_a_lock(url, taker))
             await asyncio.sleep(0.2)  # more time would not let it through
             assert not takeover.done()
             assert delivered == []
@@ -311,11 +303,6 @@ async def test_a_takeover_waits_for_the_commit_in_flight_which_the_new_owner_the
             assert delivered == [1]
     finally:
         await blocker.close()
-
-
-async def _waits_on_a_lock(url: str, pid: int) -> bool:
-    rows = await query(url, "SELECT wait_event_type FROM pg_stat_activity WHERE pid = $1", pid)
-    return bool(rows) and rows[0][0] == "Lock"
 
 
 async def test_an_unfenced_store_does_not_need_a_lease(url: str) -> None:

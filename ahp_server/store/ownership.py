@@ -1,0 +1,474 @@
+"""Sharded mode's ownership in PostgreSQL: node leases, an owner row per session, epochs.
+
+Layer: store (asyncpg on the event loop, imported lazily as in ``postgres.py``;
+no host or protocol types). Issue 32, docs/scale-out.md "Sharded mode
+(design)": every session (and the root, ``ahp-root://``) is owned by one node
+at a time, and a node that lost a session can never commit for it again. This
+module is that layer on its own — the cluster loop, the store's group commit
+and placement in the host use it (not wired yet: see "What the store needs").
+
+Tables (section "Ownership: a node lease, an owner row per session, epochs"),
+created with ``CREATE TABLE IF NOT EXISTS`` in the connection's ``search_path``
+schema under the store's migration lock:
+
+* ``cluster_nodes``: one row per node name — its ``incarnation`` (one per
+  :class:`Ownership` object, i.e. per process), ``expires_at`` by the
+  database's clock, its load (``sessions`` owned, ``turns`` running), the
+  ``roots`` it serves and a ``draining`` flag. :meth:`Ownership.join`,
+  :meth:`~Ownership.renew` (one statement, whatever the number of sessions),
+  :meth:`~Ownership.drain`, :meth:`~Ownership.live_nodes`.
+* ``session_owner``: ``(session, node, epoch)``. :meth:`~Ownership.claim`
+  (epoch 1, refused if the row exists), :meth:`~Ownership.owner_of`,
+  :meth:`~Ownership.held`, :meth:`~Ownership.release`, and
+  :meth:`~Ownership.take_over`: ``node = me, epoch = epoch + 1`` for up to
+  ``limit`` sessions of a node whose lease has expired by the database's
+  clock, picked ``FOR UPDATE SKIP LOCKED`` so survivors taking over at once
+  share them, each session taken once.
+
+Fencing (section "Ownership…" and "One ``serverSeq``: the commit counter") is
+in :func:`commit_batch`: one statement that share-locks the owner rows of the
+batch's sessions, raises ``meta.server_seq`` by the batch's size only if every
+row still says ``(this node, the epoch it holds)``, inserts the batch's ``log``
+segments numbered from the counter and returns the number before the first
+(the *base*). Otherwise nothing is written, no number taken, and
+:class:`SessionsFenced` names the sessions lost. The share lock and the
+takeover's ``UPDATE`` conflict, so whichever comes second waits for the first
+to commit: a takeover never passes a commit in flight — it *skips* that
+session (``SKIP LOCKED``) and takes it in a later round, after the commit, so
+the new owner loads everything the old one wrote; and a commit that comes
+after (or waited on) a takeover re-reads the row (READ COMMITTED), sees the
+new epoch and is refused. The counter row serialises every owner's commits,
+so commit order is number order and there are no gaps (a refused or
+rolled-back commit rolls its increment back). ``bench/serverseq.py`` runs this
+same statement (:data:`COMMIT`).
+
+Time. Expiry is decided by the database's clock only (``now()`` in the
+statements), as in ``lease.py``. Safety never depends on it: a paused node
+whose lease expired still holds its rows until someone takes them, and then
+its epoch is stale.
+
+Identity. A node is its name and this object's incarnation. A new
+incarnation may join under a name only once the previous one's lease has
+expired (or it drained), and joining raises the epoch of every session still
+owned under that name: the previous process, maybe paused rather than dead,
+is fenced out of them, and the new one gets them at their new epochs (to load,
+as after a takeover).
+
+What the store needs (docs/scale-out.md "Modules that change"; this
+increment leaves ``postgres.py`` as it is):
+
+* The ``log`` table's *columns* fit as they are (``first_seq`` primary key,
+  ``channel``, ``last_seq``, ``entries``): :func:`commit_batch` writes them.
+  Its *entries* do not: today each is ``[serverSeq, clock ms, envelope]``
+  with the envelope encoded with its ``serverSeq``, both known before the
+  commit. With the number taken in the commit, an entry must hold its offset
+  in the batch and the envelope without ``serverSeq`` (spliced in at delivery:
+  ``{"serverSeq":N,`` + the rest), a segment's entry at offset ``k`` being
+  number ``base + 1 + k``, i.e. ``first_seq + k - first offset``. Every
+  reader of ``entries`` (load, replay, the lift in ``store/lift.py``) and the
+  group commit's row builder (``store/group.py``) change with it; old
+  segments need a marker or a migration that rewrites them.
+* ``meta.server_seq`` keeps its row, but becomes the counter (``value + n``
+  in the commit) instead of a high-water mark raised with ``GREATEST``:
+  every writer of a database must use one or the other, never both.
+* A schema migration (version 3) creating ``cluster_nodes`` and
+  ``session_owner`` as here (this module's ``CREATE … IF NOT EXISTS`` is
+  then a no-op), and the store's fence becoming ``(node, {session: epoch})``
+  instead of ``(lease name, epoch)``; writes that are not envelopes (turns,
+  snapshots, catalogue rows) go in the same transaction as
+  :func:`commit_batch`, before it, so a refusal rolls them back too.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from ahp_server.store.lease import Connected, LeaseLost
+from ahp_server.store.postgres import Fenced
+from ahp_server.workspace.paths import inside
+
+__all__ = [
+    "COMMIT",
+    "Load",
+    "Node",
+    "Owner",
+    "Ownership",
+    "Segment",
+    "SessionsFenced",
+    "choose_owner",
+    "commit_batch",
+]
+
+_CREATE = """
+CREATE TABLE IF NOT EXISTS cluster_nodes (
+    node TEXT PRIMARY KEY,
+    incarnation TEXT NOT NULL,
+    expires_at TIMESTAMPTZ NOT NULL,
+    sessions INTEGER NOT NULL DEFAULT 0,
+    turns INTEGER NOT NULL DEFAULT 0,
+    roots TEXT[] NOT NULL DEFAULT '{}',
+    draining BOOLEAN NOT NULL DEFAULT false
+);
+CREATE TABLE IF NOT EXISTS session_owner (
+    session TEXT PRIMARY KEY,
+    node TEXT NOT NULL,
+    epoch BIGINT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS session_owner_node ON session_owner (node);
+"""
+
+# -- the node lease ("Ownership: a node lease, …") ---------------------------------------------
+
+#: Whoever holds the name now ($1): its incarnation and whether its lease expired.
+_PREVIOUS = """
+SELECT incarnation, expires_at <= now() FROM cluster_nodes WHERE node = $1 FOR UPDATE
+"""
+
+#: Join under a name whose row is absent, expired, or already this incarnation's.
+#: No row returned: another incarnation holds it unexpired.
+_JOIN = """
+INSERT INTO cluster_nodes AS n (node, incarnation, expires_at, sessions, turns, roots, draining)
+VALUES ($1, $2, now() + make_interval(secs => $3::float8), $4, $5, $6::text[], false)
+ON CONFLICT (node) DO UPDATE SET
+    incarnation = excluded.incarnation,
+    expires_at = excluded.expires_at,
+    sessions = excluded.sessions,
+    turns = excluded.turns,
+    roots = excluded.roots,
+    draining = false
+WHERE n.expires_at <= now() OR n.incarnation = excluded.incarnation
+RETURNING node
+"""
+
+#: A new incarnation fences the previous one out of the sessions it owned.
+_REFENCE = "UPDATE session_owner SET epoch = epoch + 1 WHERE node = $1"
+
+#: One statement whatever the number of sessions: the lease and the load.
+_RENEW = """
+UPDATE cluster_nodes
+SET expires_at = now() + make_interval(secs => $3::float8), sessions = $4, turns = $5
+WHERE node = $1 AND incarnation = $2 AND NOT draining
+"""
+
+#: A graceful stop: no more placements here, and the others may take over now.
+_DRAIN = """
+UPDATE cluster_nodes SET draining = true, expires_at = now() WHERE node = $1 AND incarnation = $2
+"""
+
+_LIVE = """
+SELECT node, sessions, turns, roots, draining FROM cluster_nodes
+WHERE expires_at > now() AND NOT draining ORDER BY node
+"""
+
+#: Nodes whose lease expired (or who drained) and that still own sessions.
+_EXPIRED = """
+SELECT n.node FROM cluster_nodes n
+WHERE n.expires_at <= now() AND EXISTS (SELECT 1 FROM session_owner o WHERE o.node = n.node)
+ORDER BY n.node
+"""
+
+# -- owner rows --------------------------------------------------------------------------------
+
+_CLAIM = """
+INSERT INTO session_owner (session, node, epoch) VALUES ($1, $2, 1)
+ON CONFLICT (session) DO NOTHING RETURNING epoch
+"""
+
+_OWNER = "SELECT node, epoch FROM session_owner WHERE session = $1"
+
+_HELD = "SELECT session, epoch FROM session_owner WHERE node = $1"
+
+_RELEASE = "DELETE FROM session_owner WHERE node = $1 AND session = ANY($2::text[])"
+
+#: Up to $3 sessions of node $2, only while its lease has expired by the database's
+#: clock; rows another survivor is taking, or that a commit in flight share-locked,
+#: are skipped (taken in a later round). Returns the sessions taken, new epochs.
+_TAKE_OVER = """
+WITH picked AS (
+    SELECT o.session FROM session_owner o
+    WHERE o.node = $2
+      AND EXISTS (SELECT 1 FROM cluster_nodes n WHERE n.node = $2 AND n.expires_at <= now())
+    ORDER BY o.session
+    LIMIT $3
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE session_owner o SET node = $1, epoch = o.epoch + 1
+FROM picked WHERE o.session = picked.session AND o.node = $2
+RETURNING o.session, o.epoch
+"""
+
+# -- the fenced, numbering commit ("One `serverSeq`: the commit counter") ---------------------
+
+#: One group commit, one statement: fenced by every session's (node, epoch), numbered
+#: by the counter, the segments inserted. Returns the number before the batch's
+#: first, or no row when fenced (then nothing was written and no number taken).
+#: $1-$4: segments (channel, first offset, last offset, entries); $5: batch size;
+#: $6: node; $7, $8: the sessions and the epochs this node holds them at (no repeats).
+COMMIT = """
+WITH fence AS (
+    SELECT o.session FROM session_owner o
+    JOIN unnest($7::text[], $8::bigint[]) AS h(session, epoch)
+      ON o.session = h.session AND o.epoch = h.epoch
+    WHERE o.node = $6
+    FOR SHARE OF o
+), numbered AS (
+    UPDATE meta SET value = value + $5
+    WHERE key = 'server_seq' AND (SELECT count(*) FROM fence) = cardinality($7::text[])
+    RETURNING value - $5 AS base
+), inserted AS (
+    INSERT INTO log (channel, first_seq, last_seq, entries)
+    SELECT s.channel, n.base + 1 + s.first, n.base + 1 + s.last, s.entries
+    FROM numbered n, unnest($1::text[], $2::bigint[], $3::bigint[], $4::bytea[])
+        AS s(channel, first, last, entries)
+)
+SELECT base FROM numbered
+"""
+
+#: After a refusal: which of the sessions ($2, epochs $3) node $1 no longer holds.
+_LOST = """
+SELECT h.session FROM unnest($2::text[], $3::bigint[]) AS h(session, epoch)
+LEFT JOIN session_owner o ON o.session = h.session
+WHERE o.session IS NULL OR o.node <> $1 OR o.epoch <> h.epoch
+ORDER BY h.session
+"""
+
+_Connection = Any  # asyncpg.Connection: asyncpg ships no type information
+
+
+class SessionsFenced(Fenced):
+    """A commit refused: this node no longer owns ``sessions`` at the epochs it held.
+
+    Nothing of the batch was written and no number taken. The node drops those
+    sessions and may commit the rest of the batch again.
+    """
+
+    def __init__(self, sessions: Iterable[str]) -> None:
+        self.sessions = frozenset(sessions)
+        super().__init__(f"sessions lost to another owner: {', '.join(sorted(self.sessions))}")
+
+
+@dataclass(frozen=True)
+class Load:
+    """What a node reports in its lease: placement picks the least loaded."""
+
+    sessions: int = 0
+    turns: int = 0
+
+
+@dataclass(frozen=True)
+class Node:
+    """A node's row in ``cluster_nodes``, as placement sees it."""
+
+    node: str
+    sessions: int = 0
+    turns: int = 0
+    #: Absolute paths of the workspace roots it serves.
+    roots: tuple[str, ...] = ()
+    draining: bool = False
+
+
+@dataclass(frozen=True)
+class Owner:
+    """A session's owner row."""
+
+    node: str
+    epoch: int
+
+
+class Segment(NamedTuple):
+    """One channel's entries in a batch: the offsets (from 0) of its first and last
+    entry in the batch, and the entries as stored."""
+
+    channel: str
+    first: int
+    last: int
+    entries: bytes
+
+
+def choose_owner(nodes: Iterable[Node], directory: str | None, me: str) -> str | None:
+    """Where a new session goes (docs/scale-out.md "Placement" and "Working directories").
+
+    Among the nodes not draining that serve a root containing ``directory``
+    (the session's working directory, an absolute, resolved path; ``None``: any
+    node): fewest running turns, then fewest sessions, then ``me`` (no hop),
+    then by name. ``None`` when no such node.
+    """
+    candidates = [
+        n
+        for n in nodes
+        if not n.draining
+        and (directory is None or any(inside(directory, root) for root in n.roots))
+    ]
+    if not candidates:
+        return None
+    return min(candidates, key=lambda n: (n.turns, n.sessions, n.node != me, n.node)).node
+
+
+async def commit_batch(
+    conn: _Connection,
+    node: str,
+    held: Mapping[str, int],
+    size: int,
+    segments: Sequence[Segment],
+) -> int:
+    """The fenced, numbering commit of one batch on ``conn``: the base, or :class:`SessionsFenced`.
+
+    ``held``: every session the batch writes for (the root included), at the
+    epoch this node holds it; ``size``: the batch's number of entries, the
+    segments' offsets being in ``range(size)``. Entry ``k`` of the batch is
+    number ``base + 1 + k``. Run inside the caller's transaction (with the
+    batch's other writes), or alone (then it is its own transaction); the
+    numbers are the caller's to deliver once that transaction has committed.
+    Refused: nothing written, no number taken, the sessions lost named (the
+    caller's transaction, still usable, should roll back what else it wrote).
+    Unbounded in time here: the caller bounds it, as the store bounds a commit.
+    """
+    if size < 1 or not held:
+        raise ValueError("a batch has at least one entry and one session")
+    sessions = list(held)
+    epochs = [held[s] for s in sessions]
+    base = await conn.fetchval(
+        COMMIT,
+        [s.channel for s in segments],
+        [s.first for s in segments],
+        [s.last for s in segments],
+        [s.entries for s in segments],
+        size,
+        node,
+        sessions,
+        epochs,
+    )
+    if base is not None:
+        return int(base)
+    lost = await conn.fetch(_LOST, node, sessions, epochs)
+    raise SessionsFenced(str(row[0]) for row in lost)
+
+
+class Ownership(Connected):
+    """One node's handle on ``cluster_nodes`` and ``session_owner``, on its own connection.
+
+    Every statement is bounded by ``max(ttl, 1)`` seconds; database and
+    connection errors raise ``StoreError``, and :class:`LeaseLost` (one) when
+    the node's lease is no longer this incarnation's. A statement runs again
+    once on a new connection if the connection was lost: each is safe to
+    repeat (a claim or takeover whose reply was lost is found in :meth:`held`;
+    a claim repeated that way answers ``None``).
+    """
+
+    def __init__(self, url: str, node: str, *, ttl: float, roots: Sequence[str] = ()) -> None:
+        super().__init__(url, node, ttl=ttl, what=f"node {node!r}", create=_CREATE)
+        self._roots = list(roots)
+        #: This process's life under the name: a restart is another incarnation.
+        self.incarnation = uuid.uuid4().hex
+
+    # -- the node lease --------------------------------------------------------------------
+
+    async def join(self, load: Load = Load()) -> dict[str, int]:
+        """Take the node's row (lease ``ttl``, ``load``, roots); the sessions it owns.
+
+        Refused with :class:`LeaseLost` while another incarnation's lease under
+        this name has not expired. Taking over from an expired incarnation
+        raises the epoch of every session still owned under the name (fencing
+        that process out); the sessions returned are at their new epochs.
+        """
+
+        async def join(conn: _Connection) -> dict[str, int]:
+            t = self._timeout
+            async with conn.transaction():
+                previous = await conn.fetchrow(_PREVIOUS, self._node, timeout=t)
+                joined = await conn.fetchval(
+                    _JOIN,
+                    self._node,
+                    self.incarnation,
+                    self._ttl,
+                    load.sessions,
+                    load.turns,
+                    self._roots,
+                    timeout=t,
+                )
+                if joined is None:
+                    raise LeaseLost(f"node {self._node!r}: another incarnation's lease is live")
+                if previous is not None and previous[0] != self.incarnation:
+                    await conn.execute(_REFENCE, self._node, timeout=t)
+                rows = await conn.fetch(_HELD, self._node, timeout=t)
+            return {str(r[0]): int(r[1]) for r in rows}
+
+        result: dict[str, int] = await self._call(join)
+        return result
+
+    async def renew(self, load: Load = Load()) -> None:
+        """Extend the lease to ``now() + ttl`` and report ``load``, in one statement.
+
+        :class:`LeaseLost` if the row is no longer this incarnation's, or it
+        drained. A lease that expired but that no other incarnation took is
+        renewed: sessions taken over meanwhile are fenced by their epochs.
+        """
+        status = await self._run(
+            "execute", _RENEW, self._node, self.incarnation, self._ttl, load.sessions, load.turns
+        )
+        if status != "UPDATE 1":
+            raise LeaseLost(f"node {self._node!r}: its lease is no longer this incarnation's")
+
+    async def drain(self) -> None:
+        """On a graceful stop: mark the node draining and expire its lease now, so the
+        others stop placing sessions here and take over its sessions at once."""
+        await self._run("execute", _DRAIN, self._node, self.incarnation)
+
+    async def live_nodes(self) -> list[Node]:
+        """The nodes whose lease has not expired and that are not draining, with load and roots."""
+        rows = await self._run("fetch", _LIVE)
+        return [
+            Node(
+                node=str(r[0]),
+                sessions=int(r[1]),
+                turns=int(r[2]),
+                roots=tuple(r[3]),
+                draining=bool(r[4]),
+            )
+            for r in rows
+        ]
+
+    async def expired_nodes(self) -> list[str]:
+        """The nodes whose lease expired (or that drained) and that still own sessions:
+        what :meth:`take_over` may take from."""
+        return [str(r[0]) for r in await self._run("fetch", _EXPIRED)]
+
+    # -- owner rows ------------------------------------------------------------------------
+
+    async def claim(self, session: str) -> int | None:
+        """Own a new session at epoch 1; ``None`` if it already has an owner row."""
+        epoch = await self._run("fetchval", _CLAIM, session, self._node)
+        return None if epoch is None else int(epoch)
+
+    async def owner_of(self, session: str) -> Owner | None:
+        """The session's owner row, or ``None`` if it has none."""
+        row = await self._run("fetchrow", _OWNER, session)
+        return None if row is None else Owner(node=str(row[0]), epoch=int(row[1]))
+
+    async def held(self) -> dict[str, int]:
+        """Every session this node owns, at its epoch."""
+        rows = await self._run("fetch", _HELD, self._node)
+        return {str(r[0]): int(r[1]) for r in rows}
+
+    async def release(self, sessions: Iterable[str]) -> None:
+        """Delete the owner rows of ``sessions`` this node owns (deleted sessions).
+
+        Not for handing a session over: a session claimed again after a
+        release starts at epoch 1, so only a session that is gone for good is
+        released; a draining node's sessions are taken over (epoch + 1).
+        """
+        await self._run("execute", _RELEASE, self._node, list(sessions))
+
+    async def take_over(self, dead: str, limit: int) -> dict[str, int]:
+        """Take up to ``limit`` sessions of node ``dead`` if its lease expired: {session: epoch}.
+
+        Nothing while ``dead``'s lease is live by the database's clock (or it
+        has no row). Sessions another survivor is taking at the same moment, or
+        whose commit is in flight, are skipped: call again (a campaign round)
+        while :meth:`expired_nodes` names ``dead``.
+        """
+        rows = await self._run("fetch", _TAKE_OVER, self._node, dead, limit)
+        return {str(r[0]): int(r[1]) for r in rows}
