@@ -51,7 +51,6 @@ after -32005.
 
 from __future__ import annotations
 
-import asyncio
 import hmac
 import ipaddress
 import struct
@@ -251,16 +250,11 @@ def gatekeeper(  # type: ignore[no-untyped-def]
     # Admitted connections per address. Bounded: an entry exists only while one
     # of its connections is open, and they are at most ``max_connections``.
     per_ip: Counter[str] = Counter()
-    # Tasks waiting for admitted connections to close (strong references; one each).
-    releasers: set[asyncio.Task[None]] = set()
 
-    async def release_when_closed(connection: ServerConnection, ip: str) -> None:
-        try:
-            await connection.wait_closed()
-        finally:
-            per_ip[ip] -= 1
-            if per_ip[ip] <= 0:
-                del per_ip[ip]
+    def release(ip: str) -> None:
+        per_ip[ip] -= 1
+        if per_ip[ip] <= 0:
+            del per_ip[ip]
 
     def authorized(connection: ServerConnection, request: Request) -> bool:
         """The single token, or one user's token (multi-user mode: the identity).
@@ -351,11 +345,10 @@ def gatekeeper(  # type: ignore[no-untyped-def]
         per_ip[ip] += 1
         if addresses is not None:
             addresses[connection] = ip
-        releaser = asyncio.get_running_loop().create_task(
-            release_when_closed(connection, ip), name="per-ip-release"
-        )
-        releasers.add(releaser)
-        releaser.add_done_callback(releasers.discard)
+        # Released once the TCP connection is gone, whether or not the handshake
+        # completes: a callback on what ``wait_closed()`` awaits, not a task per
+        # connection waiting on it.
+        connection.connection_lost_waiter.add_done_callback(lambda _: release(ip))
         return None
 
     return process_request

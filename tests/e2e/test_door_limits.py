@@ -110,6 +110,29 @@ async def test_the_per_address_limit_answers_429_and_frees_slots_when_connection
         await running.stop()
 
 
+async def test_a_slot_is_freed_when_the_client_leaves_before_its_upgrade_completes() -> None:
+    """Admitted at the door (counted), gone before reading the 101: the slot comes back."""
+    running = await start_host(Settings(max_connections_per_ip=1))
+    try:
+        address = urlsplit(running.url)
+        assert address.hostname is not None
+        assert address.port is not None
+        for _ in range(5):
+            reader, writer = await asyncio.open_connection(address.hostname, address.port)
+            writer.write(
+                b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\n"
+                b"Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+                b"Sec-WebSocket-Version: 13\r\n\r\n"
+            )
+            await writer.drain()
+            writer.transport.abort()  # gone without reading the answer
+        ws = await admitted(running.url)
+        await ping(ws)
+        await ws.close()
+    finally:
+        await running.stop()
+
+
 async def admitted(url: str) -> ClientConnection:
     """Connect, retrying 429 while the host notices a closed connection (bounded)."""
     deadline = time.monotonic() + TIMEOUT
