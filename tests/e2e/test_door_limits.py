@@ -118,7 +118,7 @@ async def test_a_slot_is_freed_when_the_client_leaves_before_its_upgrade_complet
         assert address.hostname is not None
         assert address.port is not None
         for _ in range(5):
-            reader, writer = await asyncio.open_connection(address.hostname, address.port)
+            _reader, writer = await asyncio.open_connection(address.hostname, address.port)
             writer.write(
                 b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\n"
                 b"Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
