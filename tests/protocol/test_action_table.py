@@ -60,7 +60,7 @@ def emitted(action_type: str) -> bool:
     source = "".join(
         path.read_text()
         for folder in ("host", "agents", "workspace")
-        for path in (ROOT / "ahp_server" / folder).glob("*.py")
+        for path in (ROOT / "ahp_server" / folder).rglob("*.py")
     )
     return any(re.search(rf"\b{name}\(", source) for name in classes_of(action_type))
 
