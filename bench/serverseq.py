@@ -53,7 +53,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
+import dataclasses
 import json
 import multiprocessing
 import os
@@ -74,7 +74,17 @@ from nats.aio.msg import Msg
 from nats.js.api import StorageType, StreamConfig
 from nats.js.errors import APIError
 
-from ahp_server.store.ownership import COMMIT
+from ahp_server.store.ownership import (
+    COUNTER,
+    LogReader,
+    Segment,
+    SessionsFenced,
+    batch_segments,
+    commit_batch,
+)
+from ahp_server.transport.feed import FeedPublisher, FeedReader, FeedStats
+from ahp_server.transport.feed_format import spliced
+from ahp_server.transport.relay_format import Signer
 from bench.suite import percentile, progress
 
 ROOT_DIR = Path(__file__).resolve().parent.parent
@@ -139,19 +149,20 @@ _BODY = msgspec.json.encode(
         "origin": {"clientId": "bench-client-0000", "clientSeq": 1},
     }
 )
-#: An entry of a stored or published segment: (offset in its commit, queued at ns, body).
-_ENTRIES = msgspec.json.Decoder(list[tuple[int, int, msgspec.Raw]])
-#: A feed record: (first serverSeq, count, [(channel, entries JSON)]).
-_Record = tuple[int, int, list[tuple[str, bytes]]]
-_RECORD = msgspec.msgpack.Decoder(tuple[int, int, list[tuple[str, bytes]]])
+#: The feed's cluster secret (the records are signed, as a node's are).
+SECRET = b"bench serverseq feed"
 
 
-def spliced(seq: int, body: bytes) -> bytes:
-    """The envelope as sent: ``serverSeq`` first, then the stored body's fields."""
-    return b'{"serverSeq":%d,%s' % (seq, body[1:])
+def envelope(queued_ns: int) -> bytes:
+    """An envelope as stored (without ``serverSeq``), its queued time first (for latency)."""
+    return b'{"queued":%d,%s' % (queued_ns, _BODY[1:])
 
 
-ENVELOPE_BYTES = len(spliced(10**6, _BODY))
+def queued_ns(envelope: bytes) -> int:
+    return int(envelope[10 : envelope.index(b",")])
+
+
+ENVELOPE_BYTES = len(spliced(10**6, envelope(time.monotonic_ns())))
 
 
 # -- PostgreSQL: the commit counter ---------------------------------------------------------
@@ -176,35 +187,22 @@ CREATE TABLE session_owner (
 #: every session's (node, epoch), numbered by the counter, the segments inserted; the
 #: number before the batch's first, or no row when fenced.
 
-COUNTER = "SELECT value FROM meta WHERE key = 'server_seq'"
-
-#: The segments holding any number in [$1, $2].
-REPAIR = """
-SELECT first_seq, entries FROM log WHERE last_seq >= $1 AND first_seq <= $2 ORDER BY first_seq
-"""
+#: The log and the counter are read with the store's ``LogReader``, the segments
+#: written with its ``batch_segments`` (entries ``[offset, clock ms, envelope]``).
 
 
-def batch_segments(
-    batch: list[tuple[str, int]], body: bytes
-) -> tuple[list[str], list[int], list[int], list[bytes]]:
-    """A batch of (session, queued ns) as one segment per session, offsets in the batch."""
-    by: dict[str, list[bytes]] = {}
-    first: dict[str, int] = {}
-    last: dict[str, int] = {}
-    for offset, (session, queued) in enumerate(batch):
-        entries = by.get(session)
-        if entries is None:
-            entries = by[session] = []
-            first[session] = offset
-        entries.append(b"[%d,%d,%s]" % (offset, queued, body))
-        last[session] = offset
-    channels = list(by)
-    return (
-        channels,
-        [first[c] for c in channels],
-        [last[c] for c in channels],
-        [b"[" + b",".join(by[c]) + b"]" for c in channels],
-    )
+def feed_cluster(run: str) -> str:
+    """The cluster name of a run's feed (subject ``ahp.bench<run>.feed``)."""
+    return f"bench{run}"
+
+
+def segments_of(batch: list[tuple[str, int]]) -> tuple[list[bytes], list[Segment]]:
+    """A batch of (session, queued ns): its envelopes, and one segment per session."""
+    bodies = [envelope(queued) for _, queued in batch]
+    rows = [
+        (session, queued / 1e6, body) for (session, queued), body in zip(batch, bodies, strict=True)
+    ]
+    return bodies, batch_segments(rows)
 
 
 async def create_schema(url: str) -> str:
@@ -242,6 +240,7 @@ class _Owner:
     db: Any
     nc: Any
     js: Any
+    feed: FeedPublisher
     sessions: list[str]
     epochs: list[int]
     queue: deque[tuple[str, int]] = field(default_factory=deque)
@@ -293,17 +292,15 @@ async def _pg_phase(owner: _Owner, phase: Phase, end_ns: int) -> dict[str, Any]:
     commit_ms: list[float] = []
     envelopes = commits = last_seq = 0
     pacer = None if not phase.rate else asyncio.create_task(_pace(owner, phase, end_ns, owner.wake))
-    statement = await owner.db.prepare(COMMIT)
-    subject = f"bench.{owner.run}.feed"
+    held = dict(zip(owner.sessions, owner.epochs, strict=True))
     while await _work(owner, pacer, end_ns, phase.batch_max):
         batch = [owner.queue.popleft() for _ in range(min(phase.batch_max, len(owner.queue)))]
-        channels, firsts, lasts, entries = batch_segments(batch, _BODY)
-        base = await statement.fetchval(
-            channels, firsts, lasts, entries, len(batch), owner.run, owner.sessions, owner.epochs
-        )
+        bodies, segments = segments_of(batch)
+        try:
+            base = await commit_batch(owner.db, owner.run, held, len(batch), segments)
+        except SessionsFenced:
+            raise RuntimeError("fenced: the bench's own epochs were refused") from None
         committed = time.monotonic_ns()
-        if base is None:
-            raise RuntimeError("fenced: the bench's own epochs were refused")
         if pacer is not None:
             commit_ms.extend((committed - queued) / 1e6 for _, queued in batch)
         commits += 1
@@ -312,11 +309,10 @@ async def _pg_phase(owner: _Owner, phase: Phase, end_ns: int) -> dict[str, Any]:
         owner.records += 1
         if phase.drop_every and owner.records % phase.drop_every == 5:
             continue  # as if the owner died between its commit and its publish
-        record = (base + 1, len(batch), list(zip(channels, entries, strict=True)))
-        await owner.nc.publish(subject, msgspec.msgpack.encode(record))
+        owner.feed.publish(base + 1, bodies)
     if pacer is not None:
         await pacer
-    await owner.nc.flush()
+    await owner.feed.flush()
     return {
         "envelopes": envelopes,
         "commits": commits,
@@ -366,7 +362,8 @@ async def _publisher(
     await db.executemany(
         "INSERT INTO session_owner VALUES ($1, $2, 1)", [(s, run) for s in sessions]
     )
-    owner = _Owner(index, run, db, nc, nc.jetstream(), sessions, [1] * SESSIONS)
+    feed = FeedPublisher(nc, feed_cluster(run), Signer(SECRET, feed_cluster(run)))
+    owner = _Owner(index, run, db, nc, nc.jetstream(), feed, sessions, [1] * SESSIONS)
     ready.put(index)
     loop = asyncio.get_running_loop()
     try:
@@ -382,6 +379,7 @@ async def _publisher(
             out["cpu_s"] = time.process_time() - cpu
             results.put(out)
     finally:
+        await feed.aclose()
         await db.close()
         await nc.close()
 
@@ -417,11 +415,22 @@ class Delivered:
     #: ``time.monotonic_ns()`` of the last delivery.
     last_ns: int = 0
     checksum: int = 0
+    #: The feed reader's counts (pg), and what they were at :meth:`reset`.
+    feed: FeedStats | None = None
+    _base: FeedStats = field(default_factory=FeedStats)
 
     def reset(self) -> None:
         self.count = self.out_of_order = self.duplicates = self.repaired = self.repairs = 0
         self.latencies_ms = []
         self.last_ns = 0
+        if self.feed is not None:
+            self._base = dataclasses.replace(self.feed)
+
+    def settle(self) -> None:
+        """Take the feed reader's repair counts since :meth:`reset`."""
+        if self.feed is not None:
+            self.repaired = self.feed.repaired - self._base.repaired
+            self.repairs = self.feed.repairs - self._base.repairs
 
     def deliver(self, seq: int, queued_ns: int, body: bytes, now_ns: int) -> None:
         if seq != self.next_seq:
@@ -435,88 +444,28 @@ class Delivered:
         self.latencies_ms.append((now_ns - queued_ns) / 1e6)
 
 
-class PgConsumer:
-    """Feed records in order by the next number expected; late ranges from PostgreSQL."""
+def pg_consumer(nc: Any, db_url: str, run: str, seen: Delivered) -> FeedReader:
+    """The node: the production feed reader (``transport/feed.py``) on the run's feed,
+    repairing from the log after ``GRACE``; every delivery checked by ``seen``."""
 
-    def __init__(self, db: Any) -> None:
-        self.db = db
-        self.seen = Delivered()
-        #: Records ahead of the next number, by their first number.
-        self.pending: dict[int, tuple[int, list[tuple[str, bytes]], float]] = {}
-        self._repair_task: asyncio.Task[None] | None = None
+    def deliver(seq: int, body: bytes) -> None:
+        seen.deliver(seq, queued_ns(body), body, time.monotonic_ns())
 
-    async def on_record(self, msg: Msg) -> None:
-        first, count, segments = _RECORD.decode(msg.data)
-        if first + count <= self.seen.next_seq:
-            self.seen.duplicates += count
-            return
-        self.pending[first] = (count, segments, time.monotonic())
-        self._drain()
-
-    def _drain(self) -> None:
-        seen, pending = self.seen, self.pending
-        while (entry := pending.pop(seen.next_seq, None)) is not None:
-            count, segments, _ = entry
-            self._deliver(seen.next_seq, count, segments)
-
-    def _deliver(self, first: int, count: int, segments: list[tuple[str, bytes]]) -> None:
-        slots: list[tuple[int, msgspec.Raw] | None] = [None] * count
-        for _, entries in segments:
-            for offset, queued, body in _ENTRIES.decode(entries):
-                slots[offset] = (queued, body)
-        now = time.monotonic_ns()
-        for i, slot in enumerate(slots):
-            assert slot is not None, "a record's segments cover its numbers"
-            self.seen.deliver(first + i, slot[0], bytes(slot[1]), now)
-
-    def start(self) -> None:
-        self._repair_task = asyncio.create_task(self._repairer())
-
-    async def stop(self) -> None:
-        if self._repair_task is not None:
-            self._repair_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._repair_task
-
-    async def _repairer(self) -> None:
-        while True:
-            await asyncio.sleep(GRACE / 5)
-            if not self.pending:
-                continue
-            ahead = min(self.pending)
-            if time.monotonic() - self.pending[ahead][2] >= GRACE:
-                await self.repair(ahead - 1)
-
-    async def repair(self, upto: int) -> None:
-        """Fetch every number from the next expected through ``upto`` from PostgreSQL.
-
-        Commit order is ``serverSeq`` order: once a record numbered above them
-        arrived (or the counter says so), they are committed and readable.
-        """
-        start = self.seen.next_seq
-        if upto < start:
-            return
-        rows = await self.db.fetch(REPAIR, start, upto)
-        found: dict[int, tuple[int, bytes]] = {}
-        for first_seq, entries in rows:
-            decoded = _ENTRIES.decode(entries)
-            first_offset = decoded[0][0]
-            for offset, queued, raw in decoded:
-                found[first_seq + offset - first_offset] = (queued, bytes(raw))
-        now = time.monotonic_ns()
-        self.seen.repairs += 1
-        for seq in range(start, upto + 1):
-            queued, body = found[seq]  # a KeyError here would be a gap in the log
-            if seq < self.seen.next_seq:
-                # Its record came while the rows were read, and was delivered then.
-                self.seen.duplicates += 1
-                continue
-            self.seen.deliver(seq, queued, body, now)
-            self.seen.repaired += 1
-        for first in [f for f in self.pending if f < self.seen.next_seq]:
-            count, _, _ = self.pending.pop(first)
-            self.seen.duplicates += count
-        self._drain()
+    reader = FeedReader(
+        nc,
+        LogReader(db_url),
+        feed_cluster(run),
+        Signer(SECRET, feed_cluster(run)),
+        1,
+        deliver,
+        grace=GRACE,
+        retry=1.0,
+        poll_interval=2 * GRACE,
+        stall=30.0,
+        pending_msgs=-1,
+    )
+    seen.feed = reader.stats
+    return reader
 
 
 class JsConsumer:
@@ -540,16 +489,23 @@ async def pg_checks(db: Any) -> dict[str, Any]:
     """A stale epoch writes nothing and takes no number; a rollback leaves no gap."""
     await db.execute("INSERT INTO session_owner VALUES ('chk', 'node-a', 2)")
     before = await db.fetchval(COUNTER)
-    segs = batch_segments([("chk", 0), ("chk", 0)], _BODY)
-    stale = await db.fetchval(COMMIT, *segs, 2, "node-a", ["chk"], [1])
-    wrong_node = await db.fetchval(COMMIT, *segs, 2, "node-b", ["chk"], [2])
+    _, segments = segments_of([("chk", 0), ("chk", 0)])
+
+    async def commit(node: str, epoch: int) -> int | None:
+        try:
+            return await commit_batch(db, node, {"chk": epoch}, 2, segments)
+        except SessionsFenced:
+            return None
+
+    stale = await commit("node-a", 1)
+    wrong_node = await commit("node-b", 2)
     after_fenced = await db.fetchval(COUNTER)
     rows_fenced = await db.fetchval("SELECT count(*) FROM log WHERE channel = 'chk'")
     tx = db.transaction()
     await tx.start()
-    await db.fetchval(COMMIT, *segs, 2, "node-a", ["chk"], [2])
+    await commit("node-a", 2)
     await tx.rollback()
-    base = await db.fetchval(COMMIT, *segs, 2, "node-a", ["chk"], [2])
+    base = await commit("node-a", 2)
     return {
         "stale_epoch_refused": stale is None and after_fenced == before and rows_fenced == 0,
         "wrong_node_refused": wrong_node is None,
@@ -667,6 +623,7 @@ class Bench:
             reports.append(report)
         last = max(r["last_seq"] for r in reports)
         await drain(last)
+        seen.settle()
         wall = (time.monotonic_ns() - start_ns) / 1e9
         in_order_s = max(1e-9, (seen.last_ns - start_ns) / 1e9)
         consumer_cpu = time.process_time() - cpu
@@ -707,19 +664,18 @@ class Bench:
 async def _pg_series(bench: Bench, sizes: Sizes) -> dict[str, Any]:
     db = await asyncpg.connect(bench.db_url, timeout=10)
     nc = await nats.connect(NATS, connect_timeout=5)
-    consumer = PgConsumer(db)
-    await nc.subscribe(f"bench.{bench.run}.feed", cb=consumer.on_record, pending_msgs_limit=-1)
+    seen = Delivered()
+    consumer = pg_consumer(nc, bench.db_url, bench.run, seen)
+    await consumer.start()
     await nc.flush()
-    consumer.start()
 
     async def drain(last: int) -> None:
-        started = time.monotonic()
-        while consumer.seen.next_seq <= last:
+        # The tail's records may be late or lost: the reader's counter poll finds them.
+        deadline = time.monotonic() + 30
+        while seen.next_seq <= last:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"pg: {seen.next_seq - 1} of {last} in 30 s")
             await asyncio.sleep(0.005)
-            if time.monotonic() - started > 2 * GRACE:
-                # The tail's records are late or lost: what the design's idle poll of
-                # the counter does.
-                await consumer.repair(last)
 
     out: dict[str, Any] = {}
     try:
@@ -732,7 +688,7 @@ async def _pg_series(bench: Bench, sizes: Sizes) -> dict[str, Any]:
         ):
             progress(f"pg: {name}")
             phase = Phase(name, "pg", publishers, rate, s, batch_max=batch)
-            out[name] = await bench.phase(phase, consumer.seen, drain)
+            out[name] = await bench.phase(phase, seen, drain)
         half = out["ceiling_3"]["delivered_in_order_per_s"] / 2 / 3
         for name, rate, drop in (
             ("light_3", LIGHT_RATE, 0),
@@ -742,13 +698,13 @@ async def _pg_series(bench: Bench, sizes: Sizes) -> dict[str, Any]:
         ):
             progress(f"pg: {name}")
             out[name] = await bench.phase(
-                Phase(name, "pg", 3, rate, s, drop_every=drop), consumer.seen, drain
+                Phase(name, "pg", 3, rate, s, drop_every=drop), seen, drain
             )
-        out["total_delivered_in_order"] = consumer.seen.next_seq - 1
+        out["total_delivered_in_order"] = seen.next_seq - 1
         out["counter"] = int(await db.fetchval(COUNTER))
         out["checks"] = await pg_checks(db)
     finally:
-        await consumer.stop()
+        await consumer.aclose()
         await nc.close()
         await db.close()
     return out

@@ -44,6 +44,18 @@ async def postgres_schema() -> AsyncIterator[str]:
         await admin.close()
 
 
+@contextlib.asynccontextmanager
+async def store_schema() -> AsyncIterator[str]:
+    """:func:`postgres_schema` with the store's tables made by its own migrations."""
+    from ahp_server.store.postgres import PostgresStore
+
+    async with postgres_schema() as url:
+        store = PostgresStore(url)
+        await store.start()
+        await store.close()
+        yield url
+
+
 async def query(url: str, sql: str, *args: object) -> list[asyncpg.Record]:
     """Run one statement on its own connection (to look behind the store's back)."""
     conn = await asyncpg.connect(url, timeout=5)

@@ -81,25 +81,34 @@ increment leaves ``postgres.py`` as it is):
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+import msgspec
+
+from ahp_server.store.base import StoreError
 from ahp_server.store.lease import Connected, LeaseLost
-from ahp_server.store.postgres import Fenced
+from ahp_server.store.postgres import Fenced, connect, masked
 from ahp_server.workspace.paths import inside
 
 __all__ = [
     "COMMIT",
+    "COUNTER",
+    "RANGE",
     "Load",
+    "LogReader",
     "Node",
     "Owner",
     "Ownership",
     "Segment",
     "SessionsFenced",
+    "batch_segments",
     "choose_owner",
     "commit_batch",
+    "numbered",
 ]
 
 _CREATE = """
@@ -227,6 +236,14 @@ WITH fence AS (
 SELECT base FROM numbered
 """
 
+#: The commit counter: every number up to it is committed (and readable, in ``log``).
+COUNTER = "SELECT value FROM meta WHERE key = 'server_seq'"
+
+#: The segments holding any number in [$1, $2] (what a node repairs a gap from).
+RANGE = """
+SELECT first_seq, entries FROM log WHERE last_seq >= $1 AND first_seq <= $2 ORDER BY first_seq
+"""
+
 #: After a refusal: which of the sessions ($2, epochs $3) node $1 no longer holds.
 _LOST = """
 SELECT h.session FROM unnest($2::text[], $3::bigint[]) AS h(session, epoch)
@@ -236,6 +253,11 @@ ORDER BY h.session
 """
 
 _Connection = Any  # asyncpg.Connection: asyncpg ships no type information
+
+
+#: A segment's entries as :func:`commit_batch`'s callers write them (:func:`batch_segments`):
+#: ``[offset in the batch, clock ms, envelope JSON without serverSeq]``.
+_ENTRIES = msgspec.json.Decoder(list[tuple[int, float, msgspec.Raw]])
 
 
 class SessionsFenced(Fenced):
@@ -286,6 +308,43 @@ class Segment(NamedTuple):
     first: int
     last: int
     entries: bytes
+
+
+def batch_segments(batch: Sequence[tuple[str, float, bytes]]) -> list[Segment]:
+    """A batch of ``(channel, clock ms, envelope)`` as one :class:`Segment` per channel.
+
+    Entry ``k`` of the batch is stored as ``[k, clock ms, envelope]`` in its
+    channel's segment (the envelope without ``serverSeq``: JSON, spliced at
+    delivery), so it reads back as number ``base + 1 + k`` (:func:`numbered`).
+    """
+    by: dict[str, list[bytes]] = {}
+    first: dict[str, int] = {}
+    last: dict[str, int] = {}
+    for offset, (channel, at_ms, envelope) in enumerate(batch):
+        entries = by.get(channel)
+        if entries is None:
+            entries = by[channel] = []
+            first[channel] = offset
+        entries.append(b"[%d,%s,%s]" % (offset, repr(float(at_ms)).encode(), envelope))
+        last[channel] = offset
+    return [
+        Segment(channel, first[channel], last[channel], b"[" + b",".join(entries) + b"]")
+        for channel, entries in by.items()
+    ]
+
+
+def numbered(first_seq: int, entries: bytes) -> list[tuple[int, float, bytes]]:
+    """A stored segment (``log.first_seq``, ``log.entries``) as ``(serverSeq, clock ms,
+    envelope)``: the entry at offset ``k`` is ``first_seq + k - `` the first entry's offset.
+    ``ValueError`` if the entries are not that layout."""
+    try:
+        decoded = _ENTRIES.decode(entries)
+    except msgspec.DecodeError as error:
+        raise ValueError(f"log segment {first_seq}: {error}") from None
+    if not decoded:
+        return []
+    shift = first_seq - decoded[0][0]
+    return [(shift + offset, at_ms, bytes(envelope)) for offset, at_ms, envelope in decoded]
 
 
 def choose_owner(nodes: Iterable[Node], directory: str | None, me: str) -> str | None:
@@ -472,3 +531,63 @@ class Ownership(Connected):
         """
         rows = await self._run("fetch", _TAKE_OVER, self._node, dead, limit)
         return {str(r[0]): int(r[1]) for r in rows}
+
+
+class LogReader:
+    """A node's reads of the committed log, on a connection of its own: the counter and
+    ranges of numbers (the feed's counter poll and repairs, ``transport/feed.py``).
+
+    Connects on first use and again after a failure; every call is bounded by
+    ``timeout`` seconds (connecting included) and raises :class:`StoreError`
+    when PostgreSQL cannot answer: the caller tries again later.
+    """
+
+    def __init__(self, url: str, *, timeout: float = 5.0) -> None:
+        self._url = url
+        self._timeout = timeout
+        self._conn: _Connection = None
+
+    async def counter(self) -> int:
+        """The commit counter: every number up to it is committed."""
+        return int(await self._call("fetchval", COUNTER))
+
+    async def read(self, lo: int, hi: int) -> dict[int, bytes]:
+        """Every committed envelope numbered ``lo..hi`` (fewer only above the counter)."""
+        rows = await self._call("fetch", RANGE, lo, hi)
+        found: dict[int, bytes] = {}
+        for first_seq, entries in rows:
+            try:
+                segment = numbered(int(first_seq), bytes(entries))
+            except ValueError as error:
+                raise StoreError(f"{masked(self._url)}: {error}") from None
+            for n, _, envelope in segment:
+                if lo <= n <= hi:
+                    found[n] = envelope
+        return found
+
+    async def close(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            conn.terminate()
+
+    async def _call(self, method: str, sql: str, *args: object) -> Any:
+        import asyncpg  # lazily: only cluster nodes need the driver
+
+        try:
+            async with asyncio.timeout(self._timeout):
+                if self._conn is None or self._conn.is_closed():
+                    self._conn = None
+                    self._conn = await connect(self._url)
+                return await getattr(self._conn, method)(sql, *args)
+        except (
+            TimeoutError,
+            OSError,
+            StoreError,
+            asyncpg.PostgresError,
+            asyncpg.InterfaceError,
+            asyncpg.exceptions.InternalClientError,
+        ) as error:
+            await self.close()  # in an unknown state: the next call reconnects
+            if isinstance(error, StoreError):
+                raise
+            raise StoreError(f"{masked(self._url)}: cannot read the log ({error})") from None

@@ -29,8 +29,8 @@ from ahp_server.store.ownership import (
     choose_owner,
     commit_batch,
 )
-from ahp_server.store.postgres import Fenced, PostgresStore
-from tests.postgres import postgres_schema, query, until, waits_on_a_lock
+from ahp_server.store.postgres import Fenced
+from tests.postgres import query, store_schema, until, waits_on_a_lock
 
 TIMEOUT = 10.0
 
@@ -41,10 +41,7 @@ Connect = Callable[[], Awaitable[asyncpg.Connection]]
 @pytest.fixture
 async def url() -> AsyncIterator[str]:
     """A fresh schema with the store's tables (the store's own migrations)."""
-    async with postgres_schema() as schema_url:
-        store = PostgresStore(schema_url)
-        await store.start()
-        await store.close()
+    async with store_schema() as schema_url:
         yield schema_url
 
 
