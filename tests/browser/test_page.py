@@ -346,9 +346,10 @@ async def test_a_5_mb_answer_renders_completely_and_without_long_tasks(host: Hos
     assert rendered["code"] == rendered["highlighted"] == rendered["copyButtons"] == sections
     assert rendered["python"] == (sections + 1) // 2
     assert rendered["typescript"] == sections // 2
-    # And the main thread was never blocked for more than 50 ms. Not met yet
-    # (docs/web.md "Long answers"): a handful of tasks of 50-350 ms remain, most
-    # of them garbage collections of the growing page; the rest above holds.
+    # And the main thread was never blocked for more than 50 ms. Not met on
+    # every run yet (docs/web.md "Long answers"): now and then a major garbage
+    # collection marks the growing DOM on the main thread for 50-600 ms; the
+    # rest above holds.
     if result["longTasks"]:
         pytest.xfail(f"long tasks over {LONG_TASK_MS} ms remain: {result['longTasks']}")
 

@@ -7,6 +7,7 @@
  * things, with a few data attributes for state the eye reads from style.
  */
 import assert from 'node:assert/strict';
+import { createWriteStream } from 'node:fs';
 import {
   TIMEOUT,
   answerText,
@@ -870,27 +871,36 @@ export const scenarios = {
     await newSession(page);
     await page.evaluate(() => {
       window.__longTasks = [];
-      new PerformanceObserver((list) => {
+      window.__longTaskObserver = new PerformanceObserver((list) => {
         for (const entry of list.getEntries()) window.__longTasks.push(Math.round(entry.duration));
-      }).observe({ type: 'longtask' });
+      });
+      window.__longTaskObserver.observe({ type: 'longtask' });
     });
+    // AHP_BIG_MARKDOWN_TRACE=FILE: a Chromium trace of the run (timeline, GC,
+    // JS samples), to tell what a long task was (docs/web.md "Long answers").
+    const trace = process.env.AHP_BIG_MARKDOWN_TRACE ? await startTrace(page) : undefined;
     const started = Date.now();
     await send(page, `/markdown ${kb}`);
-    // Done: the turn is over, the marker is the answer's last text, and every
-    // section's table is there (closed blocks may still be coming in).
+    // Done: the turn is over, and the answer says every block of it is in the
+    // DOM (data-rendered, web/src/streamed.ts). Checked in O(1) every 500 ms:
+    // walking the whole answer here would itself block the page's main thread
+    // (a querySelectorAll of a 5 MB answer takes tens of ms) inside the window
+    // the long tasks are counted in. The DOM is counted after that window.
     await page.waitForFunction(
       () => {
         const turn = document.querySelector('.transcript article.turn:last-child');
         if (turn?.getAttribute('data-state') !== 'complete') return false;
-        const answer = turn.querySelector('.markdown.answer');
-        const marker = /END OF MARKDOWN (\d+)\s*$/.exec(answer?.lastElementChild?.textContent ?? '');
-        return marker !== null && answer.querySelectorAll('table').length === Number(marker[1]);
+        return turn.querySelector('.markdown.answer')?.getAttribute('data-rendered') === 'complete';
       },
       null,
       { polling: 500, timeout: 170_000 },
     );
     const seconds = (Date.now() - started) / 1000;
     await page.waitForTimeout(500); // a long task ending now is reported a moment later
+    const longTasks = await page.evaluate(() => {
+      window.__longTaskObserver.disconnect();
+      return window.__longTasks;
+    });
     const rendered = await page.evaluate(() => {
       const turn = document.querySelector('.transcript article.turn:last-child');
       const answer = turn.querySelector('.markdown.answer');
@@ -909,7 +919,7 @@ export const scenarios = {
         lastHeading: [...answer.querySelectorAll('h2')].pop()?.textContent ?? '',
       };
     });
-    const longTasks = await page.evaluate(() => window.__longTasks);
+    if (trace) await trace.end(process.env.AHP_BIG_MARKDOWN_TRACE);
     return { chat: await chatOf(page), kb, seconds, rendered, longTasks };
   },
 
@@ -1035,3 +1045,36 @@ async function hostOrder(ask, session) {
   return (await ask({ do: 'order', session })).order;
 }
 
+
+/**
+ * Start a Chromium trace of `page` (through CDP): its main thread's tasks,
+ * style, layout, paint, both garbage collectors and sampled JavaScript.
+ * `end(file)` stops it and writes the JSON trace (chrome://tracing, Perfetto).
+ */
+async function startTrace(page) {
+  const cdp = await page.context().newCDPSession(page);
+  await cdp.send('Tracing.start', {
+    transferMode: 'ReturnAsStream',
+    traceConfig: {
+      includedCategories: [
+        'toplevel', 'devtools.timeline', 'disabled-by-default-devtools.timeline', 'blink', 'v8', 'v8.gc',
+        'disabled-by-default-v8.gc', 'cppgc', 'disabled-by-default-cppgc', 'disabled-by-default-v8.cpu_profiler',
+      ],
+    },
+  });
+  return {
+    async end(file) {
+      const done = new Promise((resolve) => cdp.once('Tracing.tracingComplete', resolve));
+      await cdp.send('Tracing.end');
+      const { stream } = await done;
+      const out = createWriteStream(file);
+      for (;;) {
+        const { data, eof, base64Encoded } = await cdp.send('IO.read', { handle: stream, size: 1 << 20 });
+        out.write(base64Encoded ? Buffer.from(data, 'base64') : data);
+        if (eof) break;
+      }
+      await new Promise((resolve) => out.end(resolve));
+      await cdp.detach();
+    },
+  };
+}

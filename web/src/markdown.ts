@@ -80,7 +80,7 @@ purify.addHook('afterSanitizeAttributes', (node) => {
   }
 });
 
-const CONFIG: Config & { RETURN_DOM_FRAGMENT: true } = {
+const CONFIG: Config & { IN_PLACE: true } = {
   USE_PROFILES: { html: true },
   // Markup that could pass for the page's own controls, or fetch and embed.
   FORBID_TAGS: [
@@ -89,7 +89,8 @@ const CONFIG: Config & { RETURN_DOM_FRAGMENT: true } = {
   ],
   FORBID_ATTR: ['style', 'srcset', 'formaction', 'action', 'ping', 'id', 'name'],
   ALLOW_DATA_ATTR: false,
-  RETURN_DOM_FRAGMENT: true,
+  // The markup is parsed here (`inert`), and sanitised where it was parsed.
+  IN_PLACE: true,
 };
 // Set once: given to each sanitize call, the configuration would be parsed
 // again per call (a fifth of the time of rendering a long answer's blocks).
@@ -100,17 +101,55 @@ purify.setConfig(CONFIG);
  * plain (cheaper: for a large block that is still streaming).
  */
 export function renderMarkdown(text: string, { highlight = true }: { highlight?: boolean } = {}): DocumentFragment {
-  const html = (highlight ? highlighted : plain).parse(text) as string;
-  const fragment = purify.sanitize(html) as unknown as DocumentFragment; // CONFIG: a fragment
-  for (const pre of fragment.querySelectorAll('pre')) addCopyButton(pre);
+  const fragment = document.createDocumentFragment();
+  fragment.append(...renderMarkdownBlocks([text], { highlight })[0]!.childNodes);
   return fragment;
+}
+
+/**
+ * Sanitized DOM for each of `texts` (Markdown, each parsed on its own): one
+ * `div` of this document each, not in the page yet.
+ *
+ * The markup is parsed in a document of its own without a browsing context,
+ * so nothing in it loads, runs or fires (an `<img>`'s `onerror`) before
+ * DOMPurify has removed it; each text as the children of its own `div`, so
+ * whatever a text's markup opens or closes stays in its `div`. DOMPurify then
+ * sanitises them all in one walk, where they were parsed (`IN_PLACE`), and
+ * the page adopts the result. Given a string instead, DOMPurify parses it into
+ * a new document per call: a long answer's tens of thousands of blocks made as
+ * many documents, half of the time of rendering them and most of the garbage
+ * the page then had to collect. And a document is not reused across calls:
+ * each sanitisation leaves a NodeIterator on it until the next garbage
+ * collection, and Chromium visits all of a document's iterators for every
+ * node that leaves it, so adopting from a long-lived one slows without bound.
+ */
+export function renderMarkdownBlocks(texts: readonly string[], { highlight = true }: { highlight?: boolean } = {}): HTMLDivElement[] {
+  const marked = highlight ? highlighted : plain;
+  const inert = document.implementation.createHTMLDocument('');
+  const root = inert.createElement('div');
+  const blocks = texts.map((text) => {
+    const block = inert.createElement('div');
+    block.innerHTML = marked.parse(text) as string;
+    root.append(block);
+    return block;
+  });
+  purify.sanitize(root); // in place (CONFIG)
+  document.adoptNode(root);
+  return blocks.map((block) => {
+    // A bare div is kept; were one removed all the same, its block shows nothing.
+    if (block.parentNode !== root) return document.createElement('div');
+    for (const pre of block.querySelectorAll('pre')) addCopyButton(pre);
+    return block;
+  });
 }
 
 /**
  * Wrap `pre` in a `.code-block` with a Copy button before it. The button's
  * label is drawn by CSS (`::before`), so the transcript's text (innerText, a
  * selection copied) stays the agent's alone; its accessible name is
- * `aria-label`. `data-copied` says how the last copy went.
+ * `aria-label`. `data-copied` says how the last copy went. One listener on the
+ * document serves every button (`copyCode`): a long answer has thousands,
+ * and a listener each kept as many closures and wrappers alive.
  */
 function addCopyButton(pre: HTMLPreElement): void {
   const doc = pre.ownerDocument;
@@ -121,24 +160,29 @@ function addCopyButton(pre: HTMLPreElement): void {
   button.className = 'copy-code';
   button.setAttribute('aria-label', 'Copy code');
   button.title = 'Copy code';
-  button.addEventListener('click', () => {
-    const code = pre.textContent ?? '';
-    const done = (outcome: 'yes' | 'failed') => {
-      button.setAttribute('data-copied', outcome);
-      setTimeout(() => button.removeAttribute('data-copied'), 2000);
-    };
-    if (!navigator.clipboard) {
-      done('failed');
-      return;
-    }
-    navigator.clipboard.writeText(code).then(
-      () => done('yes'),
-      () => done('failed'),
-    );
-  });
   pre.replaceWith(wrapper);
   wrapper.append(button, pre);
 }
+
+function copyCode(event: MouseEvent): void {
+  const button = event.target instanceof Element ? event.target.closest('button.copy-code') : null;
+  const pre = button?.parentElement?.classList.contains('code-block') ? button.nextElementSibling : null;
+  if (!button || !(pre instanceof HTMLPreElement)) return;
+  const code = pre.textContent ?? '';
+  const done = (outcome: 'yes' | 'failed') => {
+    button.setAttribute('data-copied', outcome);
+    setTimeout(() => button.removeAttribute('data-copied'), 2000);
+  };
+  if (!navigator.clipboard) {
+    done('failed');
+    return;
+  }
+  navigator.clipboard.writeText(code).then(
+    () => done('yes'),
+    () => done('failed'),
+  );
+}
+document.addEventListener('click', copyCode);
 
 /** Text of a `StringOrMarkdown` value (`string` or `{ markdown }`). */
 export function markdownOf(value: unknown): string {

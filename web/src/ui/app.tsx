@@ -22,9 +22,9 @@
  * and a banner says when the host is unreachable or not ready (`Store.health`).
  */
 import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
-import { Component, Fragment, h, type ComponentChildren, type FunctionComponent } from 'preact';
-import { BlockSplitter } from '../blocks';
+import { Fragment, type ComponentChildren } from 'preact';
 import { markdownOf, renderMarkdown } from '../markdown';
+import { StreamedBlocks } from '../streamed';
 import type { Json } from '../protocol/reducers';
 import { SessionStatus } from '../protocol/reducers';
 import { getToken, setToken } from '../token';
@@ -59,137 +59,20 @@ function Markdown({ text, class: className }: { text: string; class?: string }) 
 }
 
 /**
- * A streamed answer (or reasoning) as Markdown, rendered incrementally.
- *
- * The text is cut into top-level blocks (`BlockSplitter`, web/src/blocks.ts).
- * A closed block is parsed once: `MarkdownBlock` is memoised on its text, and
- * blocks come in groups of `GROUP` (memoised on their range of the splitter's
- * append-only list), so a frame diffs a few groups, not every block. Only the
- * open block is parsed again as the text grows; while it is large and still
- * streaming its code is not highlighted (it is once it closes or the turn
- * ends). The store already renders at most once per animation frame, however
- * many deltas arrived.
- *
- * Closed blocks are shown at most a frame's budget of Markdown per frame
- * (adapted to how long the last frame's took, aiming at `FRAME_MS`): a
- * burst (a long answer opened at once, a fast stream) is laid out over
- * several frames instead of one long task; the open block is shown once every
- * closed block before it is. Each block has `content-visibility: auto`
- * (styles.css), so blocks off screen are not laid out or painted.
+ * A streamed answer (or reasoning) as Markdown, rendered incrementally and a
+ * frame's slice at a time by `StreamedBlocks` (web/src/streamed.ts), which
+ * owns the element's children: Preact renders the element alone.
  */
-/**
- * `render`, re-rendered only when `same(old, new)` is false (React.memo; the
- * one in preact/compat would bring compat's global option hooks with it).
- */
-function memo<P extends object>(render: FunctionComponent<P>, same: (a: P, b: P) => boolean): FunctionComponent<P> {
-  class Memo extends Component<P> {
-    override shouldComponentUpdate(next: P): boolean {
-      return !same(this.props, next);
-    }
-    override render() {
-      return h(render, this.props);
-    }
-  }
-  return Memo as unknown as FunctionComponent<P>;
-}
-
-const GROUP = 64;
-/** Closed Markdown rendered per frame: to start with, and the bounds of the adaptive budget. */
-const FRAME_BYTES = 8_000;
-const FRAME_BYTES_MIN = 1_000;
-const FRAME_BYTES_MAX = 256_000;
-/** What a frame's rendering of closed blocks should take (ms): well under a 50 ms long task. */
-const FRAME_MS = 16;
-/** Time spent rendering blocks, and their bytes, since StreamedMarkdown last read it. */
-const blockCost = { ms: 0, bytes: 0 };
-const HIGHLIGHT_OPEN_BELOW = 16_000;
-
 function StreamedMarkdown({ text, class: className, streaming }: { text: string; class?: string; streaming: boolean }) {
-  const splitter = useRef<BlockSplitter | null>(null);
-  splitter.current ??= new BlockSplitter();
-  const blocks = splitter.current;
-  blocks.update(text);
-  const closed = blocks.closed;
-  // How many closed blocks are shown: grows by a frame's budget per render.
-  const shown = useRef(0);
-  const budget = useRef(FRAME_BYTES);
-  let count = Math.min(shown.current, closed.length);
-  let bytes = 0;
-  for (; count < closed.length && (bytes === 0 || bytes + closed[count]!.length <= budget.current); count++) {
-    bytes += closed[count]!.length;
-  }
-  shown.current = count;
-  // After the blocks of this render are in the DOM (their layout effects run
-  // first): what rendering them cost per byte sets the next frame's budget, so
-  // a frame's rendering stays near FRAME_MS on this machine, fast or slow.
-  useLayoutEffect(() => {
-    const { ms, bytes: rendered } = blockCost;
-    if (rendered < FRAME_BYTES_MIN) return;
-    blockCost.ms = blockCost.bytes = 0;
-    const perByte = Math.max(ms, 0.1) / rendered;
-    budget.current = Math.min(FRAME_BYTES_MAX, Math.max(FRAME_BYTES_MIN, FRAME_MS / perByte));
-  });
-  const behind = count < closed.length;
-  const [, setFrame] = useState(0);
-  useEffect(() => {
-    if (!behind) return;
-    const id = requestAnimationFrame(() => setFrame((n) => n + 1));
-    return () => cancelAnimationFrame(id);
-  });
-  const definitions = blocks.definitions;
-  const groups = [];
-  for (let start = 0; start < count; start += GROUP) {
-    groups.push(
-      <MarkdownGroup key={start} blocks={closed} start={start} end={Math.min(count, start + GROUP)} definitions={definitions} />,
-    );
-  }
-  const open = blocks.open;
-  return (
-    <div class={`markdown ${className ?? ''}`} data-rendered={behind || streaming ? 'partial' : 'complete'}>
-      {groups}
-      {!behind && open && (
-        <MarkdownBlock
-          text={open}
-          definitions={definitions}
-          highlight={!streaming || open.length < HIGHLIGHT_OPEN_BELOW}
-        />
-      )}
-    </div>
-  );
-}
-
-const MarkdownGroup = memo(
-  function MarkdownGroup({ blocks, start, end, definitions }: { blocks: string[]; start: number; end: number; definitions: string }) {
-    const items = [];
-    for (let i = start; i < end; i++) {
-      items.push(<MarkdownBlock key={i} text={blocks[i]!} definitions={definitions} highlight />);
-    }
-    return <div class="md-group">{items}</div>;
-  },
-  (a, b) => a.blocks === b.blocks && a.start === b.start && a.end === b.end && a.definitions === b.definitions,
-);
-
-const MarkdownBlock = memo(
-  function MarkdownBlock({
-  text,
-  definitions,
-  highlight,
-}: {
-  text: string;
-  definitions: string;
-  highlight: boolean;
-}) {
   const ref = useRef<HTMLDivElement>(null);
+  const view = useRef<StreamedBlocks | null>(null);
   useLayoutEffect(() => {
-    const started = performance.now();
-    ref.current?.replaceChildren(renderMarkdown(definitions ? `${text}\n\n${definitions}` : text, { highlight }));
-    blockCost.ms += performance.now() - started;
-    blockCost.bytes += text.length;
-  }, [text, definitions, highlight]);
-  return <div class="md-block" ref={ref} />;
-  },
-  (a, b) => a.text === b.text && a.definitions === b.definitions && a.highlight === b.highlight,
-);
+    view.current ??= new StreamedBlocks(ref.current!);
+    view.current.update(text, streaming);
+  }, [text, streaming]);
+  useEffect(() => () => view.current?.dispose(), []);
+  return <div class={`markdown ${className ?? ''}`} ref={ref} />;
+}
 
 /**
  * The error a finished turn ended with: at 1.0 its last response part when
