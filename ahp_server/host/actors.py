@@ -391,7 +391,8 @@ class ChannelActor(Generic[S]):
         seq = hub.publish(
             self.uri, action, origin, self, token, done, at_ms=at, sender=self._sender
         )
-        self.last_seq = seq
+        if seq:  # 0: numbered at commit (sharded mode); the store resolves snapshots' seq
+            self.last_seq = seq
         self._since_snapshot += 1
         self._log_bytes += hub.last_envelope_size
         return seq

@@ -38,6 +38,7 @@ __all__ = [
     "Store",
     "StoreError",
     "newest_within",
+    "spliced",
 ]
 
 #: The commit window groups writes while two chats have written within this
@@ -128,6 +129,10 @@ class Store:
     """Base class and in-memory implementation: nothing is kept."""
 
     durable = False
+    #: Whether the commit takes the ``serverSeq``s (sharded mode, ``store/sharded.py``):
+    #: envelopes are then queued with :meth:`append_unnumbered`, never
+    #: :meth:`append_envelope`.
+    numbers_at_commit = False
     #: The error that stopped the store (a failed commit), once one did.
     _failure: BaseException | None = None
     _failed_future: asyncio.Future[BaseException] | None = None
@@ -210,6 +215,21 @@ class Store:
     ) -> None:
         """Queue one envelope; ``on_commit(*args)`` runs once it is durable (in order)."""
         on_commit(*args)
+
+    def append_unnumbered(
+        self,
+        channel: str,
+        at_ms: float,
+        body: bytes,
+        on_commit: Callable[..., None],
+        *args: object,
+    ) -> None:
+        """Queue one envelope without its number (``numbers_at_commit`` stores only).
+
+        ``body`` is the envelope without ``serverSeq``; the commit numbers it and
+        ``on_commit(seq, *args)`` runs once it is durable, in number order.
+        """
+        raise StoreError("this store numbers envelopes before the commit (append_envelope)")
 
     def after_queued(self, callback: Callable[..., None], *args: object) -> None:
         """Run ``callback(*args)`` once everything queued so far is durable.
@@ -323,3 +343,9 @@ def newest_within(sizes: list[int], budget: int) -> int:
         total += size
         count += 1
     return count
+
+
+def spliced(seq: int, body: bytes) -> bytes:
+    """An envelope stored or carried without ``serverSeq`` (sharded mode), as sent:
+    ``serverSeq`` first, then the body's fields (docs/scale-out.md "One ``serverSeq``")."""
+    return b'{"serverSeq":%d,%s' % (seq, body[1:])

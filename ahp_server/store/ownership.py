@@ -4,8 +4,9 @@ Layer: store (asyncpg on the event loop, imported lazily as in ``postgres.py``;
 no host or protocol types). Issue 32, docs/scale-out.md "Sharded mode
 (design)": every session (and the root, ``ahp-root://``) is owned by one node
 at a time, and a node that lost a session can never commit for it again. This
-module is that layer on its own — the cluster loop, the store's group commit
-and placement in the host use it (not wired yet: see "What the store needs").
+module is that layer on its own — the store's group commit uses it
+(``store/sharded.py``); the cluster loop and placement in the host are not
+wired yet.
 
 Tables (section "Ownership: a node lease, an owner row per session, epochs"),
 created with ``CREATE TABLE IF NOT EXISTS`` in the connection's ``search_path``
@@ -54,29 +55,11 @@ owned under that name: the previous process, maybe paused rather than dead,
 is fenced out of them, and the new one gets them at their new epochs (to load,
 as after a takeover).
 
-What the store needs (docs/scale-out.md "Modules that change"; this
-increment leaves ``postgres.py`` as it is):
-
-* The ``log`` table's *columns* fit as they are (``first_seq`` primary key,
-  ``channel``, ``last_seq``, ``entries``): :func:`commit_batch` writes them.
-  Its *entries* do not: today each is ``[serverSeq, clock ms, envelope]``
-  with the envelope encoded with its ``serverSeq``, both known before the
-  commit. With the number taken in the commit, an entry must hold its offset
-  in the batch and the envelope without ``serverSeq`` (spliced in at delivery:
-  ``{"serverSeq":N,`` + the rest), a segment's entry at offset ``k`` being
-  number ``base + 1 + k``, i.e. ``first_seq + k - first offset``. Every
-  reader of ``entries`` (load, replay, the lift in ``store/lift.py``) and the
-  group commit's row builder (``store/group.py``) change with it; old
-  segments need a marker or a migration that rewrites them.
-* ``meta.server_seq`` keeps its row, but becomes the counter (``value + n``
-  in the commit) instead of a high-water mark raised with ``GREATEST``:
-  every writer of a database must use one or the other, never both.
-* A schema migration (version 3) creating ``cluster_nodes`` and
-  ``session_owner`` as here (this module's ``CREATE … IF NOT EXISTS`` is
-  then a no-op), and the store's fence becoming ``(node, {session: epoch})``
-  instead of ``(lease name, epoch)``; writes that are not envelopes (turns,
-  snapshots, catalogue rows) go in the same transaction as
-  :func:`commit_batch`, before it, so a refusal rolls them back too.
+The store side is ``store/sharded.py`` (``ShardedStore``): its group commit
+is :func:`commit_batch` with the batch's other writes in the same
+transaction, its log entries are :func:`batch_segments`' layout, and schema 3
+of ``postgres.py`` creates the two tables (:data:`~ahp_server.store.postgres.CLUSTER_TABLES`,
+also what :meth:`Ownership.open` makes sure of).
 """
 
 from __future__ import annotations
@@ -91,7 +74,7 @@ import msgspec
 
 from ahp_server.store.base import StoreError
 from ahp_server.store.lease import Connected, LeaseLost
-from ahp_server.store.postgres import Fenced, connect, masked
+from ahp_server.store.postgres import CLUSTER_TABLES, Fenced, connect, masked
 from ahp_server.workspace.paths import inside
 
 __all__ = [
@@ -108,26 +91,10 @@ __all__ = [
     "batch_segments",
     "choose_owner",
     "commit_batch",
+    "lost_sessions",
     "numbered",
 ]
 
-_CREATE = """
-CREATE TABLE IF NOT EXISTS cluster_nodes (
-    node TEXT PRIMARY KEY,
-    incarnation TEXT NOT NULL,
-    expires_at TIMESTAMPTZ NOT NULL,
-    sessions INTEGER NOT NULL DEFAULT 0,
-    turns INTEGER NOT NULL DEFAULT 0,
-    roots TEXT[] NOT NULL DEFAULT '{}',
-    draining BOOLEAN NOT NULL DEFAULT false
-);
-CREATE TABLE IF NOT EXISTS session_owner (
-    session TEXT PRIMARY KEY,
-    node TEXT NOT NULL,
-    epoch BIGINT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS session_owner_node ON session_owner (node);
-"""
 
 # -- the node lease ("Ownership: a node lease, …") ---------------------------------------------
 
@@ -402,8 +369,14 @@ async def commit_batch(
     )
     if base is not None:
         return int(base)
-    lost = await conn.fetch(_LOST, node, sessions, epochs)
-    raise SessionsFenced(str(row[0]) for row in lost)
+    raise SessionsFenced(await lost_sessions(conn, node, held))
+
+
+async def lost_sessions(conn: _Connection, node: str, held: Mapping[str, int]) -> list[str]:
+    """Which of ``held`` (session: epoch) ``node`` no longer owns at that epoch."""
+    sessions = list(held)
+    lost = await conn.fetch(_LOST, node, sessions, [held[s] for s in sessions])
+    return [str(row[0]) for row in lost]
 
 
 class Ownership(Connected):
@@ -418,7 +391,7 @@ class Ownership(Connected):
     """
 
     def __init__(self, url: str, node: str, *, ttl: float, roots: Sequence[str] = ()) -> None:
-        super().__init__(url, node, ttl=ttl, what=f"node {node!r}", create=_CREATE)
+        super().__init__(url, node, ttl=ttl, what=f"node {node!r}", create=CLUSTER_TABLES)
         self._roots = list(roots)
         #: This process's life under the name: a restart is another incarnation.
         self.incarnation = uuid.uuid4().hex

@@ -64,11 +64,42 @@ from ahp_server.store.base import ChannelRow, CommitWindow, LoadedChannel, Store
 from ahp_server.store.group import HIGH_WATER, SEGMENT, Callback, GroupCommit, Row, segments
 from ahp_server.store.lift import MARKER, Lifter
 
-__all__ = ["SCHEMA_VERSION", "Fenced", "PostgresStore", "is_postgres_url", "masked"]
+__all__ = [
+    "CLUSTER_TABLES",
+    "NUMBERING_KEY",
+    "SCHEMA_VERSION",
+    "Fenced",
+    "PostgresStore",
+    "is_postgres_url",
+    "masked",
+]
 
 log = structlog.get_logger(__name__)
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
+
+#: ``meta`` row set to 1 once a sharded store (``store/sharded.py``) numbered the log
+#: with the commit counter: a single-primary store must not open that database.
+NUMBERING_KEY = "numbering"
+
+#: Sharded mode's node leases and session owners (store/ownership.py uses them).
+CLUSTER_TABLES = """
+CREATE TABLE IF NOT EXISTS cluster_nodes (
+    node TEXT PRIMARY KEY,
+    incarnation TEXT NOT NULL,
+    expires_at TIMESTAMPTZ NOT NULL,
+    sessions INTEGER NOT NULL DEFAULT 0,
+    turns INTEGER NOT NULL DEFAULT 0,
+    roots TEXT[] NOT NULL DEFAULT '{}',
+    draining BOOLEAN NOT NULL DEFAULT false
+);
+CREATE TABLE IF NOT EXISTS session_owner (
+    session TEXT PRIMARY KEY,
+    node TEXT NOT NULL,
+    epoch BIGINT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS session_owner_node ON session_owner (node);
+"""
 
 #: Forward migrations: MIGRATIONS[n] brings schema n to n + 1 (one transaction each).
 MIGRATIONS: dict[int, str] = {
@@ -119,6 +150,9 @@ MIGRATIONS: dict[int, str] = {
     1: """
     ALTER TABLE clients ADD COLUMN user_name TEXT;
     """,
+    # Schema 3: sharded mode's node leases and session owners (store/ownership.py,
+    # docs/scale-out.md "Sharded mode"). Unused by a single-primary host.
+    2: CLUSTER_TABLES,
 }
 
 #: Serialises migrations across nodes sharing a database (pg_advisory_xact_lock key).
@@ -256,6 +290,7 @@ class PostgresStore(GroupCommit, Store):
         conn = await connect(self._url)
         try:
             server_seq = await self._migrate(conn, where)
+            await self._claim_numbering(conn, where)
             if self._fence is not None:
                 await self._check_fence_at_start(conn, self._fence, where)
             self._pool = await asyncpg.create_pool(
@@ -299,6 +334,15 @@ class PostgresStore(GroupCommit, Store):
             server_seq = await conn.fetchval("SELECT value FROM meta WHERE key = 'server_seq'")
         return int(server_seq)
 
+    async def _claim_numbering(self, conn: _Connection, where: str) -> None:
+        """Refuse a database a sharded store numbers (``store/sharded.py`` overrides this)."""
+        mode = await conn.fetchval("SELECT value FROM meta WHERE key = $1", NUMBERING_KEY)
+        if mode == 1:
+            raise StoreError(
+                f'{where}: is numbered by sharded nodes (cluster.mode = "sharded"); '
+                "a single-primary host cannot share it"
+            )
+
     @staticmethod
     async def _check_fence_at_start(conn: _Connection, fence: tuple[str, int], where: str) -> None:
         import asyncpg
@@ -334,7 +378,9 @@ class PostgresStore(GroupCommit, Store):
         write: Callable[[_Connection], Awaitable[object]] | None,
         row: Row | None = None,
         on_commit: Callback | None = None,
+        channel: str | None = None,
     ) -> None:
+        """Queue one write; ``channel``: the channel it writes for (a sharded store's fence)."""
         if self._failure is not None:
             raise StoreError(f"{masked(self._url)}: the store failed: {self._failure}")
         self._queued += 1
@@ -468,16 +514,19 @@ class PostgresStore(GroupCommit, Store):
     ) -> None:
         self._enqueue(None, (seq, channel, at_ms, envelope), (on_commit, args))
 
-    def _statement(self, sql: str, *args: object) -> None:
+    def _statement(self, channel: str, sql: str, *args: object) -> None:
+        """Queue one statement writing for ``channel`` (what a sharded store fences it by)."""
+
         async def write(conn: _Connection) -> None:
             await conn.execute(sql, *args)
 
-        self._enqueue(write)
+        self._enqueue(write, None, None, channel)
 
     def put_channel(
         self, uri: str, kind: str, session: str | None, created_at: str, summary: bytes | None
     ) -> None:
         self._statement(
+            uri,
             "INSERT INTO channels (uri, kind, session, created_at, summary) "
             "VALUES ($1, $2, $3, $4, $5) "
             "ON CONFLICT (uri) DO UPDATE SET summary = excluded.summary",
@@ -489,41 +538,48 @@ class PostgresStore(GroupCommit, Store):
         )
 
     def set_unfinished(self, uri: str, marker: str | None) -> None:
-        self._statement("UPDATE channels SET active_turn = $1 WHERE uri = $2", marker, uri)
+        self._statement(uri, "UPDATE channels SET active_turn = $1 WHERE uri = $2", marker, uri)
 
     def set_channel_session(self, uri: str, session: str) -> None:
-        self._statement("UPDATE channels SET session = $1 WHERE uri = $2", session, uri)
+        self._statement(uri, "UPDATE channels SET session = $1 WHERE uri = $2", session, uri)
 
     def put_agent_state(self, uri: str, state: str | None) -> None:
-        self._statement("UPDATE channels SET agent_state = $1 WHERE uri = $2", state, uri)
+        self._statement(uri, "UPDATE channels SET agent_state = $1 WHERE uri = $2", state, uri)
 
     def put_snapshot(self, uri: str, seq: int, state: bytes, turn_count: int) -> None:
         async def write(conn: _Connection) -> None:
-            previous = await conn.fetchval("SELECT seq FROM snapshots WHERE channel = $1", uri)
-            await conn.execute(
-                "INSERT INTO snapshots (channel, seq, turn_count, state) VALUES ($1, $2, $3, $4) "
-                "ON CONFLICT (channel) DO UPDATE SET seq = excluded.seq, "
-                "turn_count = excluded.turn_count, state = excluded.state",
-                uri,
-                seq,
-                turn_count,
-                state,
-            )
-            if previous is not None:
-                # Keep the log since the previous snapshot: it serves reconnects.
-                await conn.execute(
-                    "DELETE FROM log WHERE channel = $1 AND last_seq <= $2", uri, previous
-                )
-                await conn.execute(
-                    "UPDATE channels SET log_floor = GREATEST(log_floor, $1) WHERE uri = $2",
-                    previous,
-                    uri,
-                )
+            await self._snapshot_write(conn, uri, seq, state, turn_count)
 
-        self._enqueue(write)
+        self._enqueue(write, None, None, uri)
+
+    @staticmethod
+    async def _snapshot_write(
+        conn: _Connection, uri: str, seq: int, state: bytes, turn_count: int
+    ) -> None:
+        previous = await conn.fetchval("SELECT seq FROM snapshots WHERE channel = $1", uri)
+        await conn.execute(
+            "INSERT INTO snapshots (channel, seq, turn_count, state) VALUES ($1, $2, $3, $4) "
+            "ON CONFLICT (channel) DO UPDATE SET seq = excluded.seq, "
+            "turn_count = excluded.turn_count, state = excluded.state",
+            uri,
+            seq,
+            turn_count,
+            state,
+        )
+        if previous is not None:
+            # Keep the log since the previous snapshot: it serves reconnects.
+            await conn.execute(
+                "DELETE FROM log WHERE channel = $1 AND last_seq <= $2", uri, previous
+            )
+            await conn.execute(
+                "UPDATE channels SET log_floor = GREATEST(log_floor, $1) WHERE uri = $2",
+                previous,
+                uri,
+            )
 
     def put_turn(self, chat: str, position: int, turn_id: str, turn: bytes) -> None:
         self._statement(
+            chat,
             "INSERT INTO turns (chat, position, turn_id, turn) VALUES ($1, $2, $3, $4) "
             "ON CONFLICT (chat, position) DO UPDATE SET turn_id = excluded.turn_id, "
             "turn = excluded.turn",
@@ -534,7 +590,7 @@ class PostgresStore(GroupCommit, Store):
         )
 
     def truncate_turns(self, chat: str, keep: int) -> None:
-        self._statement("DELETE FROM turns WHERE chat = $1 AND position >= $2", chat, keep)
+        self._statement(chat, "DELETE FROM turns WHERE chat = $1 AND position >= $2", chat, keep)
 
     def put_client(
         self,
@@ -574,7 +630,7 @@ class PostgresStore(GroupCommit, Store):
             ):
                 await conn.execute(f"DELETE FROM {table} WHERE {column} = $1", uri)  # noqa: S608
 
-        self._enqueue(write)
+        self._enqueue(write, None, None, uri)
 
     # -- reads (a small pool of their own connections) ---------------------------------------
 
@@ -595,6 +651,15 @@ class PostgresStore(GroupCommit, Store):
         return [ChannelRow(*row) for row in rows]
 
     async def load(self, uri: str, *, retained_turns: int) -> LoadedChannel | None:
+        return await self._load(uri, retained_turns, _numbered_entries)
+
+    async def _load(
+        self,
+        uri: str,
+        retained_turns: int,
+        decode: Callable[[int, bytes], list[tuple[int, float, bytes]]],
+    ) -> LoadedChannel | None:
+        """:meth:`load`, the log's segments read by ``decode(first_seq, entries)``."""
         pool = self._pool
         assert pool is not None, "store not open"
         async with pool.acquire() as conn, conn.transaction(isolation="repeatable_read"):
@@ -610,13 +675,13 @@ class PostgresStore(GroupCommit, Store):
             seq, turn_count, state = (snap[0], snap[1], snap[2]) if snap else (0, 0, None)
             log_floor = int(row[0])
             segments = await conn.fetch(
-                "SELECT entries FROM log WHERE channel = $1 ORDER BY first_seq", uri
+                "SELECT first_seq, entries FROM log WHERE channel = $1 ORDER BY first_seq", uri
             )
             envelopes = [
-                (n, at_ms, bytes(envelope))
-                for (entries,) in segments
-                for n, at_ms, envelope in SEGMENT.decode(entries)
-                if n > log_floor  # a segment may straddle the floor
+                entry
+                for first_seq, entries in segments
+                for entry in decode(int(first_seq), bytes(entries))
+                if entry[0] > log_floor  # a segment may straddle the floor
             ]
             first = max(0, turn_count - retained_turns)
             turns = await conn.fetch(
@@ -652,6 +717,11 @@ class PostgresStore(GroupCommit, Store):
             before,
         )
         return [bytes(r[0]) for r in rows]
+
+
+def _numbered_entries(first_seq: int, entries: bytes) -> list[tuple[int, float, bytes]]:
+    """A segment whose entries carry their numbers (``[serverSeq, clock ms, envelope]``)."""
+    return [(n, at_ms, bytes(envelope)) for n, at_ms, envelope in SEGMENT.decode(entries)]
 
 
 async def _lift_to_1_0(conn: _Connection) -> None:

@@ -186,7 +186,8 @@ class FeedReader:
     """A node's in-order delivery of the feed: ``deliver(n, envelope)`` for every committed
     number from ``next_seq`` on, once each, in order.
 
-    ``envelope`` is as stored (without ``serverSeq``). ``deliver`` runs on the
+    ``envelope`` is as stored (without ``serverSeq``), or for this node's own
+    numbers the item :meth:`local` was given. ``deliver`` runs on the
     loop, must not block, and should not raise (an exception is logged and the
     number counts as delivered). ``grace``, ``retry``, ``window`` are
     :class:`FeedOrder`'s; ``poll_interval``: seconds between counter readings;
@@ -203,7 +204,7 @@ class FeedReader:
         cluster: str,
         signer: Signer | None,
         next_seq: int,
-        deliver: Callable[[int, bytes], None],
+        deliver: Callable[[int, Any], None],
         *,
         grace: float = 0.05,
         retry: float = 1.0,
@@ -229,7 +230,7 @@ class FeedReader:
         self._limits = limits or RecordLimits()
         self._pending = (pending_msgs, pending_bytes)
         self._clock = clock
-        self.order: FeedOrder[bytes] = FeedOrder(
+        self.order: FeedOrder[Any] = FeedOrder(
             next_seq, grace=grace, retry=retry, window=window, now=clock()
         )
         self.stats = FeedStats()
@@ -280,7 +281,17 @@ class FeedReader:
         first, envelopes = record
         self._receive(first, envelopes)
 
-    def _receive(self, first: int, envelopes: Sequence[bytes], repaired: bool = False) -> None:
+    def local(self, first: int, items: Sequence[object]) -> None:
+        """This node's own committed batch, numbered ``first…``: into the same order as
+        everyone's, without the bus hop (docs/scale-out.md "One ``serverSeq``").
+
+        ``items`` are what ``deliver`` gets for those numbers (the node's envelopes
+        with their callbacks); the copy of the batch that comes back on the bus is
+        then a duplicate, dropped.
+        """
+        self._receive(first, items)
+
+    def _receive(self, first: int, envelopes: Sequence[Any], repaired: bool = False) -> None:
         before = self.order.deadline()
         out = self.order.receive(first, envelopes, self._clock())
         for n, envelope in out:

@@ -23,6 +23,8 @@ from dataclasses import dataclass
 
 import msgspec
 
+from ahp_server.store.base import spliced  # re-exported: readers splice with it
+
 __all__ = ["RecordLimits", "decode_record", "encode_record", "record_size", "spliced", "split"]
 
 _RECORD = msgspec.msgpack.Decoder(tuple[int, int, list[bytes]])
@@ -89,8 +91,3 @@ def split(
         size += item
     if part:
         yield start, part
-
-
-def spliced(seq: int, body: bytes) -> bytes:
-    """The envelope as sent: ``serverSeq`` first, then the stored body's fields."""
-    return b'{"serverSeq":%d,%s' % (seq, body[1:])

@@ -13,6 +13,15 @@ sees no gaps. With the in-memory store the commit is immediate.
 
 Replay buffers are per channel and bounded by count and bytes, so a chatty
 chat can only evict its own history, never a quiet chat's.
+
+Sharded mode (docs/scale-out.md "One ``serverSeq``: the commit counter"):
+with a store whose commit takes the numbers (``Store.numbers_at_commit``)
+the hub encodes each envelope without ``serverSeq`` (:class:`_Body`), the
+store numbers it in its fenced commit and calls back with the number, and the
+number is spliced in at delivery (:func:`spliced`): the envelope's fields
+are the same, ``serverSeq`` first. The node's feed delivers those local
+envelopes and every other owner's (:meth:`Hub.deliver_remote`) through one
+ordered path, so this callback order is still ``serverSeq`` order.
 """
 
 from __future__ import annotations
@@ -33,12 +42,13 @@ from ahp_server.host.core.fanout import Connection
 from ahp_server.protocol import codec
 from ahp_server.protocol._base import UnknownVariant
 from ahp_server.protocol.types import ActionEnvelope, ActionOrigin
-from ahp_server.store.base import Store
+from ahp_server.store.base import Store, spliced
 
 __all__ = [
     "DeliveryListener",
     "Hub",
     "ReplayBuffer",
+    "UnnumberedEnvelope",
     "action_frame",
     "notification_frame",
     "response_frame",
@@ -82,6 +92,29 @@ def response_frame(request_id: int | str, result_json: bytes) -> bytes:
     return b"".join(
         (b'{"jsonrpc":"2.0","id":', codec.encode(request_id), b',"result":', result_json, b"}")
     )
+
+
+class UnnumberedEnvelope(msgspec.Struct, kw_only=True, frozen=True, omit_defaults=True):
+    """An ``ActionEnvelope`` before its number: what a numbering store commits and the feed
+    carries (sharded mode). ``spliced(n, encoded)`` is the envelope as sent."""
+
+    channel: str
+    action: Any
+    origin: ActionOrigin | msgspec.UnsetType = UNSET
+
+
+class _Type(msgspec.Struct):
+    type: str = ""
+
+
+class _Head(msgspec.Struct):
+    """What the hub needs of another owner's envelope: its channel and action type."""
+
+    channel: str
+    action: _Type = msgspec.field(default_factory=_Type)
+
+
+_HEAD = msgspec.json.Decoder(_Head)
 
 
 def action_type(action: object) -> str:
@@ -268,13 +301,41 @@ class Hub:
 
         Numbering and queueing the commit happen in one step, and the store
         commits in queue order, so deliveries (and ``listener.delivered(seq,
-        token, done)``) run in ``serverSeq`` order. Returns the number.
+        token, done)``) run in ``serverSeq`` order. Returns the number — 0 with
+        a store that numbers at commit (sharded mode): the number is known at
+        delivery, ``done`` gets it.
 
         ``sender`` is the connection that dispatched the action: it gets the
         envelope (its acknowledgement, WIRE-SUMMARY §7.2) even when it is not
         subscribed to the channel — §10.6 lets a client answer a chat's request
         without subscribing to it (docs/protocol.md, "Acknowledgements").
         """
+        kind = action_type(action)
+        counts = self.published_by_type
+        counts[kind] = counts.get(kind, 0) + 1
+        at = self._clock() if at_ms is None else at_ms
+        store = self.store
+        if store.numbers_at_commit:
+            body = codec.encode(
+                UnnumberedEnvelope(
+                    channel=channel, action=action, origin=UNSET if origin is None else origin
+                )
+            )
+            self.last_envelope_size = len(body)
+            store.append_unnumbered(
+                channel,
+                at,
+                body,
+                self._deliver_numbered,
+                channel,
+                body,
+                kind,
+                listener,
+                token,
+                done,
+                sender,
+            )
+            return 0
         seq = self.server_seq + 1
         self.server_seq = seq
         envelope = codec.encode(
@@ -285,12 +346,8 @@ class Hub:
                 origin=UNSET if origin is None else origin,
             )
         )
-        kind = action_type(action)
         self.last_envelope_size = len(envelope)
-        counts = self.published_by_type
-        counts[kind] = counts.get(kind, 0) + 1
-        at = self._clock() if at_ms is None else at_ms
-        self.store.append_envelope(
+        store.append_envelope(
             seq,
             channel,
             at,
@@ -306,6 +363,38 @@ class Hub:
             sender,
         )
         return seq
+
+    def _deliver_numbered(
+        self,
+        seq: int,
+        channel: str,
+        body: bytes,
+        kind: str,
+        listener: DeliveryListener | None,
+        token: object,
+        done: asyncio.Future[int] | None,
+        sender: Connection | None,
+    ) -> None:
+        """A numbering store committed this node's envelope as ``seq`` (in order)."""
+        if seq > self.server_seq:
+            self.server_seq = seq
+        self._deliver(seq, channel, spliced(seq, body), kind, listener, token, done, sender)
+
+    def deliver_remote(self, seq: int, body: bytes) -> None:
+        """Another owner's committed envelope ``seq`` (sharded mode, in order from the feed).
+
+        Recorded for replay and fanned out like a local one; nobody here waits for
+        it. A body that is not an envelope (it was verified and committed, so a
+        bug elsewhere) is skipped with its number: delivery never stops on it.
+        """
+        try:
+            head = _HEAD.decode(body)
+        except msgspec.DecodeError:
+            self.delivered_seq = max(self.delivered_seq, seq)
+            return
+        if seq > self.server_seq:
+            self.server_seq = seq
+        self._deliver(seq, head.channel, spliced(seq, body), head.action.type, None, None, None)
 
     def _deliver(
         self,
