@@ -157,6 +157,8 @@ _OWNER = "SELECT node, epoch FROM session_owner WHERE session = $1"
 
 _HELD = "SELECT session, epoch FROM session_owner WHERE node = $1"
 
+_COUNT = "SELECT count(*) FROM session_owner WHERE node = $1"
+
 _RELEASE = "DELETE FROM session_owner WHERE node = $1 AND session = ANY($2::text[])"
 
 #: Up to $3 sessions of node $2, only while its lease has expired by the database's
@@ -484,6 +486,10 @@ class Ownership(Connected):
         """Every session this node owns, at its epoch."""
         rows = await self._run("fetch", _HELD, self._node)
         return {str(r[0]): int(r[1]) for r in rows}
+
+    async def count(self, node: str) -> int:
+        """How many sessions ``node`` owns (a takeover's fair share is a part of it)."""
+        return int(await self._run("fetchval", _COUNT, node))
 
     async def release(self, sessions: Iterable[str]) -> None:
         """Delete the owner rows of ``sessions`` this node owns (deleted sessions).
