@@ -1,4 +1,5 @@
-"""Shared fixtures: a real host on a free loopback port, and quiet logging."""
+"""Shared fixtures: a real host on a free loopback port, quiet logging, a fresh PostgreSQL
+schema, and an exit stack."""
 
 from __future__ import annotations
 
@@ -88,3 +89,20 @@ async def running_host(request: pytest.FixtureRequest) -> AsyncIterator[RunningH
         yield running
     finally:
         await running.stop()
+
+
+@pytest.fixture
+async def url() -> AsyncIterator[str]:
+    """A fresh, empty PostgreSQL schema's URL (tests/postgres.py), dropped afterwards.
+    Modules that need another kind of URL define their own ``url``."""
+    from tests.postgres import postgres_schema  # skips (or fails under CI) without PostgreSQL
+
+    async with postgres_schema() as schema_url:
+        yield schema_url
+
+
+@pytest.fixture
+async def stack() -> AsyncIterator[contextlib.AsyncExitStack]:
+    """What a test opens, closed in reverse order when it ends."""
+    async with contextlib.AsyncExitStack() as opened:
+        yield opened

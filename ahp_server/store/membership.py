@@ -11,12 +11,21 @@ back at raised epochs, fencing a previous process out), then every
 ``interval`` (a third of the lease's TTL):
 
 * **renews** the node lease with its load (sessions held, turns running: what
-  placement reads). A renewal that finds the row another incarnation's
+  placement reads) and its delivered watermark (what log compaction keeps
+  for it, ``store/sharded.py``). A renewal that finds the row another incarnation's
   (:class:`~ahp_server.store.lease.LeaseLost`) means another process took the
   name: ``on_lease_lost`` is called once and the loop ends — the node must
   stop, its commits are fenced anyway. A renewal PostgreSQL does not answer
   is tried again next round; meanwhile the lease runs out and the others
   take the sessions over, which fences this node's commits.
+* renews **only while the bus hears the node** (``bus_ok``: its own
+  heartbeat came back, ``transport/node_heartbeat.py``): a node cut off from
+  NATS but not from PostgreSQL lets its lease run out, so the others take its
+  sessions over — nobody could reach them through it — and it takes over
+  nothing meanwhile. A renewal after such a gap (or after renewals failed)
+  first reads the owner rows again: sessions taken over meanwhile leave the
+  store's ``held`` map and go to the store's ``on_lost``, as a refused commit
+  would have told.
 * **takes over** from every node whose lease expired (or that drained): at
   most its *fair share* per dead node and round, ``ceil(sessions left / live
   nodes)``, so survivors taking over at once split the sessions (rows another
@@ -34,6 +43,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
+import time
 from collections.abc import Callable
 
 import structlog
@@ -58,8 +68,11 @@ class Membership:
         *,
         interval: float,
         turns: Callable[[], int] = lambda: 0,
+        delivered: Callable[[], int] = lambda: 0,
         on_taken: Callable[[dict[str, int]], None] = lambda taken: None,
         on_lease_lost: Callable[[str], None] = lambda why: None,
+        bus_ok: Callable[[], bool] = lambda: True,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if interval <= 0:
             raise ValueError("interval must be positive")
@@ -67,15 +80,24 @@ class Membership:
         self.store = store
         self.interval = interval
         self._turns = turns
+        self._delivered = delivered
         self._on_taken = on_taken
         self._on_lease_lost = on_lease_lost
+        self._bus_ok = bus_ok
+        self._clock = clock
         self._task: asyncio.Task[None] | None = None
         #: Sessions taken over by this node since it joined, and lease renewals.
         self.taken = 0
         self.renewals = 0
+        #: Rounds that did not renew because the bus did not hear this node.
+        self.withheld = 0
+        #: Sessions found taken over by another node when renewing after a gap.
+        self.reconciled_lost = 0
+        #: When the lease was last renewed (monotonic seconds; joining counts).
+        self._renewed_at = clock()
 
     def load(self) -> Load:
-        return Load(sessions=len(self.store.held), turns=self._turns())
+        return Load(sessions=len(self.store.held), turns=self._turns(), delivered=self._delivered())
 
     async def join(self) -> dict[str, int]:
         """Join the cluster and hold what the node's name still owns; start the loop."""
@@ -118,6 +140,29 @@ class Membership:
                 log.exception("on_taken failed")
         return taken
 
+    async def reconcile(self) -> frozenset[str]:
+        """Read this node's owner rows again: sessions held in the store that another
+        node owns now (or at another epoch) are released and told to ``on_lost``."""
+        # Only what was held before the read: a session claimed while it runs has its
+        # row written before it is held, so it is in ``rows`` or not in ``before``.
+        before = dict(self.store.held)
+        rows = await self.ownership.held()
+        lost = frozenset(
+            session
+            for session, epoch in before.items()
+            if rows.get(session) != epoch and self.store.held.get(session) == epoch
+        )
+        for session in lost:
+            self.store.release(session)
+        if lost:
+            self.reconciled_lost += len(lost)
+            log.warning("sessions taken over while this node was away", sessions=len(lost))
+            try:
+                self.store.on_lost(lost)
+            except Exception:
+                log.exception("on_lost failed")
+        return lost
+
     async def stop(self, *, drain: bool = True) -> None:
         """End the loop; ``drain``: expire the lease now so the others take over at once."""
         task, self._task = self._task, None
@@ -130,17 +175,33 @@ class Membership:
                 await self.ownership.drain()
 
     async def _run(self) -> None:
+        gap = False  # a round without a renewal since the last one
         while True:
             await asyncio.sleep(self.interval)
+            if not self._bus_ok():
+                # Cut off from the bus: let the lease run out (docs/scale-out.md,
+                # "Failure cases", partitioned owner), and take nothing over.
+                if not gap:
+                    log.warning("the bus does not hear this node: lease renewal withheld")
+                self.withheld += 1
+                gap = True
+                continue
+            # Two intervals without a renewal: the lease may have expired meanwhile.
+            gap = gap or self._clock() - self._renewed_at >= 2 * self.interval
             try:
                 await self.ownership.renew(self.load())
                 self.renewals += 1
+                self._renewed_at = self._clock()
+                if gap:
+                    await self.reconcile()
+                    gap = False
             except LeaseLost as lost:
                 log.error("node lease lost: this node must stop", error=str(lost))
                 self._on_lease_lost(str(lost))
                 return
             except StoreError as error:
                 log.warning("node lease renewal failed; trying again", error=str(error))
+                gap = True
                 continue
             try:
                 await self.take_over_round()

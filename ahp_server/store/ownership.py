@@ -74,7 +74,13 @@ import msgspec
 
 from ahp_server.store.base import StoreError
 from ahp_server.store.lease import Connected, LeaseLost
-from ahp_server.store.postgres import CLUSTER_TABLES, Fenced, connect, masked
+from ahp_server.store.postgres import (
+    CLUSTER_DELIVERED,
+    CLUSTER_TABLES,
+    Fenced,
+    connect,
+    masked,
+)
 from ahp_server.workspace.paths import inside
 
 __all__ = [
@@ -106,15 +112,17 @@ SELECT incarnation, expires_at <= now() FROM cluster_nodes WHERE node = $1 FOR U
 #: Join under a name whose row is absent, expired, or already this incarnation's.
 #: No row returned: another incarnation holds it unexpired.
 _JOIN = """
-INSERT INTO cluster_nodes AS n (node, incarnation, expires_at, sessions, turns, roots, draining)
-VALUES ($1, $2, now() + make_interval(secs => $3::float8), $4, $5, $6::text[], false)
+INSERT INTO cluster_nodes AS n
+    (node, incarnation, expires_at, sessions, turns, roots, draining, delivered)
+VALUES ($1, $2, now() + make_interval(secs => $3::float8), $4, $5, $6::text[], false, $7)
 ON CONFLICT (node) DO UPDATE SET
     incarnation = excluded.incarnation,
     expires_at = excluded.expires_at,
     sessions = excluded.sessions,
     turns = excluded.turns,
     roots = excluded.roots,
-    draining = false
+    draining = false,
+    delivered = excluded.delivered
 WHERE n.expires_at <= now() OR n.incarnation = excluded.incarnation
 RETURNING node
 """
@@ -125,7 +133,8 @@ _REFENCE = "UPDATE session_owner SET epoch = epoch + 1 WHERE node = $1"
 #: One statement whatever the number of sessions: the lease and the load.
 _RENEW = """
 UPDATE cluster_nodes
-SET expires_at = now() + make_interval(secs => $3::float8), sessions = $4, turns = $5
+SET expires_at = now() + make_interval(secs => $3::float8), sessions = $4, turns = $5,
+    delivered = $6
 WHERE node = $1 AND incarnation = $2 AND NOT draining
 """
 
@@ -247,6 +256,9 @@ class Load:
 
     sessions: int = 0
     turns: int = 0
+    #: The node's delivered watermark (every number up to it delivered): the log
+    #: keeps what lies above the lowest live node's (``store/sharded.py``).
+    delivered: int = 0
 
 
 @dataclass(frozen=True)
@@ -393,7 +405,9 @@ class Ownership(Connected):
     """
 
     def __init__(self, url: str, node: str, *, ttl: float, roots: Sequence[str] = ()) -> None:
-        super().__init__(url, node, ttl=ttl, what=f"node {node!r}", create=CLUSTER_TABLES)
+        super().__init__(
+            url, node, ttl=ttl, what=f"node {node!r}", create=CLUSTER_TABLES + CLUSTER_DELIVERED
+        )
         self._roots = list(roots)
         #: This process's life under the name: a restart is another incarnation.
         self.incarnation = uuid.uuid4().hex
@@ -421,6 +435,7 @@ class Ownership(Connected):
                     load.sessions,
                     load.turns,
                     self._roots,
+                    load.delivered,
                     timeout=t,
                 )
                 if joined is None:
@@ -441,7 +456,14 @@ class Ownership(Connected):
         renewed: sessions taken over meanwhile are fenced by their epochs.
         """
         status = await self._run(
-            "execute", _RENEW, self._node, self.incarnation, self._ttl, load.sessions, load.turns
+            "execute",
+            _RENEW,
+            self._node,
+            self.incarnation,
+            self._ttl,
+            load.sessions,
+            load.turns,
+            load.delivered,
         )
         if status != "UPDATE 1":
             raise LeaseLost(f"node {self._node!r}: its lease is no longer this incarnation's")

@@ -65,6 +65,7 @@ from ahp_server.store.group import HIGH_WATER, SEGMENT, Callback, GroupCommit, R
 from ahp_server.store.lift import MARKER, Lifter
 
 __all__ = [
+    "CLUSTER_DELIVERED",
     "CLUSTER_TABLES",
     "NUMBERING_KEY",
     "SCHEMA_VERSION",
@@ -76,7 +77,7 @@ __all__ = [
 
 log = structlog.get_logger(__name__)
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 #: ``meta`` row set to 1 once a sharded store (``store/sharded.py``) numbered the log
 #: with the commit counter: a single-primary store must not open that database.
@@ -91,7 +92,8 @@ CREATE TABLE IF NOT EXISTS cluster_nodes (
     sessions INTEGER NOT NULL DEFAULT 0,
     turns INTEGER NOT NULL DEFAULT 0,
     roots TEXT[] NOT NULL DEFAULT '{}',
-    draining BOOLEAN NOT NULL DEFAULT false
+    draining BOOLEAN NOT NULL DEFAULT false,
+    delivered BIGINT NOT NULL DEFAULT 0
 );
 CREATE TABLE IF NOT EXISTS session_owner (
     session TEXT PRIMARY KEY,
@@ -99,6 +101,11 @@ CREATE TABLE IF NOT EXISTS session_owner (
     epoch BIGINT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS session_owner_node ON session_owner (node);
+"""
+
+#: Schema 4's column for a database whose cluster tables schema 3 made.
+CLUSTER_DELIVERED = """
+ALTER TABLE cluster_nodes ADD COLUMN IF NOT EXISTS delivered BIGINT NOT NULL DEFAULT 0;
 """
 
 #: Forward migrations: MIGRATIONS[n] brings schema n to n + 1 (one transaction each).
@@ -153,6 +160,9 @@ MIGRATIONS: dict[int, str] = {
     # Schema 3: sharded mode's node leases and session owners (store/ownership.py,
     # docs/scale-out.md "Sharded mode"). Unused by a single-primary host.
     2: CLUSTER_TABLES,
+    # Schema 4: each node's delivered watermark, reported with its lease: log rows a
+    # live node may still read to fill a gap in the feed are kept (store/sharded.py).
+    3: CLUSTER_DELIVERED,
 }
 
 #: Serialises migrations across nodes sharing a database (pg_advisory_xact_lock key).
@@ -554,8 +564,15 @@ class PostgresStore(GroupCommit, Store):
 
     @staticmethod
     async def _snapshot_write(
-        conn: _Connection, uri: str, seq: int, state: bytes, turn_count: int
+        conn: _Connection,
+        uri: str,
+        seq: int,
+        state: bytes,
+        turn_count: int,
+        bound: Callable[[_Connection, int], Awaitable[int]] | None = None,
     ) -> None:
+        """Store ``uri``'s snapshot and delete its log up to the previous one — or up
+        to what ``bound(conn, previous)`` allows, if lower (``store/sharded.py``)."""
         previous = await conn.fetchval("SELECT seq FROM snapshots WHERE channel = $1", uri)
         await conn.execute(
             "INSERT INTO snapshots (channel, seq, turn_count, state) VALUES ($1, $2, $3, $4) "
@@ -568,12 +585,11 @@ class PostgresStore(GroupCommit, Store):
         )
         if previous is not None:
             # Keep the log since the previous snapshot: it serves reconnects.
-            await conn.execute(
-                "DELETE FROM log WHERE channel = $1 AND last_seq <= $2", uri, previous
-            )
+            upto = previous if bound is None else min(previous, await bound(conn, previous))
+            await conn.execute("DELETE FROM log WHERE channel = $1 AND last_seq <= $2", uri, upto)
             await conn.execute(
                 "UPDATE channels SET log_floor = GREATEST(log_floor, $1) WHERE uri = $2",
-                previous,
+                upto,
                 uri,
             )
 

@@ -35,6 +35,14 @@ channel's last envelope queued before it (this batch or an earlier one), or
 the number the caller gave if that is higher (a channel loaded and not yet
 written).
 
+Log compaction: a snapshot deletes its channel's log up to the previous
+snapshot (as the single-node store does), but never above the lowest
+delivered watermark of the live nodes (``cluster_nodes.delivered``, reported
+with each lease renewal): a node behind may still read those rows to fill a
+gap in the feed. A node more than ``retention`` numbers behind the counter
+no longer holds it back (its feed window is long exceeded: it is stalled and
+its clients were told to reconnect elsewhere).
+
 Schema: version 3 of ``postgres.py`` adds ``cluster_nodes`` and
 ``session_owner``. A database becomes a *counter* database the first time a
 sharded store opens it (``meta.numbering``): the active/passive store, which
@@ -62,12 +70,28 @@ from ahp_server.store.ownership import (
 )
 from ahp_server.store.postgres import NUMBERING_KEY, PostgresStore, _Write, masked
 
-__all__ = ["ROOT", "Local", "ShardedStore"]
+__all__ = ["RETENTION", "ROOT", "Local", "ShardedStore"]
 
 log = structlog.get_logger(__name__)
 
 #: The root channel: owned like a session (docs/scale-out.md "Root state: one view").
 ROOT = "ahp-root://"
+
+#: How far compaction may delete: the previous snapshot ($1), held back to the lowest
+#: live node's delivered watermark, but not further back than $2 below the counter.
+_READERS_BOUND = """
+SELECT LEAST($1::bigint, GREATEST(
+    COALESCE(
+        (SELECT min(delivered) FROM cluster_nodes WHERE expires_at > now() AND NOT draining),
+        $1::bigint
+    ),
+    (SELECT value FROM meta WHERE key = 'server_seq') - $2::bigint
+))
+"""
+
+#: Numbers a lagging node may be behind and still hold compaction back: the feed's
+#: reorder window (``transport/feed_order.py``), past which that node is stalled anyway.
+RETENTION = 100_000
 
 #: Writes for sessions held, with no envelope in the batch: share-lock the owner rows.
 _FENCE_ONLY = """
@@ -113,11 +137,13 @@ class ShardedStore(PostgresStore):
         commit_window: float = 0.0,
         commit_timeout: float | None = None,
         readers: int = 4,
+        retention: int = RETENTION,
     ) -> None:
         super().__init__(
             url, commit_window=commit_window, commit_timeout=commit_timeout, readers=readers
         )
         self.node = node
+        self.retention = retention
         #: The sessions (and the root) this node owns, at their epochs.
         self.held: dict[str, int] = {}
         #: After each commit, on the loop: the batch's first number and its envelopes.
@@ -223,7 +249,7 @@ class ShardedStore(PostgresStore):
 
     def put_snapshot(self, uri: str, seq: int, state: bytes, turn_count: int) -> None:
         # Its number is resolved in the commit (see the module docstring).
-        self._enqueue(_Snapshot(uri, seq, state, turn_count), None, None, uri)
+        self._enqueue(_Snapshot(uri, seq, state, turn_count, self.retention), None, None, uri)
 
     def delete_channel(self, uri: str) -> None:
         super().delete_channel(uri)
@@ -344,9 +370,16 @@ class _Snapshot:
     seq: int
     state: bytes
     turn_count: int
+    retention: int
 
     async def __call__(self, conn: _Connection) -> None:
-        await PostgresStore._snapshot_write(conn, self.uri, self.seq, self.state, self.turn_count)
+        await PostgresStore._snapshot_write(
+            conn, self.uri, self.seq, self.state, self.turn_count, self._readers_bound
+        )
+
+    async def _readers_bound(self, conn: _Connection, previous: int) -> int:
+        """The log may be deleted up to here: nothing a live node may still read."""
+        return int(await conn.fetchval(_READERS_BOUND, previous, self.retention))
 
 
 def _entries(first_seq: int, entries: bytes) -> list[tuple[int, float, bytes]]:

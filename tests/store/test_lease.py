@@ -17,16 +17,10 @@ import pytest
 from ahp_server.store.base import StoreError
 from ahp_server.store.lease import Fenced, Holder, Lease, LeaseLost
 from ahp_server.store.postgres import PostgresStore
-from tests.postgres import postgres_schema, query, until, waits_on_a_lock
+from tests.postgres import query, until, waits_on_a_lock
 
 TIMEOUT = 10.0
 CHAT = "ahp-chat:/c"
-
-
-@pytest.fixture
-async def url() -> AsyncIterator[str]:
-    async with postgres_schema() as schema_url:
-        yield schema_url
 
 
 @pytest.fixture

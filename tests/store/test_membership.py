@@ -1,7 +1,8 @@
 """A sharded node's membership (store/membership.py) on the real PostgreSQL.
 
 Nodes are :class:`Membership` loops over :class:`Ownership` and a
-:class:`ShardedStore` each, in one fresh schema. Waits are bounded by
+:class:`ShardedStore` each, in one fresh schema; where the bus gates renewals,
+each node's own :class:`NodeHeartbeat` on the real NATS server. Waits are bounded by
 ``TIMEOUT``; assertions are on owner rows, epochs and the stores' ``held`` maps.
 """
 
@@ -9,28 +10,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import Callable
 
-import pytest
+import nats
 
 from ahp_server.store.membership import Membership
 from ahp_server.store.ownership import Ownership
 from ahp_server.store.sharded import ShardedStore
-from tests.postgres import postgres_schema, query, until
+from ahp_server.transport.node_heartbeat import NodeHeartbeat
+from ahp_server.transport.relay_format import Signer
+from tests.cluster.helpers import nats_or_skip, new_cluster_name
+from tests.postgres import query, until
+from tests.proxy import Proxy
 
 TIMEOUT = 20.0
-
-
-@pytest.fixture
-async def url() -> AsyncIterator[str]:
-    async with postgres_schema() as schema_url:
-        yield schema_url
-
-
-@pytest.fixture
-async def stack() -> AsyncIterator[contextlib.AsyncExitStack]:
-    async with contextlib.AsyncExitStack() as opened:
-        yield opened
 
 
 async def member(
@@ -42,6 +35,7 @@ async def member(
     interval: float = 3600.0,
     taken: list[dict[str, int]] | None = None,
     lost: list[str] | None = None,
+    bus_ok: Callable[[], bool] = lambda: True,
 ) -> Membership:
     store = ShardedStore(url, name)
     await store.start()
@@ -55,6 +49,7 @@ async def member(
         interval=interval,
         on_taken=(taken if taken is not None else []).append,
         on_lease_lost=(lost if lost is not None else []).append,
+        bus_ok=bus_ok,
     )
     await node.join()
     stack.push_async_callback(node.stop, drain=False)
@@ -141,6 +136,77 @@ async def test_a_node_whose_name_another_process_took_is_told_to_stop(
     async with asyncio.timeout(TIMEOUT):
         await until(lambda: _ready(bool(lost)))
     assert "no longer this incarnation" in lost[0]
+
+
+async def test_a_node_the_bus_does_not_hear_lets_its_sessions_go_and_learns_it_when_back(
+    url: str, stack: contextlib.AsyncExitStack
+) -> None:
+    # Each node's gate is its own heartbeat heard on the real NATS server; node-a
+    # reaches NATS through a proxy the test cuts (a partition from the bus only:
+    # node-a still reaches PostgreSQL).
+    bus, cluster = nats_or_skip(), new_cluster_name()
+    proxy = Proxy(int(bus.rsplit(":", 1)[1]))
+    port = await proxy.start()
+    stack.push_async_callback(proxy.close)
+    beats: dict[str, NodeHeartbeat] = {}
+    for name, at in (("node-a", f"nats://127.0.0.1:{port}"), ("node-b", bus)):
+        nc = await nats.connect(
+            at, allow_reconnect=True, max_reconnect_attempts=-1, reconnect_time_wait=0.1
+        )
+        stack.push_async_callback(nc.close)
+        beats[name] = NodeHeartbeat(nc, cluster, name, Signer(b"s" * 16, cluster), period=0.1)
+        await beats[name].start()
+        stack.push_async_callback(beats[name].aclose)
+
+    def heard(name: str) -> Callable[[], bool]:
+        return lambda: beats[name].heard_within(0.4)
+
+    told: list[frozenset[str]] = []
+    a = await member(stack, url, "node-a", ttl=2.0, interval=0.4, bus_ok=heard("node-a"))
+    a.store.on_lost = told.append
+    b = await member(stack, url, "node-b", ttl=2.0, interval=0.4, bus_ok=heard("node-b"))
+    for session in SESSIONS[:3]:
+        await a.claim(session)
+    async with asyncio.timeout(TIMEOUT):
+        await until(lambda: _ready(a.renewals >= 2 and b.renewals >= 2))
+    proxy.drop()  # node-a's bus connection reset, reconnects refused
+    # node-a withholds its renewals, its lease runs out, node-b takes its sessions.
+    async with asyncio.timeout(TIMEOUT):
+        await until(lambda: _ready(len(b.store.held) == 3))
+    assert b.store.held == dict.fromkeys(SESSIONS[:3], 2)
+    assert a.withheld >= 1
+    assert a.taken == 0
+    assert set(a.store.held) == set(SESSIONS[:3])  # it has not learnt it yet: no renewal
+    assert told == []
+    proxy.restore()
+    # Heard again, node-a renews, reads its rows, and lets go of what it lost.
+    async with asyncio.timeout(TIMEOUT):
+        await until(lambda: _ready(a.reconciled_lost == 3))
+    assert a.store.held == {}
+    assert told == [frozenset(SESSIONS[:3])]
+    assert "node-a" in {n.node for n in await b.ownership.live_nodes()}
+    rows = await query(url, "SELECT DISTINCT node, epoch FROM session_owner")
+    assert [tuple(r) for r in rows] == [("node-b", 2)]
+
+
+async def test_a_session_claimed_while_the_rows_are_read_again_is_kept(
+    url: str, stack: contextlib.AsyncExitStack
+) -> None:
+    a = await member(stack, url, "node-a")
+    b = await member(stack, url, "node-b")
+    await a.claim(SESSIONS[0])
+    await b.claim(SESSIONS[1])
+    # node-a believes it holds SESSIONS[1] too (as a stale map would after a takeover).
+    a.store.hold(SESSIONS[1], 1)
+    told: list[frozenset[str]] = []
+    a.store.on_lost = told.append
+    reconciling = asyncio.ensure_future(a.reconcile())
+    claimed = asyncio.ensure_future(a.claim(SESSIONS[2]))
+    lost = await reconciling
+    await claimed
+    assert lost == frozenset({SESSIONS[1]})
+    assert told == [lost]
+    assert a.store.held == {SESSIONS[0]: 1, SESSIONS[2]: 1}
 
 
 async def _expired(node: Membership) -> bool:

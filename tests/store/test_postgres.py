@@ -11,7 +11,6 @@ import asyncio
 import os
 import subprocess
 import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
@@ -23,15 +22,9 @@ from ahp_server.host.host import make_store
 from ahp_server.store.base import StoreError
 from ahp_server.store.postgres import MIGRATIONS, SCHEMA_VERSION, PostgresStore, masked
 from tests.conftest import captured_logs
-from tests.postgres import postgres_schema, query
+from tests.postgres import query
 
 TIMEOUT = 10.0
-
-
-@pytest.fixture
-async def url() -> AsyncIterator[str]:
-    async with postgres_schema() as schema_url:
-        yield schema_url
 
 
 def with_password(url: str, password: str) -> str:

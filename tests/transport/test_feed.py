@@ -44,12 +44,6 @@ async def url() -> AsyncIterator[str]:
 
 
 @pytest.fixture
-async def stack() -> AsyncIterator[contextlib.AsyncExitStack]:
-    async with contextlib.AsyncExitStack() as opened:
-        yield opened
-
-
-@pytest.fixture
 def cluster() -> str:
     return new_cluster_name()
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,7 +32,7 @@ from ahp_server.store.sharded import ShardedStore
 from ahp_server.transport.node_feed import NodeFeed
 from ahp_server.transport.relay_format import Signer
 from tests.cluster.helpers import nats_or_skip, new_cluster_name
-from tests.postgres import postgres_schema, query, until
+from tests.postgres import query, until
 
 TIMEOUT = 20.0
 SECRET = b"node-feed-test-secret-41a2"
@@ -102,18 +101,6 @@ class Node:
         for channel in channels:
             self.hub.subscribe(connection, channel)
         return transport
-
-
-@pytest.fixture
-async def url() -> AsyncIterator[str]:
-    async with postgres_schema() as schema_url:
-        yield schema_url
-
-
-@pytest.fixture
-async def stack() -> AsyncIterator[contextlib.AsyncExitStack]:
-    async with contextlib.AsyncExitStack() as opened:
-        yield opened
 
 
 async def start_node(
