@@ -53,6 +53,7 @@ KINDS = {
     "secretfile": "path of a file holding the secret",
     "nodeid": "1 to 64 letters, digits, `_` or `-`",
     "durability": '`"normal"` or `"full"`',
+    "clustermode": '`"primary"` or `"sharded"`',
     "logformat": '`"console"`, `"json"` or `"auto"`',
     "loglevel": '`"debug"`, `"info"`, `"warning"` or `"error"`',
     "agentname": "lower-case letters, digits, `-` and `_`",

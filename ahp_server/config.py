@@ -314,6 +314,12 @@ class Settings:
     #: joins this node to the nodes sharing ``store`` (PostgreSQL, required).
     #: ``None``: one process, as always.
     bus: str | None = None
+    #: How the nodes share the work (docs/scale-out.md): ``"primary"``, one node
+    #: at a time owns every session and the others relay their clients to it;
+    #: ``"sharded"``, every node owns the sessions created through it and runs
+    #: their agents, and takes over a dead node's share (a database of its own:
+    #: the two modes number the log differently).
+    cluster_mode: str = "primary"
     #: The cluster's name: its nodes' subjects on the bus start ``ahp.<name>.``,
     #: so clusters (and tests) can share one NATS server.
     cluster_name: str = "main"
@@ -400,6 +406,7 @@ _KEYS: dict[str, tuple[str, str]] = {
     "workspace.changeset_total_bytes": ("changeset_total_bytes", "posint"),
     "workspace.changeset_max_files": ("changeset_max_files", "posint"),
     "cluster.bus": ("bus", "busurl"),
+    "cluster.mode": ("cluster_mode", "clustermode"),
     "cluster.name": ("cluster_name", "nodeid"),
     "cluster.node_id": ("node_id", "nodeid"),
     "cluster.lease_ttl": ("lease_ttl", "posfloat"),
@@ -427,6 +434,7 @@ ENVIRONMENT: dict[str, str] = {
     "AHP_SERVER_BUS": "cluster.bus",
     "AHP_SERVER_NODE_ID": "cluster.node_id",
     "AHP_SERVER_CLUSTER_NAME": "cluster.name",
+    "AHP_SERVER_CLUSTER_MODE": "cluster.mode",
     "AHP_SERVER_BUS_USER": "cluster.bus_user",
     "AHP_SERVER_BUS_PASSWORD": "cluster.bus_password",
     "AHP_SERVER_BUS_PASSWORD_FILE": "cluster.bus_password_file",
@@ -613,6 +621,10 @@ def _check(key: str, kind: str, value: object) -> object:
     if kind == "nodeid":
         if not isinstance(value, str) or not re.match(r"^[A-Za-z0-9_-]{1,64}$", value):
             raise fail("1 to 64 letters, digits, '_' or '-'")
+        return value
+    if kind == "clustermode":
+        if value not in ("primary", "sharded"):
+            raise fail('"primary" or "sharded"')
         return value
     if kind == "durability":
         if value not in ("normal", "full"):

@@ -72,7 +72,7 @@ from ahp_server.client import (
     RemoteError,
     TurnFailedError,
 )
-from ahp_server.cluster import ClusterNode, NodeFailed
+from ahp_server.cluster import ClusterNode, NodeFailed, ShardedNode
 from ahp_server.config import ConfigError, Settings, load_settings, machine_problems
 from ahp_server.host.host import DB_FILE, HostFailed
 from ahp_server.logging import configure_logging
@@ -459,7 +459,9 @@ async def serve_cluster(settings: Settings) -> None:
     :class:`NodeFailed`: the process exits non-zero for its supervisor to
     start it again (as an edge).
     """
-    node = ClusterNode(settings)
+    node: ClusterNode | ShardedNode = (
+        ShardedNode(settings) if settings.cluster_mode == "sharded" else ClusterNode(settings)
+    )
     await node.start()
     tune_gc()
     for url in node.urls:

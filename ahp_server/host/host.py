@@ -21,7 +21,7 @@ import asyncio
 import contextlib
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from collections.abc import Awaitable, Callable, Collection, Coroutine, Sequence
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -260,6 +260,12 @@ class Host:
         self._failure_close = ""  # the close reason clients get then
         self.counters = Counters()
         self._background: set[asyncio.Task[Any]] = set()
+        #: Sharded mode (docs/scale-out.md): whether this node owns a session now —
+        #: only those are recovered here — and how a new session is claimed before
+        #: it is stored (``False``: another node has it). One node owns everything
+        #: otherwise.
+        self.owns: Callable[[str], bool] = lambda session: True
+        self.claim_session: Callable[[str], Awaitable[bool]] | None = None
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -276,21 +282,8 @@ class Host:
                 # nothing, and single-token mode ignores them all: it has one user.
                 self.client_users[client_id] = user
             self._known.setdefault(user if bound else None, OrderedDict())[client_id] = None
-        interrupted: list[str] = []
-        creating: list[str] = []
         rows = await self.store.channels()
-        for row in rows:
-            if row.kind == "session":
-                summary = (
-                    codec.decode(row.summary, SessionSummary) if row.summary is not None else None
-                )
-                self.session_index[row.uri] = (row.created_at, summary)
-                if row.unfinished == CREATING:
-                    creating.append(row.uri)
-            elif row.kind == "chat" and row.session is not None:
-                self.chat_index[row.uri] = row.session
-                if row.unfinished is not None:
-                    interrupted.append(row.uri)
+        interrupted, creating = self._index(rows, self.owns)
         self.root = RootActor(
             self,
             ROOT,
@@ -298,15 +291,7 @@ class Host:
         )
         self.root.start()
         self.spawn(self.loop_lag.run())
-        for uri in interrupted:
-            chat = await self.chat(uri)
-            if chat is not None:
-                await chat.call(chat.interrupt)
-                # The session mirrors the chat from its inbox: let it catch up
-                # before anyone can subscribe.
-                await chat.session.call(_nothing)
-        for uri in creating:
-            await self._repair_creating(uri)
+        await self._recover(interrupted, creating)
         for service in self.services:
             await service.start(rows)
         await self.store.flush()
@@ -319,6 +304,55 @@ class Host:
             recovered_turns=len(interrupted),
             repaired_sessions=len(creating),
             store=self.store.path,
+        )
+
+    def _index(
+        self, rows: Sequence[ChannelRow], owned: Callable[[str], bool]
+    ) -> tuple[list[str], list[str]]:
+        """Know the catalogue's sessions and chats; the chats with a turn a stop cut
+        short and the sessions left in ``creating``, among the sessions ``owned``."""
+        interrupted: list[str] = []
+        creating: list[str] = []
+        for row in rows:
+            if row.kind == "session":
+                summary = (
+                    codec.decode(row.summary, SessionSummary) if row.summary is not None else None
+                )
+                self.session_index[row.uri] = (row.created_at, summary)
+                if row.unfinished == CREATING and owned(row.uri):
+                    creating.append(row.uri)
+            elif row.kind == "chat" and row.session is not None:
+                self.chat_index[row.uri] = row.session
+                if row.unfinished is not None and owned(row.session):
+                    interrupted.append(row.uri)
+        return interrupted, creating
+
+    async def _recover(self, interrupted: Sequence[str], creating: Sequence[str]) -> None:
+        """End the turns a stop cut short (``chat/error``), reopen sessions left creating."""
+        for uri in interrupted:
+            chat = await self.chat(uri)
+            if chat is not None:
+                await chat.call(chat.interrupt)
+                # The session mirrors the chat from its inbox: let it catch up
+                # before anyone can subscribe.
+                await chat.session.call(_nothing)
+        for uri in creating:
+            await self._repair_creating(uri)
+
+    async def adopt(self, sessions: Collection[str]) -> None:
+        """Sharded mode: ``sessions`` became this node's (taken over from a node that
+        died). The catalogue is read again (it also learns sessions made on other
+        nodes meanwhile); their interrupted turns end with ``chat/error`` and those
+        left ``creating`` are opened again, as after a restart (docs/scale-out.md)."""
+        adopted = set(sessions)
+        rows = await self.store.channels()
+        interrupted, creating = self._index(rows, adopted.__contains__)
+        await self._recover(interrupted, creating)
+        log.info(
+            "sessions adopted",
+            sessions=len(adopted),
+            recovered_turns=len(interrupted),
+            repaired_sessions=len(creating),
         )
 
     async def _repair_creating(self, uri: str) -> None:

@@ -59,7 +59,7 @@ from typing import Any
 
 import structlog
 
-from ahp_server.store.base import LoadedChannel, StoreError, spliced
+from ahp_server.store.base import ChannelRow, LoadedChannel, StoreError, spliced
 from ahp_server.store.group import Callback
 from ahp_server.store.ownership import (
     SessionsFenced,
@@ -163,6 +163,7 @@ class ShardedStore(PostgresStore):
         #: What the last ``_commit`` wrote: its base and the writes it kept.
         self._done: tuple[int, list[_Write]] = (0, [])
         self._lost: set[str] = set()
+        self._opened: int | None = None
 
     # -- ownership, as the cluster loop decides it -------------------------------------------
 
@@ -184,6 +185,21 @@ class ShardedStore(PostgresStore):
         return self._session_of.get(channel, channel)
 
     # -- opening -----------------------------------------------------------------------------
+
+    async def start(self) -> int:
+        """Open once; later calls answer the high-water mark of that opening (a sharded
+        node opens its store before its host, to read the counter its feed starts at)."""
+        if self._opened is None:
+            self._opened = await super().start()
+        return self._opened
+
+    async def channels(self) -> list[ChannelRow]:
+        """The catalogue; every chat in it bound to its session (fenced by its owner row)."""
+        rows = await super().channels()
+        for row in rows:
+            if row.kind == "chat" and row.session is not None:
+                self.bind(row.uri, row.session)
+        return rows
 
     async def _claim_numbering(self, conn: _Connection, where: str) -> None:
         """Make the database a counter database, refusing one with the other layout."""

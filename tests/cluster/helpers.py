@@ -174,14 +174,17 @@ def cluster_config(
     heartbeat: float = HEARTBEAT,
     grace: float = 30.0,
     extra: str = "",
+    mode: str = "primary",
 ) -> Path:
     """A TOML config with a short lease (failover in seconds, for tests).
 
-    ``extra``: more TOML, appended as is (e.g. ``[[users]]`` tables).
+    ``extra``: more TOML, appended as is (e.g. ``[[users]]`` tables); ``mode``:
+    ``cluster.mode``.
     """
     path = directory / "cluster.toml"
     path.write_text(
         "[cluster]\n"
+        f'mode = "{mode}"\n'
         f"lease_ttl = {lease_ttl}\n"
         f"heartbeat = {heartbeat}\n"
         "[server]\n"

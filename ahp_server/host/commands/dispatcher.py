@@ -651,6 +651,14 @@ class Commands:
             raise ProtocolError(
                 f"session {uri} already exists", code=AhpErrorCode.SessionAlreadyExists
             )
+        # Sharded mode: this node owns the session from its first write (its owner
+        # row, epoch 1); one another node made under the same name is refused.
+        if host.claim_session is not None and (
+            not await host.claim_session(uri) or uri in host.session_index
+        ):
+            raise ProtocolError(
+                f"session {uri} already exists", code=AhpErrorCode.SessionAlreadyExists
+            )
         active_clients: tuple[SessionActiveClient, ...] = ()
         if not isinstance(params.active_client, UnsetType):
             if params.active_client.client_id != connection.client_id:

@@ -1,6 +1,6 @@
-"""Cluster mode: one node of several sharing PostgreSQL and NATS (docs/scale-out.md).
+"""Active/passive cluster mode: one node of several sharing PostgreSQL and NATS (docs/scale-out.md).
 
-Layer: app (beside ``app.py``, which it builds on; only ``cli`` imports it).
+Layer: cluster (above ``app``, which it builds on; only ``cli`` imports it).
 
 Every node listens for clients. One node at a time is the **primary**: it
 holds the lease in PostgreSQL (``store/lease.py``), owns every session and
@@ -38,20 +38,23 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
-import re
-import socket
 import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 import structlog
 
 from ahp_server.agents.base import Provider
 from ahp_server.app import App
+from ahp_server.cluster.bus import (
+    CLOSE_SERVICE_RESTART,
+    connect_bus,
+    default_node_id,
+    masked_bus,
+)
 from ahp_server.config import Settings
-from ahp_server.host.host import HostFailed, wall_clock_ms
+from ahp_server.host.host import wall_clock_ms
 from ahp_server.store.base import StoreError
 from ahp_server.store.lease import Lease, LeaseLost
 from ahp_server.store.postgres import PostgresStore
@@ -59,45 +62,11 @@ from ahp_server.store.postgres import PostgresStore
 if TYPE_CHECKING:  # the relay needs nats-py, imported when a node starts
     from ahp_server.transport.relay import EdgeRelay, PrimaryRelay, Signer, Subjects
 
-__all__ = ["ClusterNode", "NodeFailed", "default_node_id", "masked_bus"]
+__all__ = ["LEASE", "ClusterNode"]
 
 log = structlog.get_logger(__name__)
 
 LEASE = "primary"
-#: RFC 6455 "service restart": what relayed clients get when their node stops or changes role.
-CLOSE_SERVICE_RESTART = 1012
-#: Seconds a node keeps trying to reach NATS at start before it gives up (exits non-zero).
-BUS_CONNECT_WITHIN = 30.0
-
-
-class NodeFailed(HostFailed):
-    """This node must stop: it lost the lease, or its store failed."""
-
-
-def masked_bus(url: str) -> str:
-    """The bus URL as it may be logged: no password, and no token (``nats://token@host``)."""
-    parts = urlsplit(url)
-    if "@" not in parts.netloc:
-        return url
-    host = parts.netloc.rpartition("@")[2]
-    user = f"{parts.username}:***" if parts.password is not None else "***"
-    return urlunsplit(parts._replace(netloc=f"{user}@{host}"))
-
-
-def _refused_credentials(error: BaseException) -> bool:
-    """NATS refused this node's credentials (an authorization violation, or none given)."""
-    import nats
-
-    text = str(error).lower()
-    return isinstance(error, nats.errors.AuthorizationError) or (
-        "authorization" in text or "authentication" in text
-    )
-
-
-def default_node_id() -> str:
-    """The host name and process id, in the characters a NATS subject token allows."""
-    name = re.sub(r"[^A-Za-z0-9_-]", "-", socket.gethostname())[:40] or "node"
-    return f"{name}-{os.getpid()}"
 
 
 class ClusterNode:
@@ -224,69 +193,12 @@ class ClusterNode:
             await self.lease.close()
 
     async def _connect(self, bus: str) -> Any:
-        """A NATS connection, or :class:`StoreError` naming what to fix.
-
-        nats-py retries a refused first connection for ever (we ask it to
-        reconnect for ever later on): credentials NATS refuses stop the node at
-        once, and a server that does not answer within ``BUS_CONNECT_WITHIN``.
-        """
-        import nats  # lazily: only cluster nodes need the NATS client
-        from nats.aio.client import Client
-
-        settings = self.settings
-        nc = Client()
-        refused: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        errors: list[str] = []
-
-        async def on_error(error: Exception) -> None:
-            if connecting.done():  # connected once: nats-py reconnects by itself
-                await self._bus_error(error)
-                return
-            errors.append(str(error))
-            if _refused_credentials(error):
-                if not refused.done():
-                    refused.set_result(None)
-            elif len(errors) == 1:
-                log.warning(
-                    "cannot reach NATS yet: retrying", bus=masked_bus(bus), error=str(error)
-                )
-
-        options: dict[str, Any] = {
-            "servers": [bus],
-            "name": f"ahp-server {self.node_id}",
-            "user": settings.bus_user,
-            "password": settings.bus_password,
-            "connect_timeout": 5,
-            "allow_reconnect": True,
-            "max_reconnect_attempts": -1,
-            "reconnect_time_wait": 0.5,
-            "error_cb": on_error,
-            "disconnected_cb": self._bus_disconnected,
-            "reconnected_cb": self._bus_reconnected,
-        }
-        connecting = asyncio.ensure_future(nc.connect(**options))
-        await asyncio.wait(
-            {connecting, refused}, timeout=BUS_CONNECT_WITHIN, return_when="FIRST_COMPLETED"
-        )
-        if connecting.done() and not connecting.cancelled() and connecting.exception() is None:
-            return nc
-        connecting.cancel()
-        with contextlib.suppress(asyncio.CancelledError, OSError, TimeoutError, nats.errors.Error):
-            await connecting
-        with contextlib.suppress(OSError, nats.errors.Error):
-            await nc.close()
-        where = masked_bus(bus)
-        if refused.done() and not refused.cancelled():
-            raise StoreError(
-                f"NATS at {where} refused this node's credentials: check cluster.bus_user and "
-                "cluster.bus_password (AHP_SERVER_BUS_USER, AHP_SERVER_BUS_PASSWORD) or the "
-                "credentials in cluster.bus"
-            )
-        error = connecting.exception() if connecting.done() and not connecting.cancelled() else None
-        last = str(error) if error is not None else (errors[-1] if errors else "no answer")
-        raise StoreError(
-            f"cannot connect to NATS at {where} (cluster.bus) within "
-            f"{BUS_CONNECT_WITHIN:g} s: {last}"
+        return await connect_bus(
+            self.settings,
+            self.node_id,
+            on_error=self._bus_error,
+            on_disconnected=self._bus_disconnected,
+            on_reconnected=self._bus_reconnected,
         )
 
     async def _close_bus(self) -> None:

@@ -1,0 +1,302 @@
+"""Sharded cluster mode: every node owns some sessions, runs their agents and commits for them.
+
+Layer: cluster (above ``app``; only ``cli`` imports it). Issue 32,
+docs/scale-out.md "Sharded mode (design)".
+
+A :class:`ShardedNode` is a host whose store is the
+:class:`~ahp_server.store.sharded.ShardedStore` (commits fenced per session,
+numbered by the one counter), whose delivery is the node's feed
+(:class:`~ahp_server.transport.node_feed.NodeFeed`: its own commits and every
+other owner's, in ``serverSeq`` order), kept in the cluster by
+:class:`~ahp_server.store.membership.Membership` (its node lease, renewed only
+while its own heartbeat comes back through NATS,
+:class:`~ahp_server.transport.node_heartbeat.NodeHeartbeat`):
+
+* a session created here is claimed here (its owner row, epoch 1) before its
+  first write, and its agent runs here;
+* at start the node holds again what its name still owns (at raised epochs)
+  and recovers only those sessions' interrupted turns; the first node to
+  start owns the root channel;
+* sessions of a node whose lease ran out are taken over by fair share: once
+  this node has delivered everything committed before the takeover, they are
+  adopted (:meth:`Host.adopt <ahp_server.host.host.Host.adopt>`) — their
+  running turns end with ``chat/error``, as after a restart;
+* a feed stalled past ``FEED_STALL`` (a gap it cannot fill) closes this
+  node's clients with 1012, to reconnect elsewhere, rather than skip a
+  number; a lease another process took, or a failed store, stops the node.
+
+Not yet (docs/scale-out.md "Built: the sharded node"): forwarding a client's
+commands to another node's sessions, the root owner merging every node's
+part of the root state, placement on the least-loaded node, terminals and
+resource watches (channels of no session).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import structlog
+
+from ahp_server.agents.base import Provider
+from ahp_server.app import App
+from ahp_server.cluster.bus import CLOSE_SERVICE_RESTART, connect_bus, default_node_id, masked_bus
+from ahp_server.config import Settings
+from ahp_server.host.host import wall_clock_ms
+from ahp_server.store.base import StoreError
+from ahp_server.store.membership import Membership
+from ahp_server.store.ownership import LogReader, Ownership
+from ahp_server.store.sharded import ROOT, ShardedStore
+from ahp_server.transport.node_feed import NodeFeed
+from ahp_server.transport.node_heartbeat import Beat, NodeHeartbeat
+from ahp_server.transport.relay_format import Signer
+
+__all__ = ["FEED_GRACE", "FEED_STALL", "ShardedNode"]
+
+log = structlog.get_logger(__name__)
+
+#: Seconds a number may be missing behind a later one before it is read from the log.
+FEED_GRACE = 0.05
+#: Seconds delivery may stay blocked on a gap before the node's clients are closed (1012).
+FEED_STALL = 5.0
+
+
+class ShardedNode:
+    """One node of a sharded cluster (see the module docstring)."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        providers: Sequence[Provider] | None = None,
+        clock: Callable[[], float] = wall_clock_ms,
+    ) -> None:
+        if settings.bus is None or settings.store is None:
+            raise StoreError("cluster mode needs cluster.bus and storage.store")
+        if not settings.cluster_secret:  # load_settings requires it; a Settings made by hand
+            raise StoreError("cluster mode needs cluster.secret")
+        self.settings = settings
+        self.node_id = settings.node_id or default_node_id()
+        self.store = ShardedStore(
+            settings.store,
+            self.node_id,
+            commit_window=settings.commit_window_ms / 1000,
+            commit_timeout=settings.commit_timeout,
+        )
+        self.app = App(settings, providers=providers, clock=clock, store=self.store)
+        self.host = self.app.host
+        self.ownership = Ownership(settings.store, self.node_id, ttl=settings.lease_ttl)
+        self.membership = Membership(
+            self.ownership,
+            self.store,
+            interval=settings.lease_ttl / 3,
+            turns=self._turns,
+            delivered=self._delivered,
+            on_taken=self._taken,
+            on_lease_lost=self._fail,
+            bus_ok=self._bus_ok,
+        )
+        self.feed: NodeFeed | None = None
+        self.heartbeat: NodeHeartbeat | None = None
+        self._log_reader: LogReader | None = None
+        self._nc: Any = None
+        self._failed: asyncio.Future[str] | None = None
+        #: Sessions taken over and adopted by this node since it started.
+        self.adopted = 0
+        #: Set once the host has started: adoption waits for it.
+        self._started = asyncio.Event()
+
+    @property
+    def urls(self) -> list[str]:
+        return self.app.urls
+
+    # -- lifecycle --------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Join the bus and the cluster, open the host on what this node owns, listen."""
+        settings = self.settings
+        self._failed = asyncio.get_running_loop().create_future()
+        self._nc = await connect_bus(
+            settings,
+            self.node_id,
+            on_error=self._bus_error,
+            on_disconnected=self._bus_event("bus disconnected"),
+            on_reconnected=self._bus_event("bus reconnected"),
+        )
+        assert settings.cluster_secret is not None
+        assert settings.store is not None
+        signer = Signer(settings.cluster_secret.encode(), settings.cluster_name)
+        try:
+            seq = await self.store.start()  # migrated, and marked a counter database
+            await self.ownership.open()
+            self._log_reader = LogReader(settings.store)
+            self.heartbeat = NodeHeartbeat(
+                self._nc,
+                settings.cluster_name,
+                self.node_id,
+                signer,
+                period=settings.heartbeat,
+                beat=self._beat,
+            )
+            await self.heartbeat.start()
+            # Wired before the host's first commit: every number is delivered in order.
+            self.feed = NodeFeed(
+                self.host.hub,
+                self.store,
+                self._nc,
+                self._log_reader,
+                settings.cluster_name,
+                signer,
+                next_seq=seq + 1,
+                grace=FEED_GRACE,
+                stall=FEED_STALL,
+                on_stall=self._stalled,
+            )
+            held = await self.membership.join()
+            if await self.membership.claim(ROOT) is not None:
+                log.info("this node owns the root channel", node=self.node_id)
+            self.host.owns = self.store.held.__contains__
+            self.host.claim_session = self._claim
+            self.store.on_lost = self._lost
+            await self.app.start()
+            await self.feed.start()
+            self._started.set()
+        except BaseException:
+            await self._close_parts()
+            raise
+        self.store.failed.add_done_callback(self._store_failed)
+        log.info(
+            "sharded node started",
+            node=self.node_id,
+            bus=masked_bus(str(settings.bus)),
+            sessions=len(held),
+            server_seq=seq,
+        )
+
+    async def wait(self, stop: asyncio.Event) -> str | None:
+        """Run until ``stop`` is set (``None``) or this node fails (the reason)."""
+        assert self._failed is not None, "start() first"
+        stopping = asyncio.ensure_future(stop.wait())
+        waits: list[asyncio.Future[Any]] = [stopping, self._failed]
+        try:
+            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stopping.cancel()
+        return self._failed.result() if self._failed.done() else None
+
+    async def stop(self, *, close_timeout: float = 5.0) -> None:
+        """Graceful stop: turns end, everything commits, clients get 1001; the node
+        drains, so the others take its sessions over at once."""
+        await self.membership.stop(drain=False)
+        await self.app.stop(close_timeout=close_timeout)
+        await self._close_parts(drain=True)
+        log.info("sharded node stopped", node=self.node_id)
+
+    async def abort(self) -> None:
+        """After a failure: stop serving at once, commit nothing more, end child processes.
+        The lease is left to run out (the others take over after ``lease_ttl``)."""
+        await self.membership.stop(drain=False)
+        await self.app.abort()
+        await self._close_parts()
+
+    async def _close_parts(self, *, drain: bool = False) -> None:
+        if drain:
+            with contextlib.suppress(StoreError):
+                await self.ownership.drain()
+        if self.feed is not None:
+            await self.feed.aclose()
+        if self.heartbeat is not None:
+            await self.heartbeat.aclose()
+        if self._log_reader is not None:
+            await self._log_reader.close()
+        with contextlib.suppress(StoreError, OSError):
+            await self.ownership.close()
+        if self._nc is not None:
+            import nats
+
+            with contextlib.suppress(nats.errors.Error):
+                await self._nc.close()
+            self._nc = None
+
+    # -- ownership ----------------------------------------------------------------------------
+
+    async def _claim(self, session: str) -> bool:
+        return await self.membership.claim(session) is not None
+
+    def _taken(self, taken: dict[str, int]) -> None:
+        self.host.spawn(self._adopt(sorted(taken)))
+
+    async def _adopt(self, sessions: list[str]) -> None:
+        """Adopt sessions taken over, once everything committed before is delivered here:
+        their log is then whole in the replay buffers and the store alike."""
+        assert self.feed is not None
+        assert self._log_reader is not None
+        await self._started.wait()  # taken in the loop's first rounds, while starting
+        try:
+            target = await self._log_reader.counter()
+        except StoreError as error:
+            log.error("cannot adopt sessions taken over", error=str(error))
+            return
+        deadline = time.monotonic() + FEED_STALL
+        while self.feed.next_seq <= target:
+            if time.monotonic() > deadline:
+                log.error("feed behind: sessions taken over not adopted", sessions=len(sessions))
+                return
+            await asyncio.sleep(0.02)
+        await self.host.adopt([s for s in sessions if s != ROOT])
+        self.adopted += len(sessions)
+
+    def _lost(self, sessions: frozenset[str]) -> None:
+        # A commit refused: another node owns these now (or this node never held them:
+        # the root channel of a node that does not own it). Their writes were dropped,
+        # never delivered.
+        if sessions - {ROOT}:
+            log.warning("sessions lost to another node", sessions=len(sessions - {ROOT}))
+
+    def _turns(self) -> int:
+        return sum(1 for chat in self.host.chats.values() if chat.runner is not None)
+
+    def _delivered(self) -> int:
+        return 0 if self.feed is None else self.feed.next_seq - 1
+
+    def _beat(self) -> Beat:
+        return Beat(
+            node=self.node_id,
+            sessions=len(self.store.held),
+            turns=self._turns(),
+            seq=self._delivered(),
+        )
+
+    def _bus_ok(self) -> bool:
+        beat = self.heartbeat
+        return beat is not None and beat.heard_within(2 * self.settings.heartbeat)
+
+    # -- failures -----------------------------------------------------------------------------
+
+    def _fail(self, reason: str) -> None:
+        log.critical("sharded node failing", node=self.node_id, reason=reason)
+        if self._failed is not None and not self._failed.done():
+            self._failed.set_result(reason)
+
+    def _store_failed(self, future: asyncio.Future[BaseException]) -> None:
+        if not future.cancelled():
+            self._fail(f"the store failed: {future.result()}")
+
+    def _stalled(self) -> None:
+        """Delivery is blocked on a number this node cannot read: its clients reconnect
+        to another node (they replay from their last number there), none skips one."""
+        log.error("feed stalled: closing this node's clients", node=self.node_id)
+        for connection in list(self.host.connections):
+            connection.close(CLOSE_SERVICE_RESTART, "this node's delivery stalled: reconnect")
+
+    async def _bus_error(self, error: Exception) -> None:
+        log.warning("bus error", node=self.node_id, error=str(error))
+
+    def _bus_event(self, event: str) -> Callable[[], Any]:
+        async def told() -> None:
+            log.warning(event, node=self.node_id)
+
+        return told

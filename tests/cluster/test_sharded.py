@@ -1,0 +1,229 @@
+"""Sharded nodes (cluster/sharded.py) on the real PostgreSQL and NATS, driven by real clients.
+
+First two :class:`ShardedNode` objects in this process (a node "dies" by
+refusing its own writes, then :meth:`ShardedNode.abort`, no drain: its lease
+just runs out); then three ``ahp-server serve`` processes with ``cluster.mode
+= "sharded"``, one of them killed with SIGKILL. Each node listens on a port
+of its own with the echo agent; clients are :class:`AhpClient` over real
+WebSockets; the bus is the tests' authenticated ``nats-server``. Every wait
+is bounded by ``TIMEOUT``; assertions are on owner rows, turn states, words
+and numbers. docs/scale-out.md "Sharded mode".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from msgspec import UnsetType
+
+from ahp_server.client import AhpClient
+from ahp_server.cluster.sharded import ShardedNode
+from ahp_server.config import Settings
+from ahp_server.protocol.types import ChatState
+from ahp_server.store.sharded import ROOT
+from tests.cluster.helpers import Node, PrivateNats, cluster_config, new_cluster_name
+from tests.postgres import query, until
+
+TIMEOUT = 30.0
+#: A lease that lapses in seconds, renewed every second: a node that stops renewing is
+#: taken over within about LEASE_TTL + LEASE_TTL / 3.
+LEASE_TTL = 3.0
+SECRET = "sharded-node-test-secret-5d0b9e"
+
+
+@pytest.fixture
+async def cluster(url: str) -> tuple[str, str]:
+    return url, new_cluster_name()
+
+
+def settings(url: str, bus: PrivateNats, cluster: str, name: str) -> Settings:
+    return Settings(
+        port=0,
+        store=url,
+        bus=bus.url,
+        bus_user=bus.user,
+        bus_password=bus.password,
+        cluster_name=cluster,
+        node_id=name,
+        lease_ttl=LEASE_TTL,
+        heartbeat=0.5,
+        cluster_secret=SECRET,
+    )
+
+
+@contextlib.asynccontextmanager
+async def running(
+    url: str, bus: PrivateNats, cluster: str, name: str
+) -> AsyncIterator[ShardedNode]:
+    node = ShardedNode(settings(url, bus, cluster, name))
+    await node.start()
+    try:
+        yield node
+    finally:
+        await node.abort()
+
+
+async def owners(url: str) -> dict[str, tuple[str, int]]:
+    rows = await query(url, "SELECT session, node, epoch FROM session_owner")
+    return {str(r[0]): (str(r[1]), int(r[2])) for r in rows}
+
+
+async def session_of(url: str, chat: str) -> str:
+    """The session a chat belongs to, as the shared catalogue says."""
+    rows = await query(url, "SELECT session FROM channels WHERE uri = $1", chat)
+    return str(rows[0][0])
+
+
+def answer(client: AhpClient, chat: str) -> str:
+    """What the chat's agent said: its finished turns' text, then the running turn's."""
+    state = client.view(chat, ChatState)
+    active = state.active_turn
+    turns = [*state.turns, *(() if isinstance(active, UnsetType) else (active,))]
+    return "".join(
+        p.content for t in turns for p in t.response_parts if getattr(p, "kind", "") == "markdown"
+    )
+
+
+async def test_each_node_owns_what_it_creates_and_takes_a_dead_nodes_sessions_over(
+    cluster: tuple[str, str], nats_bus: PrivateNats
+) -> None:
+    url, name = cluster
+    async with (
+        running(url, nats_bus, name, "node-a") as a,
+        running(url, nats_bus, name, "node-b") as b,
+    ):
+        client_a = await AhpClient.connect(a.urls[0], subscriptions=[ROOT])
+        client_b = await AhpClient.connect(b.urls[0], subscriptions=[ROOT])
+        try:
+            chat_a = await client_a.open_chat("echo", timeout=TIMEOUT)
+            chat_b = await client_b.open_chat("echo", timeout=TIMEOUT)
+            # Each node owns the session made through it, at epoch 1, and runs its agent.
+            session_a, session_b = await session_of(url, chat_a), await session_of(url, chat_b)
+            rows = await owners(url)
+            assert rows[session_a] == ("node-a", 1)
+            assert rows[session_b] == ("node-b", 1)
+            assert rows[ROOT] == ("node-a", 1)  # the first node up owns the root channel
+            assert "two" in await client_b.ask(chat_b, "/slow 5 one two", timeout=TIMEOUT)
+            # A turn streams on node-a's session; node-a dies mid-turn.
+            words = " ".join(f"w{i}" for i in range(400))
+            await client_a.send_message(chat_a, f"/slow 20 {words}", timeout=TIMEOUT)
+            await client_a.wait_for(lambda c: "w10" in answer(c, chat_a), timeout=TIMEOUT)
+            # node-b streams meanwhile, on its own session.
+            streaming_b = asyncio.ensure_future(
+                client_b.ask(
+                    chat_b, f"/slow 20 {' '.join(f'v{i}' for i in range(300))}", timeout=TIMEOUT
+                )
+            )
+            # As after kill -9: nothing node-a does from now on reaches the database
+            # (every write of its is refused: it holds nothing), then it stops.
+            a.store.held.clear()
+            await a.abort()
+            # node-b takes node-a's sessions (and the root) over at epoch 2 ...
+            async with asyncio.timeout(TIMEOUT):
+                await until(lambda: _taken(url, session_a))
+                await until(lambda: _ready(b.adopted == 2))
+            # ... its own stream was not interrupted ...
+            assert (await streaming_b).split() == [f"v{i}" for i in range(300)]
+            # ... and node-a's running turn ended as an error there: a client of node-b
+            # sees it, with what had streamed before kept.
+            await client_b.subscribe(chat_a, timeout=TIMEOUT)
+            await client_b.wait_for(
+                lambda c: (
+                    (s := c.confirmed(chat_a, ChatState)) is not None
+                    and len(s.turns) == 1
+                    and s.turns[0].state == "error"
+                ),
+                timeout=TIMEOUT,
+            )
+            assert answer(client_b, chat_a).startswith("w0 w1 w2")
+            # The session is node-b's now: a new turn there runs on node-b's agent.
+            assert "again" in await client_b.ask(chat_a, "/slow 5 once again", timeout=TIMEOUT)
+            # Every envelope node-b's client saw came in one increasing order.
+            numbers = [e.server_seq for e in client_b.envelopes]
+            assert numbers == sorted(set(numbers))
+        finally:
+            await client_a.close()
+            await client_b.close()
+
+
+async def _taken(url: str, session: str) -> bool:
+    return (await owners(url)).get(session) == ("node-b", 2)
+
+
+async def _ready(value: bool) -> bool:
+    return value
+
+
+async def test_three_node_processes_share_sessions_and_survive_a_kill_9(
+    cluster: tuple[str, str], nats_bus: PrivateNats, tmp_path: Path
+) -> None:
+    url, name = cluster
+    config = cluster_config(tmp_path, lease_ttl=LEASE_TTL, mode="sharded")
+    nodes = [
+        Node(
+            f"node-{n}",
+            store=url,
+            bus=nats_bus.url,
+            cluster=name,
+            config=config,
+            bus_user=nats_bus.user,
+            bus_password=nats_bus.password,
+        )
+        for n in "abc"
+    ]
+    clients: list[AhpClient] = []
+    try:
+        for node in nodes:
+            await node.start()
+        clients = [await AhpClient.connect(n.url) for n in nodes]
+        chats = [await c.open_chat("echo", timeout=TIMEOUT) for c in clients]
+        sessions = [await session_of(url, chat) for chat in chats]
+        rows = await owners(url)
+        # Sessions land on all three nodes: each owns the one made through it.
+        assert [rows[s] for s in sessions] == [(n.name, 1) for n in nodes]
+        # Every node streams a long turn on its own session; node-a is killed mid-turn.
+        for k, (client, chat) in enumerate(zip(clients, chats, strict=True)):
+            words = " ".join(f"{'abc'[k]}{i}" for i in range(300))
+            await client.send_message(chat, f"/slow 20 {words}", timeout=TIMEOUT)
+        await clients[0].wait_for(lambda c: "a10" in answer(c, chats[0]), timeout=TIMEOUT)
+        await nodes[0].kill()
+        # The survivors' streams continue unbroken: every word, once, in order.
+        for k in (1, 2):
+            await clients[k].wait_for(
+                lambda c, k=k: len(c.view(chats[k], ChatState).turns) == 1, timeout=TIMEOUT
+            )
+            turn = clients[k].view(chats[k], ChatState).turns[0]
+            assert turn.state == "complete"
+            assert answer(clients[k], chats[k]).split() == [f"{'abc'[k]}{i}" for i in range(300)]
+            numbers = [e.server_seq for e in clients[k].envelopes]
+            assert numbers == sorted(set(numbers))
+        # node-a's session is taken over by a survivor (epoch 2) within the lease ...
+        async with asyncio.timeout(TIMEOUT):
+            await until(lambda: _moved(url, sessions[0]))
+        owner, epoch = (await owners(url))[sessions[0]]
+        assert epoch == 2
+        new_owner = next(n for n in nodes if n.name == owner)
+        # ... which ends its running turn as an error, what streamed before kept.
+        async with AhpClient.connect(new_owner.url) as again:
+            await again.subscribe(chats[0], timeout=TIMEOUT)
+            await again.wait_for(
+                lambda c: [t.state for t in c.view(chats[0], ChatState).turns] == ["error"],
+                timeout=TIMEOUT,
+            )
+            assert answer(again, chats[0]).startswith("a0 a1 a2")
+            # And it answers there now.
+            assert "again" in await again.ask(chats[0], "/slow 5 once again", timeout=TIMEOUT)
+    finally:
+        for client in clients:
+            await client.close()
+        for node in nodes:
+            await node.close()
+
+
+async def _moved(url: str, session: str) -> bool:
+    owner = (await owners(url)).get(session)
+    return owner is not None and owner[0] != "node-a"
