@@ -54,6 +54,7 @@ KINDS = {
     "nodeid": "1 to 64 letters, digits, `_` or `-`",
     "durability": '`"normal"` or `"full"`',
     "clustermode": '`"primary"` or `"sharded"`',
+    "placement": '`"least-loaded"` or `"local"`',
     "logformat": '`"console"`, `"json"` or `"auto"`',
     "loglevel": '`"debug"`, `"info"`, `"warning"` or `"error"`',
     "agentname": "lower-case letters, digits, `-` and `_`",

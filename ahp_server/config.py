@@ -320,6 +320,10 @@ class Settings:
     #: their agents, and takes over a dead node's share (a database of its own:
     #: the two modes number the log differently).
     cluster_mode: str = "primary"
+    #: Sharded mode: where a new session goes — ``"least-loaded"``, the live node
+    #: with the fewest running turns, then sessions (by heartbeat), the request
+    #: forwarded there; ``"local"``, the node the client reached.
+    placement: str = "least-loaded"
     #: The cluster's name: its nodes' subjects on the bus start ``ahp.<name>.``,
     #: so clusters (and tests) can share one NATS server.
     cluster_name: str = "main"
@@ -407,6 +411,7 @@ _KEYS: dict[str, tuple[str, str]] = {
     "workspace.changeset_max_files": ("changeset_max_files", "posint"),
     "cluster.bus": ("bus", "busurl"),
     "cluster.mode": ("cluster_mode", "clustermode"),
+    "cluster.placement": ("placement", "placement"),
     "cluster.name": ("cluster_name", "nodeid"),
     "cluster.node_id": ("node_id", "nodeid"),
     "cluster.lease_ttl": ("lease_ttl", "posfloat"),
@@ -435,6 +440,7 @@ ENVIRONMENT: dict[str, str] = {
     "AHP_SERVER_NODE_ID": "cluster.node_id",
     "AHP_SERVER_CLUSTER_NAME": "cluster.name",
     "AHP_SERVER_CLUSTER_MODE": "cluster.mode",
+    "AHP_SERVER_PLACEMENT": "cluster.placement",
     "AHP_SERVER_BUS_USER": "cluster.bus_user",
     "AHP_SERVER_BUS_PASSWORD": "cluster.bus_password",
     "AHP_SERVER_BUS_PASSWORD_FILE": "cluster.bus_password_file",
@@ -625,6 +631,10 @@ def _check(key: str, kind: str, value: object) -> object:
     if kind == "clustermode":
         if value not in ("primary", "sharded"):
             raise fail('"primary" or "sharded"')
+        return value
+    if kind == "placement":
+        if value not in ("least-loaded", "local"):
+            raise fail('"least-loaded" or "local"')
         return value
     if kind == "durability":
         if value not in ("normal", "full"):

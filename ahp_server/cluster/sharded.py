@@ -52,7 +52,9 @@ from ahp_server.store.ownership import LogReader, Ownership
 from ahp_server.store.sharded import ROOT, ShardedStore
 from ahp_server.transport.node_feed import NodeFeed
 from ahp_server.transport.node_heartbeat import Beat, NodeHeartbeat
-from ahp_server.transport.relay_format import Signer
+from ahp_server.transport.relay import OwnerRole, PrimaryRelay
+from ahp_server.transport.relay_format import Signer, Subjects
+from ahp_server.transport.routing import Routes, stamped
 
 __all__ = ["FEED_GRACE", "FEED_STALL", "ShardedNode"]
 
@@ -101,6 +103,9 @@ class ShardedNode:
         )
         self.feed: NodeFeed | None = None
         self.heartbeat: NodeHeartbeat | None = None
+        #: This node's routes to other nodes' sessions, and its end of theirs.
+        self.routes: Routes | None = None
+        self.owner_relay: PrimaryRelay | None = None
         self._log_reader: LogReader | None = None
         self._nc: Any = None
         self._failed: asyncio.Future[str] | None = None
@@ -155,14 +160,58 @@ class ShardedNode:
                 stall=FEED_STALL,
                 on_stall=self._stalled,
             )
+            subjects = Subjects(settings.cluster_name)
+            self.routes = Routes(
+                self._nc,
+                subjects,
+                self.node_id,
+                self.host,
+                self.store,
+                self.feed,
+                self._peers,
+                self._silent,
+                signer=signer,
+                max_bytes=settings.max_message_bytes,
+                check_every=settings.heartbeat,
+                catch_up=FEED_STALL,
+                placement="local" if settings.placement == "local" else "least-loaded",
+                turns=self._turns,
+            )
+            self.owner_relay = PrimaryRelay(
+                self._nc,
+                subjects,
+                self.node_id,
+                0,
+                self.app.gateway,
+                heartbeat=settings.heartbeat,
+                edge_timeout=3 * settings.heartbeat,
+                inbox=settings.relay_inbox,
+                max_message_bytes=settings.max_message_bytes,
+                signer=signer,
+                # Multi-user mode: a forwarded client is one of this node's users, or nobody.
+                users={user.name: user.admin for user in settings.users} or None,
+                owner=OwnerRole(
+                    transport=stamped(self.feed),
+                    alive=self.routes.alive,
+                    check_every=settings.heartbeat,
+                ),
+            )
             held = await self.membership.join()
             if await self.membership.claim(ROOT) is not None:
                 log.info("this node owns the root channel", node=self.node_id)
             self.host.owns = self.store.held.__contains__
             self.host.claim_session = self._claim
             self.store.on_lost = self._lost
+            self.host.router = self.routes
+            live = self.host.live_clients
+            # Another owner's envelope acknowledges its sender's connection here (sharded).
+            self.host.hub.remote_sender = lambda client_id: (
+                c if (c := live.get(client_id)) is not None and not c.forwarded else None
+            )
             await self.app.start()
             await self.feed.start()
+            await self.routes.start()
+            await self.owner_relay.start()
             self._started.set()
         except BaseException:
             await self._close_parts()
@@ -206,6 +255,10 @@ class ShardedNode:
         if drain:
             with contextlib.suppress(StoreError):
                 await self.ownership.drain()
+        if self.owner_relay is not None:
+            await self.owner_relay.stop()
+        if self.routes is not None:
+            await self.routes.aclose()
         if self.feed is not None:
             await self.feed.aclose()
         if self.heartbeat is not None:
@@ -269,6 +322,18 @@ class ShardedNode:
             turns=self._turns(),
             seq=self._delivered(),
         )
+
+    def _peers(self) -> dict[str, Beat]:
+        """The other nodes heard on the bus within a lease (``lease_ttl``: a node silent
+        that long has lost its sessions anyway), with their load."""
+        beat = self.heartbeat
+        return {} if beat is None else beat.live_peers(self.settings.lease_ttl)
+
+    def _silent(self, node: str) -> bool:
+        """Whether ``node`` was heard on the bus once but not within a lease since."""
+        beat = self.heartbeat
+        heard = None if beat is None else beat.peers.get(node)
+        return heard is not None and time.monotonic() - heard[1] > self.settings.lease_ttl
 
     def _bus_ok(self) -> bool:
         beat = self.heartbeat

@@ -54,6 +54,7 @@ from ahp_server.host.core.fanout import (
     close_reason,
 )
 from ahp_server.host.core.looplag import LoopLag
+from ahp_server.host.core.routing import Router
 from ahp_server.host.core.runtime import Counters
 from ahp_server.host.core.sequencer import Hub
 from ahp_server.host.sessions import CREATING, AgentSessions
@@ -266,6 +267,8 @@ class Host:
         #: otherwise.
         self.owns: Callable[[str], bool] = lambda session: True
         self.claim_session: Callable[[str], Awaitable[bool]] | None = None
+        #: Sharded mode: where requests for other nodes' sessions go (host/core/routing.py).
+        self.router: Router | None = None
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -326,6 +329,20 @@ class Host:
                 if row.unfinished is not None and owned(row.session):
                     interrupted.append(row.uri)
         return interrupted, creating
+
+    def learn(self, rows: Sequence[ChannelRow], *, whole: bool = False) -> None:
+        """Sharded mode: know catalogue rows other nodes wrote (sessions and chats this node
+        routes requests for; nothing is loaded). ``whole``: ``rows`` is the whole catalogue,
+        so sessions and chats not in it and not loaded here are gone (disposed elsewhere)."""
+        self._index(rows, lambda session: False)
+        if whole:
+            present = {row.uri for row in rows}
+            for uri in [u for u in self.session_index if u not in present]:
+                if uri not in self.sessions:
+                    del self.session_index[uri]
+            for uri in [u for u in self.chat_index if u not in present]:
+                if uri not in self.chats:
+                    del self.chat_index[uri]
 
     async def _recover(self, interrupted: Sequence[str], creating: Sequence[str]) -> None:
         """End the turns a stop cut short (``chat/error``), reopen sessions left creating."""
@@ -477,6 +494,8 @@ class Host:
             self.counters.slow_consumers += 1
         self.connections.discard(connection)
         self.hub.drop_connection(connection)
+        if self.router is not None:
+            self.router.forget(connection)
         client_id = connection.client_id
         if client_id is not None and self.live_clients.get(client_id) is connection:
             del self.live_clients[client_id]
@@ -1044,6 +1063,13 @@ class Host:
         actor.trim_memory()  # turns the replay completed count too
         actor.agent_state = loaded.agent_state
         return actor, loaded
+
+    def learn_client(self, client_id: str, version: str, user: str | None) -> None:
+        """Sharded mode: a client another node remembers, reconnecting here (its id stays
+        its first user's: :meth:`claim_client` checks it as for one remembered here)."""
+        self.clients[client_id] = version
+        if self.multi_user and user is not None:
+            self.client_users.setdefault(client_id, user)
 
     def remember_client(self, client_id: str, version: str) -> None:
         """Remember ``client_id`` (for ``reconnect``) as its user's most recently seen id.

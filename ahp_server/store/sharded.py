@@ -72,6 +72,15 @@ from ahp_server.store.postgres import NUMBERING_KEY, PostgresStore, _Write, mask
 
 __all__ = ["RETENTION", "ROOT", "Local", "ShardedStore"]
 
+#: A channel's row, its session's row (a chat), and the session's owner node.
+_LOCATE = """
+SELECT c.uri, c.kind, c.session, c.created_at, c.summary, c.active_turn, o.node,
+       n.expires_at > now() AND NOT n.draining
+FROM channels c LEFT JOIN session_owner o ON o.session = c.uri
+LEFT JOIN cluster_nodes n ON n.node = o.node
+WHERE c.uri = $1 OR c.uri = (SELECT session FROM channels WHERE uri = $1)
+"""
+
 log = structlog.get_logger(__name__)
 
 #: The root channel: owned like a session (docs/scale-out.md "Root state: one view").
@@ -200,6 +209,29 @@ class ShardedStore(PostgresStore):
             if row.kind == "chat" and row.session is not None:
                 self.bind(row.uri, row.session)
         return rows
+
+    async def locate(self, channel: str) -> tuple[list[ChannelRow], str | None, bool]:
+        """``channel``'s catalogue row — with its session's, for a chat — the node owning
+        that session (``None``: no owner row), and whether that node's lease is live (by
+        the database's clock). No rows: not in the catalogue. What a node reads to route
+        a request for a session it does not own."""
+        rows = await self._fetch(_LOCATE, channel)
+        found = [ChannelRow(*row[:6]) for row in rows]
+        owner = next((row for row in rows if row[1] == "session" and row[6] is not None), None)
+        if owner is None:
+            return found, None, False
+        return found, str(owner[6]), bool(owner[7])
+
+    async def client(self, client_id: str) -> tuple[str, str | None] | None:
+        """A remembered client's negotiated version and user (another node's client,
+        reconnecting here); ``None``: not remembered."""
+        rows = await self._fetch(
+            "SELECT version, user_name FROM clients WHERE client_id = $1", client_id
+        )
+        if not rows:
+            return None
+        version, user = rows[0]
+        return str(version), None if user is None else str(user)
 
     async def _claim_numbering(self, conn: _Connection, where: str) -> None:
         """Make the database a counter database, refusing one with the other layout."""

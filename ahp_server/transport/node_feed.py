@@ -21,6 +21,8 @@ them is delivered, so they never overtake the echo they follow.
 
 from __future__ import annotations
 
+import heapq
+import itertools
 from collections import deque
 from collections.abc import Callable
 from typing import Any
@@ -76,6 +78,9 @@ class NodeFeed:
         self._mine = 0
         #: Callbacks waiting for this node's numbers up to the first element.
         self._waiting: deque[tuple[int, list[Callback]]] = deque()
+        #: ``when``'s callbacks, by the number they wait for (a heap).
+        self._when: list[tuple[int, int, Callable[[], None]]] = []
+        self._order = itertools.count()
         store.on_batch = self._committed
         store.on_after = self._after_mine
 
@@ -92,6 +97,18 @@ class NodeFeed:
     def next_seq(self) -> int:
         """The next number to deliver: the node's watermark is one less."""
         return self.reader.next_seq
+
+    @property
+    def delivered(self) -> int:
+        """The node's watermark: every number up to it is delivered."""
+        return self.reader.next_seq - 1
+
+    def when(self, seq: int, callback: Callable[[], None]) -> None:
+        """Call ``callback`` once every number up to ``seq`` is delivered (now, if it is)."""
+        if seq <= self.delivered:
+            callback()
+        else:
+            heapq.heappush(self._when, (seq, next(self._order), callback))
 
     def _committed(self, first: int, batch: list[Local]) -> None:
         """On the loop, after a commit: publish it, and deliver it in order with the rest."""
@@ -113,6 +130,9 @@ class NodeFeed:
         waiting = self._waiting
         while waiting and waiting[0][0] <= seq:
             _run(waiting.popleft()[1])
+        when = self._when
+        while when and when[0][0] <= seq:
+            _run([(heapq.heappop(when)[2], ())])
 
 
 def _run(callbacks: list[Callback]) -> None:

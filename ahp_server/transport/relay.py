@@ -81,6 +81,7 @@ __all__ = [
     "EdgeLink",
     "EdgeRelay",
     "FrameSink",
+    "OwnerRole",
     "Pieces",
     "PrimaryRelay",
     "Signer",
@@ -91,6 +92,7 @@ __all__ = [
     "pack_frames",
     "publish",
     "unpack_frames",
+    "unpack_group",
 ]
 
 log = structlog.get_logger(__name__)
@@ -183,6 +185,21 @@ async def publish(
         payload = payload[limit:]
     await send(nc, subject, encode(kind, conn, n, payload, epoch), signer)
     return n
+
+
+def unpack_group(payload: bytes) -> tuple[list[tuple[int, int]], bytes, list[bytes]]:
+    """A ``g`` message (``EdgeLink``): ``<conn>:<n>,…``, a newline, the packed frames —
+    the ``(conn, n)`` it names, the packed bytes, and the frames. ``ValueError``: not that."""
+    names, sep, data = payload.partition(b"\n")
+    if not sep:
+        raise ValueError("no frames")
+    targets = []
+    for name in names.split(b","):
+        conn, colon, n = name.partition(b":")
+        if not colon:
+            raise ValueError("a target without its number")
+        targets.append((int(conn), int(n)))
+    return targets, data, unpack_frames(data)
 
 
 # -- the primary's side ------------------------------------------------------------------------
@@ -369,6 +386,19 @@ class BusTransport:
         self._link.put("x", self._conn, b"%d %s" % (CLOSE_SLOW_CONSUMER, b"aborted"))
 
 
+@dataclass(frozen=True, slots=True)
+class OwnerRole:
+    """What makes a :class:`PrimaryRelay` the sharded mode's end of forwarded requests
+    (``transport/routing.py``): it listens on ``ahp.<c>.o.<node>.*`` and answers on
+    ``ahp.<c>.r.<edge>``, announces nothing (nodes find owners in PostgreSQL), writes
+    through ``transport(link, conn)``, marks its connections ``forwarded``, and drops
+    the clients of a node ``alive`` no longer vouches for (checked every ``check_every``)."""
+
+    transport: Callable[[EdgeLink, int], Transport]
+    alive: Callable[[str], bool]
+    check_every: float
+
+
 @dataclass(slots=True)
 class _Remote:
     """One relayed client on the primary: its connection and its ordered inbox."""
@@ -400,12 +430,15 @@ class PrimaryRelay:
         signer: Signer | None = None,
         users: Mapping[str, bool] | None = None,
         clock_ms: Callable[[], int] = lambda: time.time_ns() // 1_000_000,
+        owner: OwnerRole | None = None,
     ) -> None:
         """``signer``: sign and check everything (a node always has one); ``users``: in
         multi-user mode each user's name and whether they are an admin (``None``:
-        single-user, an open without identity is that one user, as a local socket)."""
+        single-user, an open without identity is that one user, as a local socket).
+        ``owner``: the sharded mode's end of forwarded requests instead (:class:`OwnerRole`)."""
         self._nc = nc
         self._subjects = subjects
+        self._owner = owner
         self.node = node
         self.epoch = epoch
         self._sink = sink
@@ -438,6 +471,14 @@ class PrimaryRelay:
 
     async def start(self) -> None:
         subjects = self._subjects
+        if self._owner is not None:
+            listen = subjects.owner_all(self.node)
+            self._subs.append(await self._nc.subscribe(listen, cb=self._on_message))
+            await self._nc.flush()
+            self._ticker = asyncio.get_running_loop().create_task(
+                self._watch_edges(self._owner), name="relay-owner"
+            )
+            return
         self._subs.append(
             await self._nc.subscribe(subjects.primary_all(self.epoch), cb=self._on_message)
         )
@@ -500,6 +541,23 @@ class PrimaryRelay:
                     link = self._links.pop(edge, None)
                     if link is not None:
                         await link.stop()
+
+    async def _watch_edges(self, owner: OwnerRole) -> None:
+        """Owner role: drop the forwarded clients of nodes no longer alive."""
+        while True:
+            await asyncio.sleep(owner.check_every)
+            for edge in {remote.edge for remote in self._remotes.values()}:
+                if not owner.alive(edge):
+                    gone = [r for r in self._remotes.values() if r.edge == edge]
+                    log.warning("node silent: dropping its forwarded clients", edge=edge)
+                    for remote in gone:
+                        await self._drop(remote)
+                    link = self._links.pop(edge, None)
+                    if link is not None:
+                        await link.stop()
+
+    def _reply(self, edge: str) -> str:
+        return self._subjects.edge(edge) if self._owner is None else self._subjects.routed(edge)
 
     async def _on_edge_heartbeat(self, msg: _Msg) -> None:
         beat = unsealed(self._signer, self._warnings, msg.subject, msg.data)
@@ -580,7 +638,7 @@ class PrimaryRelay:
         if link is not None:
             link.put_message(data)
         else:
-            await send(self._nc, self._subjects.edge(edge), data, self._signer)
+            await send(self._nc, self._reply(edge), data, self._signer)
 
     def _fresh(self, edge: str, payload: bytes) -> bytes | None:
         """A signed open's identity, if the open is fresh and new (else None, logged)."""
@@ -606,7 +664,7 @@ class PrimaryRelay:
         if link is None:
             link = self._links[edge] = EdgeLink(
                 self._nc,
-                self._subjects.edge(edge),
+                self._reply(edge),
                 self.epoch,
                 max_bytes=LINK_MAX_BYTES,
                 signer=self._signer,
@@ -638,7 +696,11 @@ class PrimaryRelay:
             if user not in self._users:
                 return "unknown user"
             admin = self._users[user]
-        connection = self._sink.open(BusTransport(self._link(edge), conn))
+        link = self._link(edge)
+        owner = self._owner
+        transport = BusTransport(link, conn) if owner is None else owner.transport(link, conn)
+        connection = self._sink.open(transport)
+        connection.forwarded = owner is not None
         if user is not None:
             connection.user = user
             connection.admin = admin
@@ -962,19 +1024,14 @@ class EdgeRelay:
         self._receive(kind, conn, n, epoch, payload)
 
     def _on_group(self, epoch: int | None, payload: bytes) -> None:
-        """The same frames for several clients: ``<conn>:<n>,…`` then the packed frames."""
-        names, sep, data = payload.partition(b"\n")
+        """The same frames for several clients (:func:`unpack_group`)."""
         try:
-            if not sep:
-                raise ValueError("no frames")
-            targets = [tuple(map(int, name.split(b":"))) for name in names.split(b",")]
-            frames = unpack_frames(data)
+            targets, data, frames = unpack_group(payload)
         except ValueError:
             log.warning("malformed relay group dropped")
             return
-        for target in targets:
-            if len(target) == 2:
-                self._receive("f", target[0], target[1], epoch, data, frames)
+        for conn, n in targets:
+            self._receive("f", conn, n, epoch, data, frames)
 
     def _receive(
         self,

@@ -169,6 +169,18 @@ class Subjects:
     def edge(self, edge: str) -> str:
         return f"ahp.{self.cluster}.e.{edge}"
 
+    def owner(self, node: str, edge: str) -> str:
+        """Sharded mode: where node ``edge`` forwards its clients' requests for ``node``'s
+        sessions (``transport/routing.py``)."""
+        return f"ahp.{self.cluster}.o.{node}.{edge}"
+
+    def owner_all(self, node: str) -> str:
+        return f"ahp.{self.cluster}.o.{node}.*"
+
+    def routed(self, edge: str) -> str:
+        """Sharded mode: where owners answer node ``edge``'s forwarded requests."""
+        return f"ahp.{self.cluster}.r.{edge}"
+
     @property
     def hb_primary(self) -> str:
         return f"ahp.{self.cluster}.hb.primary"

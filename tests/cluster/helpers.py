@@ -175,16 +175,18 @@ def cluster_config(
     grace: float = 30.0,
     extra: str = "",
     mode: str = "primary",
+    placement: str = "least-loaded",
 ) -> Path:
     """A TOML config with a short lease (failover in seconds, for tests).
 
     ``extra``: more TOML, appended as is (e.g. ``[[users]]`` tables); ``mode``:
-    ``cluster.mode``.
+    ``cluster.mode``; ``placement``: ``cluster.placement``.
     """
     path = directory / "cluster.toml"
     path.write_text(
         "[cluster]\n"
         f'mode = "{mode}"\n'
+        f'placement = "{placement}"\n'
         f"lease_ttl = {lease_ttl}\n"
         f"heartbeat = {heartbeat}\n"
         "[server]\n"

@@ -3,7 +3,8 @@
 First two :class:`ShardedNode` objects in this process (a node "dies" by
 refusing its own writes, then :meth:`ShardedNode.abort`, no drain: its lease
 just runs out); then three ``ahp-server serve`` processes with ``cluster.mode
-= "sharded"``, one of them killed with SIGKILL. Each node listens on a port
+= "sharded"``, one of them killed with SIGKILL while a client of another node
+drives a third node's session. Each node listens on a port
 of its own with the echo agent; clients are :class:`AhpClient` over real
 WebSockets; the bus is the tests' authenticated ``nats-server``. Every wait
 is bounded by ``TIMEOUT``; assertions are on owner rows, turn states, words
@@ -40,7 +41,11 @@ async def cluster(url: str) -> tuple[str, str]:
     return url, new_cluster_name()
 
 
-def settings(url: str, bus: PrivateNats, cluster: str, name: str) -> Settings:
+def settings(
+    url: str, bus: PrivateNats, cluster: str, name: str, *, placement: str = "local"
+) -> Settings:
+    """A sharded node's settings; ``placement`` "local" by default: each node owns what
+    its clients create, so a test knows where a session lives."""
     return Settings(
         port=0,
         store=url,
@@ -52,14 +57,15 @@ def settings(url: str, bus: PrivateNats, cluster: str, name: str) -> Settings:
         lease_ttl=LEASE_TTL,
         heartbeat=0.5,
         cluster_secret=SECRET,
+        placement=placement,
     )
 
 
 @contextlib.asynccontextmanager
 async def running(
-    url: str, bus: PrivateNats, cluster: str, name: str
+    url: str, bus: PrivateNats, cluster: str, name: str, *, placement: str = "local"
 ) -> AsyncIterator[ShardedNode]:
-    node = ShardedNode(settings(url, bus, cluster, name))
+    node = ShardedNode(settings(url, bus, cluster, name, placement=placement))
     await node.start()
     try:
         yield node
@@ -162,7 +168,7 @@ async def test_three_node_processes_share_sessions_and_survive_a_kill_9(
     cluster: tuple[str, str], nats_bus: PrivateNats, tmp_path: Path
 ) -> None:
     url, name = cluster
-    config = cluster_config(tmp_path, lease_ttl=LEASE_TTL, mode="sharded")
+    config = cluster_config(tmp_path, lease_ttl=LEASE_TTL, mode="sharded", placement="local")
     nodes = [
         Node(
             f"node-{n}",
@@ -185,13 +191,25 @@ async def test_three_node_processes_share_sessions_and_survive_a_kill_9(
         rows = await owners(url)
         # Sessions land on all three nodes: each owns the one made through it.
         assert [rows[s] for s in sessions] == [(n.name, 1) for n in nodes]
-        # Every node streams a long turn on its own session; node-a is killed mid-turn.
-        for k, (client, chat) in enumerate(zip(clients, chats, strict=True)):
+        # A client of node-b drives node-c's session: its requests go to node-c, the
+        # envelopes come back on node-b's feed.
+        cross = await AhpClient.connect(nodes[1].url)
+        clients.append(cross)
+        await cross.subscribe(chats[2], timeout=TIMEOUT)
+        # Every node streams a long turn on its own session (node-c's started through
+        # node-b); node-a is killed mid-turn.
+        for k, (client, chat) in enumerate(zip([*clients[:2], cross], chats, strict=True)):
             words = " ".join(f"{'abc'[k]}{i}" for i in range(300))
             await client.send_message(chat, f"/slow 20 {words}", timeout=TIMEOUT)
         await clients[0].wait_for(lambda c: "a10" in answer(c, chats[0]), timeout=TIMEOUT)
         await nodes[0].kill()
-        # The survivors' streams continue unbroken: every word, once, in order.
+        # The survivors' streams continue unbroken: every word, once, in order — on
+        # node-c's own client and on node-b's client driving it alike.
+        await cross.wait_for(lambda c: len(c.view(chats[2], ChatState).turns) == 1, timeout=TIMEOUT)
+        assert answer(cross, chats[2]).split() == [f"c{i}" for i in range(300)]
+        assert [e.server_seq for e in cross.envelopes] == sorted(
+            {e.server_seq for e in cross.envelopes}
+        )
         for k in (1, 2):
             await clients[k].wait_for(
                 lambda c, k=k: len(c.view(chats[k], ChatState).turns) == 1, timeout=TIMEOUT

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
 import msgspec
@@ -32,7 +32,8 @@ from ahp_server.host.actors import (
     turns_cursor,
 )
 from ahp_server.host.core import edge
-from ahp_server.host.core.fanout import Connection, ConnState
+from ahp_server.host.core.fanout import CLOSE_SERVICE_RESTART, Connection, ConnState
+from ahp_server.host.core.routing import ROUTED, Router
 from ahp_server.host.host import Host
 from ahp_server.host.sessions import new_default_chat, new_session_actor
 from ahp_server.protocol import codec
@@ -96,7 +97,7 @@ from ahp_server.protocol.views import v0_7
 from ahp_server.store.base import newest_within
 from ahp_server.workspace.paths import PathInvalid, PathRefused, file_uri
 
-__all__ = ["Commands"]
+__all__ = ["Answer", "Commands"]
 
 log = structlog.get_logger(__name__)
 
@@ -146,6 +147,51 @@ class _SnapshotResult(msgspec.Struct, kw_only=True, tag_field="type", tag="snaps
     snapshots: list[msgspec.Raw]
 
 
+class Answer(msgspec.Struct, frozen=True):
+    """A result and the envelopes that follow it in the same step (the gateway sends the
+    response, then each as an ``action`` frame): a snapshot another node took, and this
+    node's envelopes of that channel after its ``fromSeq`` (sharded mode)."""
+
+    result: bytes
+    after: list[bytes]
+
+
+class _Channel(msgspec.Struct):
+    channel: str
+
+
+class _From(msgspec.Struct):
+    from_seq: int = msgspec.field(name="fromSeq")
+
+
+class _Subscribed(msgspec.Struct):
+    """A ``SubscribeResult`` as a node reads another node's: the snapshot kept encoded."""
+
+    snapshot: msgspec.Raw
+
+
+_CHANNEL = msgspec.json.Decoder(_Channel)
+_SUBSCRIBED = msgspec.json.Decoder(_Subscribed)
+
+
+class _SubscribedFrom(msgspec.Struct):
+    snapshot: _From
+
+
+_SUBSCRIBED_FROM = msgspec.json.Decoder(_SubscribedFrom)
+#: Errors of a subscription forwarded within initialize / reconnect that make the
+#: channel absent (as a local one that is unknown or another user's), not the answer fail.
+_ABSENT = frozenset(
+    {AhpErrorCode.SessionNotFound, AhpErrorCode.NotFound, AhpErrorCode.PermissionDenied}
+)
+#: Times a forwarded subscription is asked again when this node's history of the
+#: channel no longer reaches back to the owner's snapshot.
+_RESUBSCRIBE = 3
+
+#: Requests whose answer says a channel exists: forwarded from another node, they are
+#: answered once the catalogue has it (sharded mode).
+_CATALOGUED = frozenset({"createSession", "createChat"})
+
 _NULL = b"null"
 _EMPTY = b"{}"
 
@@ -162,7 +208,7 @@ class Commands:
 
     def __init__(self, host: Host) -> None:
         self.host = host
-        self._requests: dict[str, Callable[[Connection, Any], Awaitable[bytes]]] = {
+        self._requests: dict[str, Callable[[Connection, Any], Awaitable[bytes | Answer]]] = {
             "ping": self.ping,
             "initialize": self.initialize,
             "reconnect": self.reconnect,
@@ -194,7 +240,7 @@ class Commands:
     def register(
         self,
         method: str,
-        handler: Callable[[Connection, Any], Awaitable[bytes]],
+        handler: Callable[[Connection, Any], Awaitable[bytes | Answer]],
         params_type: type[Any] | None = None,
     ) -> None:
         """Answer ``method`` with ``handler`` (params decoded as ``params_type``, if given).
@@ -212,7 +258,7 @@ class Commands:
 
     async def handle(
         self, connection: Connection, method: str, params: msgspec.Raw | UnsetType
-    ) -> bytes:
+    ) -> bytes | Answer:
         handler = self._requests.get(method)
         if handler is None:
             raise MethodNotFound(f"method {method!r} is not supported by this host")
@@ -236,13 +282,149 @@ class Commands:
                 params, original = translated
                 if method == "createSession":
                     fork = v0_7.fork_source(original)
-        params_type = self._params.get(method)
-        decoded: Any = decode_params(params, params_type) if params_type else params
-        if fork is not None:
-            result = await self.create_session(connection, decoded, fork=fork)
+        router = self.host.router
+        routed: bytes | Answer | None = None
+        if router is not None and method in ROUTED and fork is None:
+            routed = await self._route(connection, router, method, params)
+        if routed is not None:
+            result: bytes | Answer = routed
         else:
-            result = await handler(connection, decoded)
-        return edge.result(method, result) if connection.legacy else result
+            params_type = self._params.get(method)
+            decoded: Any = decode_params(params, params_type) if params_type else params
+            if fork is not None:
+                result = await self.create_session(connection, decoded, fork=fork)
+            else:
+                result = await handler(connection, decoded)
+            if connection.forwarded and method in _CATALOGUED:
+                # Another node's client: that node finds what was made in the catalogue
+                # (PostgreSQL) when its client next names it.
+                await self.host.commit_now()
+        if not connection.legacy:
+            return result
+        if isinstance(result, Answer):
+            return Answer(
+                edge.result(method, result.result), self._seen_as(connection, result.after)
+            )
+        return edge.result(method, result)
+
+    # -- sharded mode: requests for other nodes' sessions (host/core/routing.py) --------------
+
+    async def _route(
+        self,
+        connection: Connection,
+        router: Router,
+        method: str,
+        params: msgspec.Raw | UnsetType,
+    ) -> bytes | Answer | None:
+        """The answer of the node owning the request's channel; ``None``: answer here."""
+        channel = _channel_param(params)
+        if channel is None:
+            return None  # the handler's decoding says what is wrong
+        if connection.forwarded:
+            self._still_mine(connection, router, method, channel)
+            return None
+        node = await router.owner(method, channel)
+        if node is None:
+            return None
+        assert not isinstance(params, UnsetType)
+        if method == "subscribe":
+            return await self._subscribe_elsewhere(connection, router, node, channel, params)
+        return await router.request(connection, node, method, bytes(params))
+
+    def _still_mine(
+        self, connection: Connection, router: Router, method: str, channel: str
+    ) -> None:
+        """A request forwarded here for a session another node took over meanwhile: the
+        client's node closes the client (1012), and it finds the new owner on reconnect."""
+        if method == "createSession" or router.mine(channel) or not self.host.knows(channel):
+            return
+        connection.close(CLOSE_SERVICE_RESTART, "the session moved to another node: reconnect")
+        raise InternalError(f"{channel} moved to another node")
+
+    async def _subscribe_elsewhere(
+        self, connection: Connection, router: Router, node: str, channel: str, params: bytes
+    ) -> Answer:
+        """``subscribe`` to a channel ``node`` owns: its snapshot (as of its watermark S),
+        then — once this node has delivered S — this node's envelopes of the channel after
+        S, subscribed in the same step (no ``await`` between): nothing missed, none twice
+        (docs/scale-out.md "Routing")."""
+        hub = self.host.hub
+        limit = self.host.settings.max_subscriptions
+        if channel not in connection.subscriptions and len(connection.subscriptions) >= limit:
+            raise InvalidParams(f"subscription limit reached ({limit} per connection)")
+        if channel in connection.subscriptions:
+            # Subscribed already: the envelopes until the new snapshot come after it.
+            hub.unsubscribe(connection, channel)
+        for _ in range(_RESUBSCRIBE):
+            result = await router.request(connection, node, "subscribe", params)
+            after = hub.replay_each({channel: _from_seq(result)}, viewer=connection)
+            if after is not None:
+                hub.subscribe(connection, channel)
+                return Answer(result, after)
+        raise InternalError(
+            f"the history of {channel} moved on while it was fetched: subscribe again"
+        )
+
+    async def _split(
+        self, connection: Connection, channels: list[str]
+    ) -> tuple[list[str], dict[str, str]]:
+        """``channels`` this node answers for, and those another node owns (with the node)."""
+        router = self.host.router
+        if router is None or connection.forwarded:
+            return channels, {}
+        local: list[str] = []
+        remote: dict[str, str] = {}
+        for channel in channels:
+            node = await router.owner("subscribe", channel)
+            if node is None:
+                local.append(channel)
+            else:
+                remote[channel] = node
+        return local, remote
+
+    async def _snapshots_elsewhere(
+        self, connection: Connection, remote: dict[str, str], client: tuple[str, str]
+    ) -> dict[str, tuple[msgspec.Raw, int]]:
+        """The snapshots of channels other nodes own (initialize, reconnect), each with its
+        ``fromSeq``; a channel unknown there or another user's is left out (missing)."""
+        found: dict[str, tuple[msgspec.Raw, int]] = {}
+        router = self.host.router
+        if router is None or not remote:
+            return found
+        for channel, node in remote.items():
+            params = codec.encode(SubscribeParams(channel=channel))
+            try:
+                result = await router.request(connection, node, "subscribe", params, client=client)
+            except ProtocolError as error:
+                if error.code in _ABSENT:
+                    continue
+                raise
+            found[channel] = (_SUBSCRIBED.decode(result).snapshot, _from_seq(result))
+        return found
+
+    def _after_snapshots(
+        self, connection: Connection, fetched: dict[str, tuple[msgspec.Raw, int]]
+    ) -> list[bytes]:
+        """This node's envelopes after each fetched snapshot's ``fromSeq`` (see
+        :meth:`_subscribe_elsewhere`); -32603 when its history no longer reaches back."""
+        if not fetched:
+            return []
+        after = self.host.hub.replay_each(
+            {channel: from_seq for channel, (_, from_seq) in fetched.items()}, viewer=connection
+        )
+        if after is None:
+            raise InternalError(
+                "the subscriptions' history moved on while they were fetched: try again"
+            )
+        return after
+
+    @staticmethod
+    def _seen_as(connection: Connection, envelopes: list[bytes]) -> list[bytes]:
+        """Envelopes as ``connection`` sees them: projected for a 0.7 client."""
+        if not connection.legacy:
+            return envelopes
+        projected = (edge.project_envelope(e) for e in envelopes)
+        return [e for e in projected if e is not None]
 
     async def _before_translation(self, method: str, params: msgspec.Raw) -> None:
         """What a 0.7 request needs checked before it becomes 1.0: the rules
@@ -278,7 +460,10 @@ class Commands:
         ``None``): what a 0.7 client's terminal claim or annotation means."""
         actor = self.host.sessions.get(session)
         if actor is None:
-            return None
+            # Sharded mode: a session of another node, known from the catalogue. A 0.7
+            # client has one chat per session: its default chat (protocol/uris.py).
+            known = self.host.router is not None and session in self.host.session_index
+            return default_chat(session) if known else None
         chats = [c for c in self.host.chats.values() if c.session is actor]
         if turn_id is not None:
             for chat in chats:
@@ -303,6 +488,13 @@ class Commands:
             unsubscribe = decode_params(params, UnsubscribeParams)
             was_subscribed = unsubscribe.channel in connection.subscriptions
             self.host.hub.unsubscribe(connection, unsubscribe.channel)
+            router = self.host.router
+            if router is not None and not connection.forwarded:
+                node = await router.owner(method, unsubscribe.channel)
+                if node is not None:  # its owner releases the client there (§14.10)
+                    assert not isinstance(params, UnsetType)
+                    await router.notify(connection, node, method, bytes(params))
+                    return
             if was_subscribed:  # §14.10: leaving a session releases the client there
                 await self.host.unsubscribed(connection, unsubscribe.channel)
         else:
@@ -329,11 +521,12 @@ class Commands:
         row = row_for(version)
         connection.legacy = row is not None and edge.is_legacy(row.view)
         connection.state = ConnState.READY
-        self.host.remember_client(client_id, version)
+        if not connection.forwarded:  # a route negotiates 1.0 whatever its client did
+            self.host.remember_client(client_id, version)
         # Every later log line of this connection's task names its client.
         structlog.contextvars.bind_contextvars(client_id=client_id)
 
-    async def initialize(self, connection: Connection, params: InitializeParams) -> bytes:
+    async def initialize(self, connection: Connection, params: InitializeParams) -> bytes | Answer:
         _root_channel(params.channel)
         if connection.state is ConnState.READY:
             raise InvalidRequest("this connection is already initialized")
@@ -351,12 +544,20 @@ class Commands:
             if isinstance(params.initial_subscriptions, UnsetType)
             else list(dict.fromkeys(params.initial_subscriptions))
         )
-        actors = self._permitted(connection, await self._actors(channels))
+        local, remote = await self._split(connection, channels)
+        actors = self._permitted(connection, await self._actors(local))
+        fetched = await self._snapshots_elsewhere(connection, remote, (params.client_id, version))
         # Built and bounded before anything changes: one over the limit leaves
         # the connection as it was. From here on nothing awaits (gateway.py).
-        snapshots = self._snapshots(connection, [c for c in channels if c in actors], actors)
+        snapshots = self._snapshots(
+            connection,
+            [c for c in local if c in actors],
+            actors,
+            [raw for raw, _ in fetched.values()],
+        )
+        after = self._after_snapshots(connection, fetched)
         self._handshake(connection, params.client_id, version)
-        for channel in actors:
+        for channel in [*actors, *fetched]:
             self.host.hub.subscribe(connection, channel)
         log.info(
             "client initialized",
@@ -364,7 +565,7 @@ class Commands:
             client_id=params.client_id,
             version=version,
         )
-        return codec.encode(
+        result = codec.encode(
             _InitializeResult(
                 protocol_version=version,
                 server_seq=self.host.hub.delivered_seq,
@@ -372,10 +573,17 @@ class Commands:
                 snapshots=snapshots,
             )
         )
+        return Answer(result, after) if after else result
 
-    async def reconnect(self, connection: Connection, params: ReconnectParams) -> bytes:
+    async def reconnect(self, connection: Connection, params: ReconnectParams) -> bytes | Answer:
         _root_channel(params.channel)
         version = self.host.clients.get(params.client_id)
+        if version is None and self.host.router is not None and not connection.forwarded:
+            # Sharded mode: a client of another node, reconnecting here.
+            found = await self.host.router.client(params.client_id)
+            if found is not None:
+                self.host.learn_client(params.client_id, *found)
+                version = found[0]
         if version is None:
             # The client falls back to initialize on any error (WIRE-SUMMARY §3.3).
             raise ProtocolError(
@@ -384,14 +592,21 @@ class Commands:
             )
         # Another user's channels are "no longer permitted": missing (§3.3).
         channels = list(dict.fromkeys(params.subscriptions))
-        actors = self._permitted(connection, await self._actors(channels))
+        local, remote = await self._split(connection, channels)
+        actors = self._permitted(connection, await self._actors(local))
+        # Other nodes' channels this node delivers too: known from the catalogue.
+        elsewhere = {c: n for c, n in remote.items() if self.host.may_access(connection, c)}
         hub = self.host.hub
-        present = [c for c in channels if c in actors]
-        missing = [c for c in channels if c not in actors]
+        last_seen = params.last_seen_server_seq
+        router = self.host.router
+        if elsewhere and router is not None and last_seen > hub.delivered_seq:
+            # It was on a node further ahead: replay once this one has delivered as
+            # far, or it would send what the client has as new (docs/scale-out.md).
+            await router.caught_up(last_seen)
+        present = [c for c in channels if c in actors or c in elsewhere]
         # The answer is built and bounded before anything changes (as for
         # initialize): a replay past one outbox falls back to snapshots, and
         # snapshots past it are refused with the connection left as it was.
-        last_seen = params.last_seen_server_seq
         replayed = None
         if 0 <= last_seen <= hub.delivered_seq:
             replayed = hub.replay(
@@ -400,7 +615,21 @@ class Commands:
                 viewer=connection,
                 max_bytes=self.host.settings.outbox_max_bytes,
             )
-        snapshots = None if replayed is not None else self._snapshots(connection, present, actors)
+        after: list[bytes] = []
+        snapshots = None
+        if replayed is None:
+            fetched = await self._snapshots_elsewhere(
+                connection, elsewhere, (params.client_id, version)
+            )
+            present = [c for c in channels if c in actors or c in fetched]
+            snapshots = self._snapshots(
+                connection,
+                [c for c in present if c in actors],
+                actors,
+                [raw for raw, _ in fetched.values()],
+            )
+            after = self._after_snapshots(connection, fetched)
+        missing = [c for c in channels if c not in present]
         self._handshake(connection, params.client_id, version)
         # §3.3: a session whose URI it no longer lists loses it as an active
         # client (and its client tools there fail), as after the grace period.
@@ -426,7 +655,8 @@ class Commands:
             )
         self.host.counters.reconnect_snapshot += 1
         log.info("client resumed by snapshot", client_id=params.client_id)
-        return codec.encode(_SnapshotResult(snapshots=snapshots))
+        result = codec.encode(_SnapshotResult(snapshots=snapshots))
+        return Answer(result, after) if after else result
 
     # -- subscriptions ------------------------------------------------------------------------
 
@@ -459,7 +689,11 @@ class Commands:
         return Snapshot(resource=channel, state=state, from_seq=self.host.hub.delivered_seq)
 
     def _snapshots(
-        self, connection: Connection, channels: list[str], actors: dict[str, Any]
+        self,
+        connection: Connection,
+        channels: list[str],
+        actors: dict[str, Any],
+        fetched: Sequence[msgspec.Raw] = (),
     ) -> list[msgspec.Raw]:
         """``channels``' snapshots, encoded, for one answer (initialize, reconnect).
 
@@ -470,8 +704,11 @@ class Commands:
         limit = self.host.settings.outbox_max_bytes
         out: list[msgspec.Raw] = []
         size = 0
-        for channel in channels:
-            encoded = codec.encode(self._snapshot(connection, channel, actors[channel], None))
+        encoded_all = (
+            *(codec.encode(self._snapshot(connection, c, actors[c], None)) for c in channels),
+            *(bytes(raw) for raw in fetched),  # other nodes' (sharded mode)
+        )
+        for encoded in encoded_all:
             size += len(encoded)
             if size > limit:
                 raise InvalidParams(
@@ -511,6 +748,18 @@ class Commands:
         self, connection: Connection, params: msgspec.Raw | UnsetType
     ) -> None:
         raw = decode_params(params, _RawDispatch)
+        router = self.host.router
+        if router is not None:
+            if connection.forwarded:
+                try:
+                    self._still_mine(connection, router, "dispatchAction", raw.channel)
+                except ProtocolError:
+                    return  # the client's node closes it: it reconnects and dispatches again
+            else:
+                node = await router.owner("dispatchAction", raw.channel)
+                if node is not None:
+                    await self._dispatch_elsewhere(connection, router, node, raw)
+                    return
         actor = await self.host.actor(raw.channel)
         if actor is None:
             return  # WIRE-SUMMARY §7.4: unknown channel, silently ignored
@@ -572,6 +821,25 @@ class Commands:
             )
             return
         await actor.dispatch(action, origin, connection)
+
+    async def _dispatch_elsewhere(
+        self, connection: Connection, router: Router, node: str, raw: _RawDispatch
+    ) -> None:
+        """A dispatch to a channel ``node`` owns: forwarded, in order with this connection's
+        other frames. The owner decides it; its echo comes back on the feed (this node's
+        hub acknowledges the sender by the envelope's ``origin``), a rejection on the route."""
+        if connection.legacy:
+            translated = edge.inbound_action(raw.action, raw.channel, self._chat_of)
+            if translated is None:
+                assert connection.client_id is not None
+                origin = ActionOrigin(client_id=connection.client_id, client_seq=raw.client_seq)
+                self.host.counters.rejected += 1
+                self.host.hub.reject(
+                    connection, raw.channel, raw.action, origin, "not a protocol 0.7 action"
+                )
+                return
+            raw.action = translated
+        await router.notify(connection, node, "dispatchAction", codec.encode(raw))
 
     async def _refuse(
         self,
@@ -786,6 +1054,8 @@ class Commands:
         return out
 
     async def list_sessions(self, connection: Connection, params: ListSessionsParams) -> bytes:
+        if self.host.router is not None:  # sharded: sessions other nodes made or disposed
+            await self.host.router.catalogue()
         summaries = sorted(
             self._summaries(connection), key=lambda s: (s.modified_at, s.resource), reverse=True
         )
@@ -1024,6 +1294,24 @@ def _normal_channel(uri: str, what: str) -> None:
         raise InvalidParams(
             f"the {what} URI is not in RFC 3986 normal form: write it as {normal!r}"
         )
+
+
+def _channel_param(params: msgspec.Raw | UnsetType) -> str | None:
+    """The ``channel`` of a request's params, if they have one (routing reads only that)."""
+    if isinstance(params, UnsetType):
+        return None
+    try:
+        return _CHANNEL.decode(params).channel
+    except msgspec.DecodeError:
+        return None
+
+
+def _from_seq(result: bytes) -> int:
+    """The ``fromSeq`` of another node's ``SubscribeResult``."""
+    try:
+        return _SUBSCRIBED_FROM.decode(result).snapshot.from_seq
+    except msgspec.DecodeError:
+        raise InternalError("another node answered subscribe without a snapshot") from None
 
 
 def _root_channel(channel: str) -> None:

@@ -246,6 +246,10 @@ class Connection:
         #: It negotiated a 0.7-era version: every frame it gets is projected to
         #: the 0.7 view, and what it sends is translated to 1.0 (host/core/edge.py).
         self.legacy = False
+        #: Sharded mode: another node's client, its requests forwarded here by that
+        #: node (``transport/routing.py``). Its envelopes reach it from its own node's
+        #: feed; only what this node decides for it (answers, rejections) goes back.
+        self.forwarded = False
         self._max_frames = max_frames
         self._max_bytes = max_bytes
         self._outbox: deque[bytes] = deque()

@@ -107,11 +107,16 @@ class _Type(msgspec.Struct):
     type: str = ""
 
 
+class _Origin(msgspec.Struct):
+    client_id: str = msgspec.field(name="clientId", default="")
+
+
 class _Head(msgspec.Struct):
-    """What the hub needs of another owner's envelope: its channel and action type."""
+    """What the hub needs of another owner's envelope: its channel, action type and origin."""
 
     channel: str
     action: _Type = msgspec.field(default_factory=_Type)
+    origin: _Origin | None = None
 
 
 _HEAD = msgspec.json.Decoder(_Head)
@@ -266,6 +271,10 @@ class Hub:
         #: with the same ``serverSeq``. Applied on delivery and on replay alike.
         self.views: dict[str, Callable[[Connection, bytes], bytes]] = {}
         self.last_envelope_size = 0
+        #: Sharded mode: this node's connection of a client id, if any — the sender of
+        #: another owner's envelope (its ``origin``) is acknowledged through it even
+        #: when it does not subscribe to the channel, as a local sender is.
+        self.remote_sender: Callable[[str], Connection | None] | None = None
 
     def published_by_kind(self) -> dict[str, int]:
         """Published actions by channel type (``root``/``session``/``chat``/…)."""
@@ -394,7 +403,12 @@ class Hub:
             return
         if seq > self.server_seq:
             self.server_seq = seq
-        self._deliver(seq, head.channel, spliced(seq, body), head.action.type, None, None, None)
+        sender = None
+        if head.origin is not None and self.remote_sender is not None:
+            sender = self.remote_sender(head.origin.client_id)
+        self._deliver(
+            seq, head.channel, spliced(seq, body), head.action.type, None, None, None, sender
+        )
 
     def _deliver(
         self,
@@ -628,5 +642,26 @@ class Hub:
             if max_bytes is not None and size > max_bytes:
                 return None
             entries.extend(since)
+        entries.sort(key=lambda entry: entry[0])
+        return [envelope for _, envelope in entries]
+
+    def replay_each(
+        self, since: dict[str, int], viewer: Connection | None = None
+    ) -> list[bytes] | None:
+        """Every envelope of each channel after its own number (a snapshot's ``fromSeq``),
+        in ``serverSeq`` order; ``None`` when a buffer no longer reaches back that far."""
+        entries: list[tuple[int, bytes]] = []
+        for channel, last_seen in since.items():
+            buffer = self._replay.get(channel)
+            if buffer is None:
+                if last_seen < self._base_floor:
+                    return None
+                continue
+            if not buffer.covers(last_seen):
+                return None
+            view = None if viewer is None else self.views.get(channel)
+            for seq, envelope in buffer.since(last_seen):
+                seen = envelope if view is None or viewer is None else view(viewer, envelope)
+                entries.append((seq, seen))
         entries.sort(key=lambda entry: entry[0])
         return [envelope for _, envelope in entries]

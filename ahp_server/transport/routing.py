@@ -1,0 +1,559 @@
+"""Sharded mode: a client's requests for another node's sessions, forwarded to their owner.
+
+Layer: transport (nats-py; implements ``host/core/routing.py``'s ``Router``).
+docs/scale-out.md "Routing: commands to the owner, envelopes back on the feed".
+
+The node holding a client's socket runs the gateway for it. A request whose
+channel belongs to a session another node owns (``host/core/routing.py``
+``ROUTED``) goes to that node over a **route**: one relayed connection per
+(client connection, owner), opened on first use with the client's identity in
+a signed, fresh open and its ``initialize`` replayed (answer swallowed). The
+owner's end is the relay's :class:`~ahp_server.transport.relay.PrimaryRelay`
+in its :class:`~ahp_server.transport.relay.OwnerRole`: the route is a
+connection of the owner's own gateway (``forwarded``), so the owner decides
+everything — access, limits, rejections — exactly as for a local socket.
+
+What comes back on the route is answers and rejections only: the owner's
+:class:`StampedTransport` drops envelopes (the client's node delivers every
+envelope from its feed, in ``serverSeq`` order with everyone else's) and puts
+the owner's watermark before each batch. The client's node holds what comes
+back until its own watermark has reached that mark (``NodeFeed.when``), so an
+answer or a rejection never overtakes an envelope the owner had delivered
+before it — the echo of the client's earlier dispatch, a chat's
+``chat/turnsLoaded`` before the ``fetchTurns`` answer.
+
+A route that fails — the owner went silent or restarted, the relay lost a
+message, an answer did not come within ``timeout`` — closes the client with
+1012: it reconnects (to any node) and replays from its last number, as after a
+node's loss. Owners are found in PostgreSQL (``ShardedStore.locate``) and
+cached per session until a route to that node fails or its heartbeat stops.
+New sessions are placed on the least-loaded live node (heartbeat load: running
+turns, then sessions, then this node).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import secrets
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import msgspec
+import structlog
+from msgspec import UNSET, UnsetType
+from nats.errors import Error as NatsError
+
+from ahp_server.host.core import edge as legacy_edge
+from ahp_server.host.core.fanout import CLOSE_SERVICE_RESTART, Connection, Transport
+from ahp_server.host.core.sequencer import action_frame
+from ahp_server.host.host import Host
+from ahp_server.protocol import codec
+from ahp_server.protocol.errors import InternalError, ProtocolError
+from ahp_server.protocol.versions import SUPPORTED_VERSIONS
+from ahp_server.store.ownership import Node, choose_owner
+from ahp_server.store.sharded import ROOT, ShardedStore
+from ahp_server.transport.node_feed import NodeFeed
+from ahp_server.transport.node_heartbeat import Beat
+from ahp_server.transport.relay import (
+    BusTransport,
+    BusWarnings,
+    EdgeLink,
+    publish,
+    unpack_group,
+    unsealed,
+)
+from ahp_server.transport.relay_format import (
+    Pieces,
+    Signer,
+    Subjects,
+    decode,
+    fresh_open,
+    unpack_frames,
+)
+
+__all__ = ["Placement", "Routes", "StampedTransport"]
+
+log = structlog.get_logger(__name__)
+
+_Nats = Any
+Placement = Literal["least-loaded", "local"]
+
+_ACTION = b'{"jsonrpc":"2.0","method":"action","params":'
+_REJECTED = b',"rejectionReason":'
+#: The newest version: what a route negotiates (this node translates for a 0.7 client).
+_VERSION = SUPPORTED_VERSIONS[0]
+
+
+class StampedTransport:
+    """The owner's end of a route: answers and rejections, each batch after the owner's
+    watermark (``@<n>``); envelopes are dropped (the client's node has them from its feed)."""
+
+    def __init__(self, link: EdgeLink, conn: int, watermark: Callable[[], int]) -> None:
+        self._bus = BusTransport(link, conn)
+        self._watermark = watermark
+
+    async def send_text(self, frame: bytes) -> None:
+        await self.send_texts([frame])
+
+    async def send_texts(self, frames: list[bytes]) -> None:
+        kept = [f for f in frames if not f.startswith(_ACTION) or _REJECTED in f]
+        if kept:
+            await self._bus.send_texts([b"@%d" % self._watermark(), *kept])
+
+    async def close(self, code: int, reason: str) -> None:
+        await self._bus.close(code, reason)
+
+    def abort(self) -> None:
+        self._bus.abort()
+
+
+class _Error(msgspec.Struct):
+    code: int
+    message: str
+    data: Any = None
+
+
+class _Frame(msgspec.Struct):
+    """What a node reads of a frame on a route: a response's id and outcome, or a method."""
+
+    id: int | str | None = None
+    method: str | UnsetType = UNSET
+    result: msgspec.Raw | UnsetType = UNSET
+    error: _Error | None = None
+
+
+_FRAME = msgspec.json.Decoder(_Frame)
+
+
+@dataclass(slots=True, eq=False)
+class _Route:
+    """One client connection's relayed connection to one owner."""
+
+    id: int
+    node: str
+    connection: Connection
+    subject: str
+    pieces: Pieces
+    n_out: int = 0
+    n_in: int = 0
+    requests: int = 0
+    pending: dict[int, asyncio.Future[_Frame]] = field(default_factory=dict)
+    #: What came back, with the owner's watermark, not yet handed over.
+    held: deque[tuple[int, bytes]] = field(default_factory=deque)
+    waiting: bool = False
+    closed: bool = False
+    opened: asyncio.Lock = field(default_factory=asyncio.Lock)
+    ready: bool = False
+
+
+class Routes:
+    """One sharded node's routes to the owners of other nodes' sessions (the ``Router``)."""
+
+    def __init__(
+        self,
+        nc: _Nats,
+        subjects: Subjects,
+        node: str,
+        host: Host,
+        store: ShardedStore,
+        feed: NodeFeed,
+        peers: Callable[[], dict[str, Beat]],
+        silent: Callable[[str], bool],
+        *,
+        signer: Signer | None,
+        max_bytes: int,
+        timeout: float = 30.0,
+        check_every: float = 1.0,
+        catch_up: float = 5.0,
+        placement: Placement = "least-loaded",
+        turns: Callable[[], int] = lambda: 0,
+    ) -> None:
+        self._nc = nc
+        self._subjects = subjects
+        self.node = node
+        self._host = host
+        self._store = store
+        self._feed = feed
+        self._peers = peers
+        self._silent = silent
+        self._signer = signer
+        self._max_bytes = max_bytes
+        self._timeout = timeout
+        self._check_every = check_every
+        self._catch_up = catch_up
+        self._placement = placement
+        self._turns = turns
+        self._warnings = BusWarnings()
+        # Route numbers start anywhere in 48 bits at each start (as the relay's).
+        self._ids = 0 if signer is None else secrets.randbits(48)
+        self._routes: dict[tuple[int, str], _Route] = {}
+        self._by_id: dict[int, _Route] = {}
+        #: session -> the node owning it, as last read (dropped when a route to it fails).
+        self._owners: dict[str, str] = {}
+        self._sub: Any = None
+        self._ticker: asyncio.Task[None] | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+        #: Requests forwarded, and routes failed (closing their client).
+        self.forwarded = 0
+        self.failed = 0
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        self._sub = await self._nc.subscribe(self._subjects.routed(self.node), cb=self._on_message)
+        self._ticker = asyncio.get_running_loop().create_task(self._tick(), name="routes")
+
+    async def aclose(self) -> None:
+        if self._ticker is not None:
+            self._ticker.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._ticker
+        for route in list(self._by_id.values()):
+            self._fail(route, "node stopping", close_client=False)
+        if self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self._sub is not None:
+            with contextlib.suppress(NatsError):
+                await self._sub.unsubscribe()
+            self._sub = None
+
+    def alive(self, node: str) -> bool:
+        """Whether ``node`` may be answering: this node, one heard lately, or one not heard
+        yet (a node starting hears the others within a heartbeat; a dead one's lease,
+        which ``owner`` reads, says so before that)."""
+        return node == self.node or not self._silent(node)
+
+    # -- Router -------------------------------------------------------------------------------
+
+    async def owner(self, method: str, channel: str) -> str | None:
+        if method == "createSession":
+            return self._place()
+        if channel == ROOT:
+            return None
+        session = self._host.session_of_channel(channel)
+        if session is not None:
+            if session in self._store.held:
+                return None
+            cached = self._owners.get(session)
+            if cached is not None:
+                return cached
+        rows, owner, live = await self._store.locate(channel)
+        if not rows:
+            return None  # nobody has it: this node answers (not found)
+        self._host.learn(rows)
+        session = self._host.session_of_channel(channel)
+        if owner is None or owner == self.node or session is None:
+            return None
+        if not live or not self.alive(owner):
+            raise InternalError(
+                f"{session} is on node {owner}, which is not answering: it moves to another "
+                "node within cluster.lease_ttl, try again"
+            )
+        self._owners[session] = owner
+        return owner
+
+    def mine(self, channel: str) -> bool:
+        session = self._host.session_of_channel(channel)
+        return session is not None and session in self._store.held
+
+    async def request(
+        self,
+        connection: Connection,
+        node: str,
+        method: str,
+        params: bytes,
+        *,
+        client: tuple[str, str] | None = None,
+    ) -> bytes:
+        route = await self._open(connection, node, client)
+        frame = await self._ask(route, method, params)
+        self.forwarded += 1
+        if frame.error is not None:
+            error = frame.error
+            raise ProtocolError(error.message, code=error.code, data=error.data)
+        if isinstance(frame.result, UnsetType):
+            raise InternalError(f"node {node} answered {method} with nothing")
+        return bytes(frame.result)
+
+    async def notify(self, connection: Connection, node: str, method: str, params: bytes) -> None:
+        route = await self._open(connection, node, None)
+        await self._send(
+            route, b'{"jsonrpc":"2.0","method":%s,"params":%s}' % (codec.encode(method), params)
+        )
+        self.forwarded += 1
+
+    async def caught_up(self, seq: int) -> bool:
+        if seq <= self._feed.delivered:
+            return True
+        reached: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+        def done() -> None:
+            if not reached.done():
+                reached.set_result(None)
+
+        self._feed.when(seq, done)
+        try:
+            async with asyncio.timeout(self._catch_up):
+                await reached
+        except TimeoutError:
+            return False
+        return True
+
+    async def client(self, client_id: str) -> tuple[str, str | None] | None:
+        return await self._store.client(client_id)
+
+    async def catalogue(self) -> None:
+        self._host.learn(await self._store.channels(), whole=True)
+
+    def forget(self, connection: Connection) -> None:
+        for key in [k for k in self._routes if k[0] == connection.id]:
+            self._fail(self._routes[key], "client gone", close_client=False)
+
+    # -- placement ----------------------------------------------------------------------------
+
+    def _place(self) -> str | None:
+        """The node a new session goes to (docs/scale-out.md "Placement"); ``None``: here."""
+        if self._placement == "local":
+            return None
+        nodes = [Node(self.node, sessions=len(self._store.held), turns=self._turns())]
+        nodes += [
+            Node(name, sessions=beat.sessions, turns=beat.turns)
+            for name, beat in self._peers().items()
+        ]
+        chosen = choose_owner(nodes, None, self.node)
+        return None if chosen in (None, self.node) else chosen
+
+    # -- routes -------------------------------------------------------------------------------
+
+    async def _open(
+        self, connection: Connection, node: str, client: tuple[str, str] | None
+    ) -> _Route:
+        key = (connection.id, node)
+        route = self._routes.get(key)
+        if route is None:
+            self._ids += 1
+            route = _Route(
+                self._ids,
+                node,
+                connection,
+                self._subjects.owner(node, self.node),
+                Pieces(self._max_bytes),
+            )
+            self._routes[key] = route
+            self._by_id[route.id] = route
+        async with route.opened:
+            if route.closed:
+                raise InternalError(f"the route to node {node} closed: reconnect")
+            if route.ready:
+                return route
+            identity = b""
+            if connection.user is not None:
+                identity = connection.user.encode() + b"\n" + (b"1" if connection.admin else b"")
+            if self._signer is not None:  # fresh, once: the owner refuses a replay
+                identity = fresh_open(
+                    identity, time.time_ns() // 1_000_000, secrets.token_hex(16).encode()
+                )
+            try:
+                route.n_out = await publish(
+                    self._nc, route.subject, "o", route.id, 1, identity, None, signer=self._signer
+                )
+            except NatsError as error:
+                self._fail(route, f"bus unavailable: {error}")
+                raise InternalError("the bus is unavailable: try again") from None
+            client_id, version = client or (connection.client_id, connection.protocol_version)
+            opening = codec.encode(
+                {"channel": ROOT, "protocolVersions": [_VERSION], "clientId": client_id or ""}
+            )
+            answer = await self._ask(route, "initialize", opening)
+            if answer.error is not None:
+                self._fail(route, "initialize refused", close_client=False)
+                raise ProtocolError(answer.error.message, code=answer.error.code)
+            route.ready = True
+            log.debug("route opened", node=node, client_id=client_id, version=version)
+        return route
+
+    async def _ask(self, route: _Route, method: str, params: bytes) -> _Frame:
+        route.requests += 1
+        number = route.requests
+        answered: asyncio.Future[_Frame] = asyncio.get_running_loop().create_future()
+        route.pending[number] = answered
+        try:
+            await self._send(
+                route,
+                b'{"jsonrpc":"2.0","id":%d,"method":%s,"params":%s}'
+                % (number, codec.encode(method), params),
+            )
+            async with asyncio.timeout(self._timeout):
+                return await answered
+        except TimeoutError:
+            self._fail(route, f"no answer to {method} within {self._timeout:g} s")
+            raise InternalError(f"node {route.node} did not answer: reconnect") from None
+        finally:
+            route.pending.pop(number, None)
+
+    async def _send(self, route: _Route, frame: bytes) -> None:
+        if route.closed:
+            raise InternalError(f"the route to node {route.node} closed: reconnect")
+        try:
+            route.n_out = await publish(
+                self._nc,
+                route.subject,
+                "t",
+                route.id,
+                route.n_out + 1,
+                frame,
+                None,
+                signer=self._signer,
+            )
+        except NatsError as error:
+            self._fail(route, f"bus unavailable: {error}")
+            raise InternalError("the bus is unavailable: reconnect") from None
+
+    def _fail(self, route: _Route, why: str, *, close_client: bool = True) -> None:
+        """Close a route: its waiting requests fail; the client is closed (1012) unless it
+        is the one going. The owner is told (its connection for the client ends)."""
+        if route.closed:
+            return
+        route.closed = True
+        self._routes.pop((route.connection.id, route.node), None)
+        self._by_id.pop(route.id, None)
+        for answered in route.pending.values():
+            if not answered.done():
+                answered.set_exception(InternalError(f"the route to node {route.node} closed"))
+        route.pending.clear()
+        route.held.clear()
+        for session in [s for s, n in self._owners.items() if n == route.node]:
+            del self._owners[session]
+        if close_client:
+            self.failed += 1
+            log.warning("route failed: closing the client", node=route.node, why=why)
+            route.connection.close(
+                CLOSE_SERVICE_RESTART, "the node holding a session went away: reconnect"
+            )
+        task = asyncio.get_running_loop().create_task(self._close_remote(route))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _close_remote(self, route: _Route) -> None:
+        with contextlib.suppress(NatsError):  # the bus may be gone: the owner drops it then
+            await publish(
+                self._nc,
+                route.subject,
+                "x",
+                route.id,
+                route.n_out + 1,
+                b"",
+                None,
+                signer=self._signer,
+            )
+
+    async def _tick(self) -> None:
+        while True:
+            await asyncio.sleep(self._check_every)
+            for route in list(self._by_id.values()):
+                if not self.alive(route.node):
+                    self._fail(route, "node silent")
+            for session in [s for s, n in self._owners.items() if not self.alive(n)]:
+                del self._owners[session]
+
+    # -- what comes back ----------------------------------------------------------------------
+
+    async def _on_message(self, msg: Any) -> None:
+        data = unsealed(self._signer, self._warnings, msg.subject, msg.data)
+        if data is None:
+            return
+        try:
+            kind, conn, n, _, payload = decode(data)
+        except ValueError:
+            log.warning("malformed route message dropped")
+            return
+        if kind == "g":  # the same frames for several routes
+            try:
+                targets, packed, frames = unpack_group(payload)
+            except ValueError:
+                log.warning("malformed route group dropped")
+                return
+            for target, n in targets:
+                self._receive("f", target, n, packed, frames)
+            return
+        self._receive(kind, conn, n, payload)
+
+    def _receive(
+        self, kind: str, conn: int, n: int, payload: bytes, frames: list[bytes] | None = None
+    ) -> None:
+        route = self._by_id.get(conn)
+        if route is None or route.closed:
+            return
+        if n == 0 and kind == "x":  # the owner does not know the route (it restarted)
+            self._fail(route, "unknown to the owner")
+            return
+        if n <= route.n_in:
+            self._warnings.warn("replayed route message dropped")
+            return
+        if n != route.n_in + 1:
+            self._fail(route, "lost messages")
+            return
+        route.n_in = n
+        if kind == "k":
+            if not route.pieces.add(payload):
+                self._fail(route, "message over the size limit")
+            return
+        payload = route.pieces.join(payload)
+        if kind == "x":
+            self._fail(route, f"closed by the owner: {payload[:120]!r}")
+            return
+        if kind != "f":
+            return
+        try:
+            if frames is None:
+                frames = unpack_frames(payload)
+            if not frames or not frames[0].startswith(b"@"):
+                raise ValueError("no watermark")
+            stamp = int(frames[0][1:])
+        except ValueError:
+            self._fail(route, "unreadable frames")
+            return
+        route.held.extend((stamp, frame) for frame in frames[1:])
+        self._release(route)
+
+    def _release(self, route: _Route) -> None:
+        """Hand over what came back, in order, as far as this node's watermark allows."""
+        delivered = self._feed.delivered
+        held = route.held
+        while held and held[0][0] <= delivered and not route.closed:
+            self._hand_over(route, held.popleft()[1])
+        if held and not route.waiting and not route.closed:
+            route.waiting = True
+            self._feed.when(held[0][0], lambda: self._woken(route))
+
+    def _woken(self, route: _Route) -> None:
+        route.waiting = False
+        self._release(route)
+
+    def _hand_over(self, route: _Route, frame: bytes) -> None:
+        try:
+            head = _FRAME.decode(frame)
+        except msgspec.DecodeError:
+            log.warning("unreadable frame on a route dropped", node=route.node)
+            return
+        if isinstance(head.method, UnsetType):  # an answer
+            answered = route.pending.get(head.id) if isinstance(head.id, int) else None
+            if answered is not None and not answered.done():
+                answered.set_result(head)
+            return
+        connection = route.connection
+        if head.method == "action" and connection.legacy:
+            envelope = frame[len(_ACTION) : -1]
+            projected = legacy_edge.project_envelope(envelope) or envelope
+            connection.send(action_frame(projected))
+            return
+        connection.send(frame)
+
+
+def stamped(feed: NodeFeed) -> Callable[[EdgeLink, int], Transport]:
+    """The owner role's transport for this node: stamped with its feed's watermark."""
+    return lambda link, conn: StampedTransport(link, conn, lambda: feed.delivered)

@@ -1,0 +1,322 @@
+"""Routing in sharded mode (transport/routing.py): a client on one node drives another's session.
+
+Sharded nodes in this process (``ShardedNode``) on the real PostgreSQL and the
+cluster tests' authenticated ``nats-server``, each listening on a port of its
+own with the echo agent; clients are :class:`AhpClient` over real WebSockets.
+Assertions are on owner rows, turn states, words and ``serverSeq`` numbers;
+every wait is bounded by ``TIMEOUT``. docs/scale-out.md "Routing".
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from msgspec import UNSET
+
+from ahp_server.client import AhpClient, RemoteError
+from ahp_server.cluster.sharded import ShardedNode
+from ahp_server.config import UserConfig
+from ahp_server.protocol.types import (
+    ActionOrigin,
+    ChatState,
+    ChatTurnCancelledAction,
+    ChatTurnStartedAction,
+    Message,
+    MessageOrigin,
+    SessionState,
+)
+from ahp_server.store.sharded import ROOT
+from tests.cluster.helpers import PrivateNats, new_cluster_name
+from tests.cluster.test_sharded import answer, owners, running, session_of, settings
+from tests.postgres import until
+
+TIMEOUT = 30.0
+ALICE = "alice-token-routing-0123456789"
+BOB = "bob-token-routing-0123456789ab"
+
+
+@pytest.fixture
+def name() -> str:
+    return new_cluster_name()
+
+
+def increasing(client: AhpClient) -> bool:
+    numbers = [e.server_seq for e in client.envelopes]
+    return numbers == sorted(set(numbers))
+
+
+async def test_a_client_of_one_node_drives_a_session_another_node_owns(
+    url: str, name: str, nats_bus: PrivateNats
+) -> None:
+    async with (
+        running(url, nats_bus, name, "node-a") as a,
+        running(url, nats_bus, name, "node-b") as b,
+        AhpClient.connect(b.urls[0], subscriptions=[ROOT]) as on_b,
+        AhpClient.connect(a.urls[0], subscriptions=[ROOT]) as on_a,
+    ):
+        chat = await on_b.open_chat("echo", timeout=TIMEOUT)
+        session = await session_of(url, chat)
+        assert (await owners(url))[session] == ("node-b", 1)
+        # node-a's client subscribes to node-b's session and chat, and runs a turn.
+        await on_a.subscribe(session, timeout=TIMEOUT)
+        await on_a.subscribe(chat, timeout=TIMEOUT)
+        assert on_a.view(session, SessionState).lifecycle == "ready"
+        words = " ".join(f"w{i}" for i in range(120))
+        said = await on_a.ask(chat, f"/slow 2 {words}", timeout=TIMEOUT)
+        assert said.split() == [f"w{i}" for i in range(120)]
+        # The agent ran on node-b (its owner); node-a loaded no actor for it.
+        assert chat in b.host.chats
+        assert chat not in a.host.chats
+        assert session not in a.host.sessions
+        # Both clients saw the turn, in one increasing order each, and agree.
+        await on_b.wait_for(lambda c: len(c.view(chat, ChatState).turns) == 1, timeout=TIMEOUT)
+        assert answer(on_b, chat) == answer(on_a, chat)
+        assert increasing(on_a)
+        assert increasing(on_b)
+        # Requests node-b decides, answered through node-a: createChat (its turn
+        # runs on node-b), its refusal, fetchTurns, listSessions, disposeChat.
+        second = await on_a.create_chat(
+            session, initial_message="/slow 2 x y z", subscribe=True, timeout=TIMEOUT
+        )
+        assert second in b.host.chats
+        assert second not in a.host.chats
+        await on_a.wait_for(
+            lambda c: [t.state for t in c.view(second, ChatState).turns] == ["complete"],
+            timeout=TIMEOUT,
+        )
+        with pytest.raises(RemoteError) as refused:
+            await on_a.create_chat(session, chat=second, timeout=TIMEOUT)
+        assert refused.value.code == -32010  # AlreadyExists, node-b's answer
+        page = await on_a.request("fetchTurns", {"channel": chat}, timeout=TIMEOUT)
+        assert page == {}
+        listed = await on_a.list_sessions(timeout=TIMEOUT)
+        assert session in [s.resource for s in listed.items]
+        await on_a.dispose_chat(second, timeout=TIMEOUT)
+        assert second not in b.host.chats
+        with pytest.raises(RemoteError) as unknown:
+            await on_a.subscribe("ahp-chat:/nobody-has-this", timeout=TIMEOUT)
+        assert unknown.value.code == -32008  # NotFound, answered by node-a
+        assert increasing(on_a)
+        assert a.routes is not None
+        assert a.routes.forwarded > 0
+
+
+def started(turn_id: str) -> ChatTurnStartedAction:
+    return ChatTurnStartedAction(
+        turn_id=turn_id,
+        started_at="2026-12-03T00:00:00.000Z",
+        message=Message(text="/slow 20 a b", origin=MessageOrigin(kind="user")),
+    )
+
+
+def own_answers(client: AhpClient, since: int) -> list[tuple[int, bool]]:
+    """``(clientSeq, refused)`` of this client's echoes since envelope ``since``, as they came."""
+    return [
+        (e.origin.client_seq, e.rejection_reason is not UNSET)
+        for e in list(client.envelopes)[since:]
+        if isinstance(e.origin, ActionOrigin) and e.origin.client_id == client.client_id
+    ]
+
+
+async def test_a_refusal_from_the_owner_never_overtakes_the_echo_of_an_earlier_action(
+    url: str, name: str, nats_bus: PrivateNats
+) -> None:
+    """The echo comes on node-a's feed, the refusal on the route: the refusal waits until
+    node-a has delivered what node-b had delivered when it refused — even when node-a's
+    feed is late (here: every record lost, each number read from the log)."""
+    async with (
+        running(url, nats_bus, name, "node-a") as a,
+        running(url, nats_bus, name, "node-b") as b,
+        AhpClient.connect(b.urls[0]) as on_b,
+        AhpClient.connect(a.urls[0]) as on_a,
+    ):
+        chat = await on_b.open_chat("echo", timeout=TIMEOUT)
+        await on_a.subscribe(chat, timeout=TIMEOUT)
+        # node-a goes deaf to the feed (its subscription ends on the real NATS): it
+        # reads every number from the log instead, by its counter poll, a second
+        # late, while node-b's refusals reach it on the route at once.
+        assert a.feed is not None
+        await a.feed.reader._sub.unsubscribe()
+        since = len(on_a.envelopes)
+        seqs = []
+        for i in range(3):
+            seqs.append(await on_a.dispatch(chat, started(f"t{i}")))
+            seqs.append(
+                await on_a.dispatch(chat, ChatTurnCancelledAction(turn_id="no", duration=0))
+            )
+        await on_a.wait_for(lambda c: len(own_answers(c, since)) == len(seqs), timeout=TIMEOUT)
+        answers = own_answers(on_a, since)
+        assert [seq for seq, _ in answers] == seqs
+        assert [refused for _, refused in answers] == [False] + [True] * 5
+        assert chat in b.host.chats
+        assert chat not in a.host.chats
+
+
+async def test_one_order_across_owners_and_a_replay_on_another_node(
+    url: str, name: str, nats_bus: PrivateNats
+) -> None:
+    """A client of node-a follows two chats streaming at once, one owned by each node: one
+    increasing ``serverSeq`` order; it loses its socket mid-stream and resumes on node-b
+    with ``reconnect``: a replay, every word once, nothing twice."""
+    async with (
+        running(url, nats_bus, name, "node-a") as a,
+        running(url, nats_bus, name, "node-b") as b,
+        AhpClient.connect(a.urls[0]) as on_a,
+        AhpClient.connect(b.urls[0]) as on_b,
+        AhpClient.connect(a.urls[0]) as follower,
+    ):
+        chat_a = await on_a.open_chat("echo", timeout=TIMEOUT)
+        chat_b = await on_b.open_chat("echo", timeout=TIMEOUT)
+        assert chat_a in a.host.chats
+        assert chat_b in b.host.chats
+        for chat in (chat_a, chat_b):
+            await follower.subscribe(chat, timeout=TIMEOUT)
+        words = {chat_a: [f"a{i}" for i in range(200)], chat_b: [f"b{i}" for i in range(200)]}
+        await on_a.send_message(chat_a, "/slow 10 " + " ".join(words[chat_a]), timeout=TIMEOUT)
+        # The follower drives node-b's chat itself, through node-a.
+        await follower.send_message(chat_b, "/slow 10 " + " ".join(words[chat_b]), timeout=TIMEOUT)
+        await follower.wait_for(
+            lambda c: "a20" in answer(c, chat_a) and "b20" in answer(c, chat_b),
+            timeout=TIMEOUT,
+        )
+        assert increasing(follower)
+        # Its socket drops (node-a is fine); it resumes on node-b.
+        await follower.close()
+        path = await follower.reconnect(b.urls[0], timeout=TIMEOUT)
+        assert path == "replay"
+        await follower.wait_for(
+            lambda c: all(len(c.view(chat, ChatState).turns) == 1 for chat in words),
+            timeout=TIMEOUT,
+        )
+        for chat, said in words.items():
+            assert answer(follower, chat).split() == said
+        # Every number once, increasing, across the two owners and the two nodes.
+        assert increasing(follower)
+
+
+async def test_new_sessions_go_to_the_least_loaded_node_and_run_there(
+    url: str, name: str, nats_bus: PrivateNats
+) -> None:
+    """``cluster.placement = "least-loaded"``: three sessions made through node-a land on
+    node-b, node-c, then node-a (node-a holds the root; ties stay where the client is),
+    each placed by the load heard in heartbeats, and each agent runs on its owner."""
+    async with (
+        running(url, nats_bus, name, "node-a", placement="least-loaded") as a,
+        running(url, nats_bus, name, "node-b", placement="least-loaded") as b,
+        running(url, nats_bus, name, "node-c", placement="least-loaded") as c,
+    ):
+        nodes = {"node-a": a, "node-b": b, "node-c": c}
+
+        async def heard(counts: dict[str, int]) -> bool:
+            peers = a._peers()
+            return all(
+                name in peers and peers[name].sessions == count for name, count in counts.items()
+            )
+
+        async with AhpClient.connect(a.urls[0]) as client:
+            async with asyncio.timeout(TIMEOUT):
+                await until(lambda: heard({"node-b": 0, "node-c": 0}))
+            placed = []
+            expected = {"node-b": 0, "node-c": 0}
+            for _ in range(3):
+                chat = await client.open_chat("echo", timeout=TIMEOUT)
+                session = await session_of(url, chat)
+                owner = (await owners(url))[session][0]
+                placed.append(owner)
+                # The agent runs on the owner: a turn there, driven through node-a.
+                assert "placed" in await client.ask(chat, "/slow 1 placed", timeout=TIMEOUT)
+                assert chat in nodes[owner].host.chats
+                assert (owner == "node-a") == (chat in a.host.chats)
+                if owner in expected:
+                    expected[owner] += 1
+                async with asyncio.timeout(TIMEOUT):
+                    await until(lambda: heard(expected))
+            assert placed == ["node-b", "node-c", "node-a"]
+
+
+async def test_when_the_owner_dies_its_routed_clients_reconnect_and_find_the_new_owner(
+    url: str, name: str, nats_bus: PrivateNats
+) -> None:
+    """node-b owns the chat a client of node-a drives; node-b dies mid-turn (its writes
+    refused from then on, no drain). The route fails: the client is closed with 1012,
+    reconnects, and replays; node-a took the session over, so it answers there."""
+    async with (
+        running(url, nats_bus, name, "node-a") as a,
+        running(url, nats_bus, name, "node-b") as b,
+    ):
+        async with AhpClient.connect(b.urls[0]) as on_b:
+            chat = await on_b.open_chat("echo", timeout=TIMEOUT)
+        session = await session_of(url, chat)
+        client = await AhpClient.connect(a.urls[0])
+        try:
+            await client.subscribe(chat, timeout=TIMEOUT)
+            words = " ".join(f"w{i}" for i in range(400))
+            await client.send_message(chat, f"/slow 20 {words}", timeout=TIMEOUT)
+            await client.wait_for(lambda c: "w10" in answer(c, chat), timeout=TIMEOUT)
+            b.store.held.clear()  # as after kill -9: nothing it does reaches the database
+            await b.abort()
+            await client.wait_closed(timeout=TIMEOUT)
+            assert client.close_code == 1012
+            async with asyncio.timeout(TIMEOUT):
+                await until(lambda: _owned_by(url, session, ("node-a", 2)))
+                await until(lambda: _true(a.adopted >= 1))
+            path = await client.reconnect(a.urls[0], timeout=TIMEOUT)
+            assert path in ("replay", "snapshot")
+            await client.wait_for(
+                lambda c: [t.state for t in c.view(chat, ChatState).turns] == ["error"],
+                timeout=TIMEOUT,
+            )
+            assert answer(client, chat).startswith("w0 w1 w2")
+            assert increasing(client)
+            assert "again" in await client.ask(chat, "/slow 1 once again", timeout=TIMEOUT)
+            assert chat in a.host.chats
+        finally:
+            await client.close()
+
+
+async def _owned_by(url: str, session: str, owner: tuple[str, int]) -> bool:
+    return (await owners(url)).get(session) == owner
+
+
+async def _true(value: bool) -> bool:
+    return value
+
+
+async def test_the_owner_decides_who_may_see_a_session_a_client_reaches_through_another_node(
+    url: str, name: str, nats_bus: PrivateNats, tmp_path: Path
+) -> None:
+    """Multi-user mode: alice's session is on node-b. Through node-a, bob can neither
+    subscribe to it (-32009, node-b's answer) nor act on it (his dispatch comes back
+    refused); alice can."""
+    users = (UserConfig("alice", ALICE), UserConfig("bob", BOB))
+
+    async def node(name_: str) -> ShardedNode:
+        configured = settings(url, nats_bus, name, name_)
+        started = ShardedNode(replace(configured, users=users, workspace_roots=(str(tmp_path),)))
+        await started.start()
+        return started
+
+    a, b = await node("node-a"), await node("node-b")
+    try:
+        async with (
+            AhpClient.connect(b.urls[0], token=ALICE) as alice_b,
+            AhpClient.connect(a.urls[0], token=ALICE) as alice_a,
+            AhpClient.connect(a.urls[0], token=BOB) as bob_a,
+        ):
+            chat = await alice_b.open_chat("echo", timeout=TIMEOUT)
+            with pytest.raises(RemoteError) as refused:
+                await bob_a.subscribe(chat, timeout=TIMEOUT)
+            assert refused.value.code == -32009
+            since = len(bob_a.envelopes)
+            seq = await bob_a.dispatch(chat, started("bob-turn"))
+            await bob_a.wait_for(lambda c: len(own_answers(c, since)) == 1, timeout=TIMEOUT)
+            assert own_answers(bob_a, since) == [(seq, True)]
+            await alice_a.subscribe(chat, timeout=TIMEOUT)
+            assert "mine" in await alice_a.ask(chat, "/slow 1 mine", timeout=TIMEOUT)
+            assert [t.id for t in alice_b.view(chat, ChatState).turns] != ["bob-turn"]
+    finally:
+        await a.abort()
+        await b.abort()
