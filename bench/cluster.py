@@ -37,7 +37,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -115,14 +115,24 @@ async def _drop(name: str) -> None:
 
 
 @contextlib.contextmanager
-def cluster(n: int, store: str, tmp: Path, name: str) -> Iterator[list[NodeProcess]]:
-    """``n`` node processes of one new cluster; the first to start becomes the primary."""
+def cluster(
+    n: int,
+    store: str,
+    tmp: Path,
+    name: str,
+    *,
+    mode: str = "primary",
+    cores: Sequence[int] | None = None,
+) -> Iterator[list[NodeProcess]]:
+    """``n`` node processes of one new cluster; the first to start becomes the primary
+    (``mode`` "sharded": every node owns the sessions its clients make). ``cores``: node
+    ``i`` pinned to core ``cores[i]`` (``taskset``)."""
     config = tmp / "node.toml"
     config.write_text(
         "[server]\nping_interval = 0\n"
         "[limits]\nmax_connections = 10000\nmax_connections_per_ip = 10000\n"
         "max_subscriptions = 1000000\ndispatch_rate = 1000000.0\ndispatch_burst = 1000000\n"
-        "[cluster]\nlease_ttl = 3.0\nheartbeat = 0.5\n",
+        f'[cluster]\nlease_ttl = 3.0\nheartbeat = 0.5\nmode = "{mode}"\nplacement = "local"\n',
         encoding="utf-8",
     )
     nodes: list[NodeProcess] = []
@@ -138,9 +148,11 @@ def cluster(n: int, store: str, tmp: Path, name: str) -> Iterator[list[NodeProce
                 "AHP_SERVER_CLUSTER_NAME": name,
                 "AHP_SERVER_CLUSTER_SECRET": "bench-cluster-secret-0123456789",
             }
+            pin = [] if cores is None else ["taskset", "-c", str(cores[i % len(cores)])]
             with open(log, "wb") as out:
                 process = subprocess.Popen(
                     [
+                        *pin,
                         sys.executable,
                         "-m",
                         "ahp_server",

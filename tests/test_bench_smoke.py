@@ -316,6 +316,30 @@ def test_cluster_benchmark_produces_every_figure(tmp_path: Path) -> None:
     assert "failover" in report(results)
 
 
+def test_scaleout_benchmark_spreads_chats_and_times_a_failover(tmp_path: Path) -> None:
+    """The quick run of ``bench.scaleout`` on the real PostgreSQL and NATS: every word
+    of every chat arrives once, in order, with 1 node and with 2 (each pinned to a
+    core); both have a knee; after node 1's SIGKILL node 0 owns its sessions and
+    serves one again, and node 0's own streams lose nothing."""
+    from bench.scaleout import QUICK, format_report, run
+    from tests.cluster.helpers import nats_or_skip
+
+    nats_or_skip()
+    asyncio.run(_postgres_answers())  # skip (or fail under CI) when it does not
+    results = run(QUICK, tmp_path / "scaleout.json")
+    for rows in results["capacity"]["rows"].values():
+        for row in rows:
+            assert row["words_received"] == row["words_expected"]
+            assert row["in_order"]
+    assert all(knee > 0 for knee in results["capacity"]["knees"].values())
+    failover = results["failover"]
+    assert failover["sessions_moved"] == QUICK.failover_chats
+    assert positive(failover["taken_over_s"])
+    assert positive(failover["served_again_s"])
+    assert failover["survivors_whole"]
+    assert "failover" in format_report(results)
+
+
 async def _postgres_answers() -> None:
     from tests.postgres import postgres_schema
 

@@ -141,6 +141,24 @@ def test_each_node_loads_as_a_cluster_node(compose: dict[str, Any]) -> None:
         assert settings.cluster_secret == DOTENV["AHP_SERVER_CLUSTER_SECRET"]
 
 
+def test_the_mode_and_placement_come_from_dotenv_primary_by_default(
+    compose: dict[str, Any],
+) -> None:
+    """``AHP_SERVER_CLUSTER_MODE`` / ``AHP_SERVER_PLACEMENT`` in .env reach every node;
+    unset, the nodes run active/passive (docs/deploy.md "Sharded mode")."""
+    image_env = env_pairs(final_stage(parse_dockerfile(DOCKERFILE.read_text(encoding="utf-8"))))
+    sharded = {**DOTENV, "AHP_SERVER_CLUSTER_MODE": "sharded", "AHP_SERVER_PLACEMENT": "local"}
+    for dotenv, mode, placement in (
+        (DOTENV, "primary", "least-loaded"),
+        (sharded, "sharded", "local"),
+    ):
+        for name in NODES:
+            service = compose["services"][name]
+            env = {k: interpolate(v, dotenv) for k, v in environment(service).items()}
+            settings = load_settings(None, environ={**image_env, **env})
+            assert (settings.cluster_mode, settings.placement) == (mode, placement)
+
+
 def test_secrets_come_from_dotenv_and_are_required() -> None:
     text = COMPOSE.read_text(encoding="utf-8")
     for secret in SECRETS:

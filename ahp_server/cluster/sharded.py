@@ -52,6 +52,7 @@ from ahp_server.store.ownership import LogReader, Ownership
 from ahp_server.store.sharded import ROOT, ShardedStore
 from ahp_server.transport.node_feed import NodeFeed
 from ahp_server.transport.node_heartbeat import Beat, NodeHeartbeat
+from ahp_server.transport.notices import RootNotices
 from ahp_server.transport.relay import OwnerRole, PrimaryRelay
 from ahp_server.transport.relay_format import Signer, Subjects
 from ahp_server.transport.routing import Routes, stamped
@@ -106,6 +107,7 @@ class ShardedNode:
         #: This node's routes to other nodes' sessions, and its end of theirs.
         self.routes: Routes | None = None
         self.owner_relay: PrimaryRelay | None = None
+        self.notices: RootNotices | None = None
         self._log_reader: LogReader | None = None
         self._nc: Any = None
         self._failed: asyncio.Future[str] | None = None
@@ -203,6 +205,12 @@ class ShardedNode:
             self.host.claim_session = self._claim
             self.store.on_lost = self._lost
             self.host.router = self.routes
+            self.notices = RootNotices(
+                self._nc, settings.cluster_name, self.node_id, self.host, signer
+            )
+            self.host.root_notices = self.notices.publish
+            # The root owner's envelopes keep this node's root state for its snapshots.
+            self.host.hub.mirrors[ROOT] = lambda envelope: self.host.root.mirror(envelope)
             live = self.host.live_clients
             # Another owner's envelope acknowledges its sender's connection here (sharded).
             self.host.hub.remote_sender = lambda client_id: (
@@ -212,6 +220,7 @@ class ShardedNode:
             await self.feed.start()
             await self.routes.start()
             await self.owner_relay.start()
+            await self.notices.start()
             self._started.set()
         except BaseException:
             await self._close_parts()
@@ -259,6 +268,8 @@ class ShardedNode:
             await self.owner_relay.stop()
         if self.routes is not None:
             await self.routes.aclose()
+        if self.notices is not None:
+            await self.notices.aclose()
         if self.feed is not None:
             await self.feed.aclose()
         if self.heartbeat is not None:
@@ -300,6 +311,11 @@ class ShardedNode:
                 return
             await asyncio.sleep(0.02)
         await self.host.adopt([s for s in sessions if s != ROOT])
+        if ROOT in sessions and self.routes is not None:
+            # The root channel is this node's now: it counts every node's sessions.
+            with contextlib.suppress(StoreError):
+                await self.routes.catalogue()
+            self.host.session_count_changed()
         self.adopted += len(sessions)
 
     def _lost(self, sessions: frozenset[str]) -> None:

@@ -51,6 +51,7 @@ from ahp_server.protocol.reducers import (
 from ahp_server.protocol.reducers._common import ACTIVITY_MASK
 from ahp_server.protocol.reducers.chat import part_id_of
 from ahp_server.protocol.types import (
+    ActionEnvelope,
     ActionOrigin,
     ActiveTurn,
     ChangesetState,
@@ -515,6 +516,15 @@ class RootActor(ChannelActor[RootState]):
     def reduce(self, state: RootState, action: object, now: Clock) -> RootState:
         return reduce_root(state, action, now)
 
+    def mirror(self, envelope: bytes) -> None:
+        """Sharded mode, on a node that does not own the root channel: the owner's root
+        envelope, delivered here from the feed, applied to what snapshots show."""
+        try:
+            action = codec.decode(envelope, ActionEnvelope).action
+        except ValueError:
+            return
+        self.state = self.visible = self.reduce(self.visible, action, self.host.now)
+
 
 # -- session ---------------------------------------------------------------------------------
 
@@ -686,13 +696,13 @@ class SessionActor(ChannelActor[SessionState]):
         self.summary = summary
         self.persist_row()
         if changes:
-            self.host.hub.notify(
-                ROOT,
+            self.host.notify_root(
                 "root/sessionSummaryChanged",
                 SessionSummaryChangedParams(
                     channel=ROOT, session=self.uri, changes=PartialSessionSummary(**changes)
                 ),
-                about=self.uri,
+                session=self.uri,
+                owner=self.host.owner_of(self.uri),
             )
 
     async def handle_other(self, message: object) -> None:

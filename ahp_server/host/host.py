@@ -75,8 +75,10 @@ from ahp_server.protocol.types import (
     SessionAddedParams,
     SessionChatAddedAction,
     SessionChatRemovedAction,
+    SessionRemovedParams,
     SessionState,
     SessionSummary,
+    SessionSummaryChangedParams,
     TerminalClientClaim,
     TerminalSessionClaim,
     Turn,
@@ -100,6 +102,14 @@ DB_FILE = "ahp-server.db"
 class HostFailed(StoreError):
     """The host had to stop: its store failed (:attr:`Host.failure` says how), or, in
     cluster mode, this node lost its lease. ``ahp-server serve`` exits with status 1."""
+
+
+#: The ``root/session*`` notifications one node tells the others (sharded mode), by method.
+_NOTICES: dict[str, type[Any]] = {
+    "root/sessionAdded": SessionAddedParams,
+    "root/sessionRemoved": SessionRemovedParams,
+    "root/sessionSummaryChanged": SessionSummaryChangedParams,
+}
 
 
 def wall_clock_ms() -> float:
@@ -269,6 +279,9 @@ class Host:
         self.claim_session: Callable[[str], Awaitable[bool]] | None = None
         #: Sharded mode: where requests for other nodes' sessions go (host/core/routing.py).
         self.router: Router | None = None
+        #: Sharded mode: told of every ``root/session*`` notification this node sends
+        #: (method, params, session, its creator), for the other nodes' clients.
+        self.root_notices: Callable[[str, object, str, str | None], None] | None = None
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -900,14 +913,47 @@ class Host:
     def announce_session(self, actor: SessionActor) -> None:
         """A new session's chats are in place: tell the root's subscribers, count it, and
         have its agent open it (``creating`` → ``ready``; host/sessions.py)."""
-        self.hub.notify(
-            ROOT,
+        self.notify_root(
             "root/sessionAdded",
             SessionAddedParams(channel=ROOT, summary=actor.summary),
-            about=actor.uri,
+            session=actor.uri,
+            owner=self.owner_of(actor.uri),
         )
         self.session_count_changed()
         self.spawn(self.agent_sessions.initialize(actor))
+
+    def notify_root(
+        self,
+        method: str,
+        params: Any,
+        *,
+        session: str,
+        owner: str | None,
+    ) -> None:
+        """A ``root/session*`` notification about ``session`` (created by ``owner``), to the
+        root's subscribers who may see it — every node's in sharded mode (:attr:`root_notices`)."""
+        self.hub.notify(ROOT, method, params, only=lambda c: self.may_see_owned(c, owner))
+        if self.root_notices is not None:
+            self.root_notices(method, params, session, owner)
+
+    def noticed(self, method: str, params: bytes, session: str, owner: str | None) -> None:
+        """Sharded mode: another node's ``root/session*`` notification, told to this node's
+        root subscribers; the catalogue it keeps follows (and the count, on the root owner)."""
+        kind = _NOTICES.get(method)
+        if kind is None:
+            return
+        try:
+            decoded = codec.decode(params, kind)
+        except ValueError:  # msgspec's DecodeError and ValidationError are ValueErrors
+            log.warning("unreadable notice from another node dropped", method=method)
+            return
+        if isinstance(decoded, SessionAddedParams) and session not in self.session_index:
+            self.session_index[session] = (decoded.summary.created_at, decoded.summary)
+        elif isinstance(decoded, SessionRemovedParams) and session not in self.sessions:
+            self.session_index.pop(session, None)
+        self.hub.notify(ROOT, method, decoded, only=lambda c: self.may_see_owned(c, owner))
+        if not isinstance(decoded, SessionSummaryChangedParams):
+            self.session_count_changed()
 
     def add_chat(self, chat: ChatActor) -> None:
         """Register, store and start a new chat of a loaded session."""
@@ -1118,5 +1164,7 @@ class Host:
         return tuple(forget)
 
     def session_count_changed(self) -> None:
+        if not self.owns(ROOT):
+            return  # sharded mode: the root channel's owner counts every node's sessions
         count = len(self.session_index)
         self.spawn(self.root.apply_server(RootActiveSessionsChangedAction(active_sessions=count)))

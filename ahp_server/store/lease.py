@@ -52,6 +52,7 @@ committing under the same epoch); it waits for the expiry, or for a release.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -139,6 +140,9 @@ class Connected:
         self._what = what
         self._create = create
         self._conn: _Connection = None
+        #: One statement at a time: a connection runs one operation at once, and two
+        #: callers (a lease renewal, a claim) must queue, not fail each other.
+        self._lock = asyncio.Lock()
 
     @property
     def node(self) -> str:
@@ -187,6 +191,10 @@ class Connected:
         ``work`` must be safe to run twice (idempotent, or one transaction whose
         second run finds the first one's outcome and accepts it).
         """
+        async with self._lock:
+            return await self._call_alone(work)
+
+    async def _call_alone(self, work: Callable[[_Connection], Awaitable[Any]]) -> Any:
         import asyncpg
 
         for attempt in (1, 2):

@@ -82,6 +82,11 @@ log = structlog.get_logger(__name__)
 _Nats = Any
 Placement = Literal["least-loaded", "local"]
 
+#: Seconds a channel the catalogue did not have is answered here without reading it again.
+UNKNOWN_FOR = 1.0
+#: The most such channels remembered (past it, all are forgotten).
+UNKNOWN_MAX = 10_000
+
 _ACTION = b'{"jsonrpc":"2.0","method":"action","params":'
 _REJECTED = b',"rejectionReason":'
 #: The newest version: what a route negotiates (this node translates for a 0.7 client).
@@ -127,6 +132,16 @@ class _Frame(msgspec.Struct):
 
 
 _FRAME = msgspec.json.Decoder(_Frame)
+
+
+class _Made(msgspec.Struct):
+    """What a ``createSession`` / ``createChat`` made: its channel, and the new chat."""
+
+    channel: str = ""
+    chat: str = ""
+
+
+_MADE = msgspec.json.Decoder(_Made)
 
 
 @dataclass(slots=True, eq=False)
@@ -194,6 +209,8 @@ class Routes:
         self._by_id: dict[int, _Route] = {}
         #: session -> the node owning it, as last read (dropped when a route to it fails).
         self._owners: dict[str, str] = {}
+        #: Channels the catalogue did not have, and when that was read (bounded).
+        self._unknown: dict[str, float] = {}
         self._sub: Any = None
         self._ticker: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[None]] = set()
@@ -232,8 +249,8 @@ class Routes:
     async def owner(self, method: str, channel: str) -> str | None:
         if method == "createSession":
             return self._place()
-        if channel == ROOT:
-            return None
+        if channel == ROOT or channel in self._host.workspace_channels:
+            return None  # the root and this node's terminals, watches, changesets
         session = self._host.session_of_channel(channel)
         if session is not None:
             if session in self._store.held:
@@ -241,9 +258,18 @@ class Routes:
             cached = self._owners.get(session)
             if cached is not None:
                 return cached
+        unknown_since = self._unknown.get(channel)
+        if unknown_since is not None and time.monotonic() - unknown_since < UNKNOWN_FOR:
+            return None
         rows, owner, live = await self._store.locate(channel)
         if not rows:
-            return None  # nobody has it: this node answers (not found)
+            # Nobody has it: this node answers (not found), and does not ask the
+            # database again for a while (a client repeating it costs no reads).
+            if len(self._unknown) >= UNKNOWN_MAX:
+                self._unknown.clear()
+            self._unknown[channel] = time.monotonic()
+            return None
+        self._unknown.pop(channel, None)
         self._host.learn(rows)
         session = self._host.session_of_channel(channel)
         if owner is None or owner == self.node or session is None:
@@ -277,6 +303,12 @@ class Routes:
             raise ProtocolError(error.message, code=error.code, data=error.data)
         if isinstance(frame.result, UnsetType):
             raise InternalError(f"node {node} answered {method} with nothing")
+        if method in ("createSession", "createChat"):
+            made = _MADE.decode(params)
+            for channel in (made.channel, made.chat):
+                self._unknown.pop(channel, None)
+            if method == "createSession":
+                self._owners[made.channel] = node  # where placement put it
         return bytes(frame.result)
 
     async def notify(self, connection: Connection, node: str, method: str, params: bytes) -> None:

@@ -26,6 +26,7 @@ from ahp_server.protocol.types import (
     ChatTurnStartedAction,
     Message,
     MessageOrigin,
+    RootState,
     SessionState,
 )
 from ahp_server.store.sharded import ROOT
@@ -320,3 +321,72 @@ async def test_the_owner_decides_who_may_see_a_session_a_client_reaches_through_
     finally:
         await a.abort()
         await b.abort()
+
+
+def told(client: AhpClient, method: str, session: str) -> bool:
+    """Whether ``client`` got ``method`` (a ``root/session*`` notification) about ``session``."""
+    for notification in list(client.notifications):
+        if notification.method != method:
+            continue
+        params = notification.params
+        named = params.get("session") or params.get("summary", {}).get("resource")
+        if named == session:
+            return True
+    return False
+
+
+def active_sessions(client: AhpClient) -> object:
+    return client.view(ROOT, RootState).active_sessions
+
+
+async def test_the_root_channel_tells_every_nodes_clients_of_every_session(
+    url: str, name: str, nats_bus: PrivateNats
+) -> None:
+    """A session made on node-b is announced to node-a's root subscribers too, and the root
+    owner (node-a, the first up) counts it; node-b's root state follows the owner's
+    envelopes, so a snapshot there says the same. Disposed through node-a: the same."""
+    async with (
+        running(url, nats_bus, name, "node-a") as a,
+        running(url, nats_bus, name, "node-b") as b,
+        AhpClient.connect(a.urls[0], subscriptions=[ROOT]) as on_a,
+        AhpClient.connect(b.urls[0], subscriptions=[ROOT]) as on_b,
+    ):
+        assert active_sessions(on_a) == 0
+        session = await on_b.create_session("echo", timeout=TIMEOUT)
+        assert session in b.host.sessions
+        await on_a.wait_for(lambda c: told(c, "root/sessionAdded", session), timeout=TIMEOUT)
+        await on_a.wait_for(lambda c: active_sessions(c) == 1, timeout=TIMEOUT)
+        await on_b.wait_for(lambda c: active_sessions(c) == 1, timeout=TIMEOUT)
+        async with AhpClient.connect(b.urls[0], subscriptions=[ROOT]) as later:
+            assert active_sessions(later) == 1  # node-b's snapshot: the owner's count
+        await on_a.dispose_session(session, timeout=TIMEOUT)
+        assert session not in b.host.sessions
+        await on_a.wait_for(lambda c: told(c, "root/sessionRemoved", session), timeout=TIMEOUT)
+        await on_a.wait_for(lambda c: active_sessions(c) == 0, timeout=TIMEOUT)
+        await on_b.wait_for(lambda c: active_sessions(c) == 0, timeout=TIMEOUT)
+        assert a.notices is not None
+        assert a.notices.heard >= 2
+
+
+async def test_a_0_7_client_drives_another_nodes_session_in_its_own_terms(
+    url: str, name: str, nats_bus: PrivateNats
+) -> None:
+    """A client that negotiates 0.7 on node-a: its requests are translated at node-a's edge
+    and forwarded in 1.0 terms, what comes back is projected to 0.7 there — a turn on
+    node-b's session streams to it whole."""
+    async with (
+        running(url, nats_bus, name, "node-a") as a,
+        running(url, nats_bus, name, "node-b") as b,
+        AhpClient.connect(b.urls[0]) as on_b,
+        AhpClient.connect(a.urls[0], protocol_versions=["0.7.0"]) as legacy,
+    ):
+        assert legacy.protocol_version == "0.7.0"
+        chat = await on_b.open_chat("echo", timeout=TIMEOUT)
+        session = await session_of(url, chat)
+        await legacy.subscribe(session, timeout=TIMEOUT)
+        await legacy.subscribe(chat, timeout=TIMEOUT)
+        said = await legacy.ask(chat, "/slow 1 old client words", timeout=TIMEOUT)
+        assert said.split() == ["old", "client", "words"]
+        assert chat in b.host.chats
+        assert chat not in a.host.chats
+        assert increasing(legacy)

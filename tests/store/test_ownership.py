@@ -104,6 +104,21 @@ def one_segment(channel: str, size: int) -> list[Segment]:
     return [Segment(channel, 0, size - 1, b"[" + b",".join([b"[0]"] * size) + b"]")]
 
 
+async def test_claims_made_at_once_on_one_node_each_take_their_session(node: MakeNode) -> None:
+    """Many clients creating sessions at once on one node: its one connection runs one
+    statement at a time, so every claim takes its session (none is refused as existing,
+    nor fails a renewal running beside it)."""
+    a = await node("a")
+    connection = a._conn
+    sessions = [f"s{i}" for i in range(30)]
+    claims = await asyncio.gather(*(a.claim(s) for s in sessions), a.renew(), a.renew())
+    assert claims[: len(sessions)] == [1] * len(sessions)
+    assert await a.held() == dict.fromkeys(sessions, 1)
+    # Queued, not collided: a collision ("another operation is in progress") drops the
+    # connection, and a claim run again after its first run committed answers None.
+    assert a._conn is connection
+
+
 # -- placement: a pure function ------------------------------------------------------------
 
 

@@ -1029,11 +1029,11 @@ class Commands:
             await service.session_disposed(params.channel)
         await host.forget(params.channel)
         # Told to those who could see it (its owner is gone from the index now).
-        host.hub.notify(
-            ROOT,
+        host.notify_root(
             "root/sessionRemoved",
             SessionRemovedParams(channel=ROOT, session=params.channel),
-            only=lambda c: host.may_see_owned(c, owner),
+            session=params.channel,
+            owner=owner,
         )
         host.session_count_changed()
         await host.commit_now()  # answered once the deletion is durable (docs/durability.md)

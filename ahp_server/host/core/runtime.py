@@ -92,3 +92,12 @@ class Runtime(Protocol):
         A no-op when no changeset service runs (``host/channels/changesets.py``); never raises.
         """
         ...
+
+    def owner_of(self, session: str) -> str | None:
+        """The user who created ``session`` (multi-user mode), if any."""
+        ...
+
+    def notify_root(self, method: str, params: Any, *, session: str, owner: str | None) -> None:
+        """A ``root/session*`` notification about ``session`` to the root's subscribers who
+        may see what ``owner`` owns (sharded mode: every node's)."""
+        ...

@@ -275,6 +275,9 @@ class Hub:
         #: another owner's envelope (its ``origin``) is acknowledged through it even
         #: when it does not subscribe to the channel, as a local sender is.
         self.remote_sender: Callable[[str], Connection | None] | None = None
+        #: Sharded mode: channels whose other owners' envelopes a local actor mirrors
+        #: (the root channel, on nodes that do not own it), by channel.
+        self.mirrors: dict[str, Callable[[bytes], None]] = {}
 
     def published_by_kind(self) -> dict[str, int]:
         """Published actions by channel type (``root``/``session``/``chat``/…)."""
@@ -406,9 +409,11 @@ class Hub:
         sender = None
         if head.origin is not None and self.remote_sender is not None:
             sender = self.remote_sender(head.origin.client_id)
-        self._deliver(
-            seq, head.channel, spliced(seq, body), head.action.type, None, None, None, sender
-        )
+        envelope = spliced(seq, body)
+        mirror = self.mirrors.get(head.channel)
+        if mirror is not None:
+            mirror(envelope)
+        self._deliver(seq, head.channel, envelope, head.action.type, None, None, None, sender)
 
     def _deliver(
         self,
