@@ -91,7 +91,14 @@ class ShardedNode:
         )
         self.app = App(settings, providers=providers, clock=clock, store=self.store)
         self.host = self.app.host
-        self.ownership = Ownership(settings.store, self.node_id, ttl=settings.lease_ttl)
+        # The roots this node serves (every user's): where its sessions' directories
+        # may lie, what placement and takeover go by (docs/scale-out.md).
+        self.ownership = Ownership(
+            settings.store,
+            self.node_id,
+            ttl=settings.lease_ttl,
+            roots=self.host.roots.allowed(None),
+        )
         self.membership = Membership(
             self.ownership,
             self.store,
@@ -178,6 +185,8 @@ class ShardedNode:
                 catch_up=FEED_STALL,
                 placement="local" if settings.placement == "local" else "least-loaded",
                 turns=self._turns,
+                nodes=self.ownership.live_nodes,
+                roots=self.host.roots.allowed(None),
             )
             self.owner_relay = PrimaryRelay(
                 self._nc,
@@ -287,8 +296,8 @@ class ShardedNode:
 
     # -- ownership ----------------------------------------------------------------------------
 
-    async def _claim(self, session: str) -> bool:
-        return await self.membership.claim(session) is not None
+    async def _claim(self, session: str, directory: str | None) -> bool:
+        return await self.membership.claim(session, directory) is not None
 
     def _taken(self, taken: dict[str, int]) -> None:
         self.host.spawn(self._adopt(sorted(taken)))
@@ -299,12 +308,16 @@ class ShardedNode:
         assert self.feed is not None
         assert self._log_reader is not None
         await self._started.wait()  # taken in the loop's first rounds, while starting
-        try:
-            target = await self._log_reader.counter()
-        except StoreError as error:
-            log.error("cannot adopt sessions taken over", error=str(error))
-            return
         deadline = time.monotonic() + FEED_STALL
+        target: int | None = None
+        while target is None:
+            try:
+                target = await self._log_reader.counter()
+            except StoreError as error:
+                if time.monotonic() > deadline:
+                    log.error("cannot adopt sessions taken over", error=str(error))
+                    return
+                await asyncio.sleep(0.1)
         while self.feed.next_seq <= target:
             if time.monotonic() > deadline:
                 log.error("feed behind: sessions taken over not adopted", sessions=len(sessions))
@@ -319,11 +332,13 @@ class ShardedNode:
         self.adopted += len(sessions)
 
     def _lost(self, sessions: frozenset[str]) -> None:
-        # A commit refused: another node owns these now (or this node never held them:
-        # the root channel of a node that does not own it). Their writes were dropped,
-        # never delivered.
-        if sessions - {ROOT}:
-            log.warning("sessions lost to another node", sessions=len(sessions - {ROOT}))
+        # A commit refused, or the owner rows read again: another node owns these now
+        # (or this node never held them: the root channel of a node that does not own
+        # it). Their writes were dropped, never delivered; their actors go.
+        lost = sessions - {ROOT}
+        if lost:
+            log.warning("sessions lost to another node", sessions=len(lost))
+            self.host.spawn(self.host.release(lost))
 
     def _turns(self) -> int:
         return sum(1 for chat in self.host.chats.values() if chat.runner is not None)

@@ -276,7 +276,7 @@ class Host:
         #: it is stored (``False``: another node has it). One node owns everything
         #: otherwise.
         self.owns: Callable[[str], bool] = lambda session: True
-        self.claim_session: Callable[[str], Awaitable[bool]] | None = None
+        self.claim_session: Callable[[str, str | None], Awaitable[bool]] | None = None
         #: Sharded mode: where requests for other nodes' sessions go (host/core/routing.py).
         self.router: Router | None = None
         #: Sharded mode: told of every ``root/session*`` notification this node sends
@@ -384,6 +384,32 @@ class Host:
             recovered_turns=len(interrupted),
             repaired_sessions=len(creating),
         )
+
+    async def release(self, sessions: Collection[str]) -> None:
+        """Sharded mode: ``sessions`` are another node's now (taken over while this node
+        was cut off; it learned so from a refused commit or its owner rows). Their turns
+        stop here (nothing of them can commit any more), their agent sessions close and
+        their actors go; the catalogue keeps them, so requests route to the new owner.
+        Clients here that follow them are closed with 1012: they replay from what was
+        committed — the new owner's — never from what this node could not commit."""
+        gone = {s for s in sessions if s != ROOT}
+        chats = [chat for chat in self.chats.values() if chat.session.uri in gone]
+        actors = [self.sessions[s] for s in gone if s in self.sessions]
+        channels = gone | {chat.uri for chat in chats}
+        for connection in list(self.connections):
+            if connection.subscriptions & channels:
+                connection.close(CLOSE_SERVICE_RESTART, "the session moved to another node")
+        for chat in chats:
+            self.chats.pop(chat.uri, None)
+            chat.session.chats.pop(chat.uri, None)
+            await chat.stop()  # its running turn's agent work is aborted
+        for actor in actors:
+            with contextlib.suppress(StoreError):
+                await self.agent_sessions.close(actor, disposed=False)
+            self.sessions.pop(actor.uri, None)
+            await actor.stop()
+        if gone:
+            log.warning("sessions released to another node", sessions=len(gone), chats=len(chats))
 
     async def _repair_creating(self, uri: str) -> None:
         """A session a crash left in ``creating``: open it again (to ready or failed)."""

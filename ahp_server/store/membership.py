@@ -107,9 +107,10 @@ class Membership:
         self._task = asyncio.get_running_loop().create_task(self._run(), name="ahp-membership")
         return held
 
-    async def claim(self, session: str) -> int | None:
-        """Own a new session (epoch 1) and hold it; ``None`` if it already has an owner."""
-        epoch = await self.ownership.claim(session)
+    async def claim(self, session: str, directory: str | None = None) -> int | None:
+        """Own a new session (epoch 1) and hold it; ``None`` if it already has an owner.
+        ``directory``: its working directory's path (who may take it over)."""
+        epoch = await self.ownership.claim(session, directory)
         if epoch is not None:
             self.store.hold(session, epoch)
         return epoch

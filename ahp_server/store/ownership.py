@@ -76,6 +76,7 @@ from ahp_server.store.base import StoreError
 from ahp_server.store.lease import Connected, LeaseLost
 from ahp_server.store.postgres import (
     CLUSTER_DELIVERED,
+    CLUSTER_DIRECTORY,
     CLUSTER_TABLES,
     Fenced,
     connect,
@@ -158,7 +159,7 @@ ORDER BY n.node
 # -- owner rows --------------------------------------------------------------------------------
 
 _CLAIM = """
-INSERT INTO session_owner (session, node, epoch) VALUES ($1, $2, 1)
+INSERT INTO session_owner (session, node, epoch, directory) VALUES ($1, $2, 1, $3)
 ON CONFLICT (session) DO NOTHING RETURNING epoch
 """
 
@@ -171,13 +172,19 @@ _COUNT = "SELECT count(*) FROM session_owner WHERE node = $1"
 _RELEASE = "DELETE FROM session_owner WHERE node = $1 AND session = ANY($2::text[])"
 
 #: Up to $3 sessions of node $2, only while its lease has expired by the database's
-#: clock; rows another survivor is taking, or that a commit in flight share-locked,
-#: are skipped (taken in a later round). Returns the sessions taken, new epochs.
+#: clock, and only those whose working directory lies in one of the taker's roots
+#: ($4; a session made without one goes anywhere); rows another survivor is taking,
+#: or that a commit in flight share-locked, are skipped (taken in a later round).
+#: Returns the sessions taken, new epochs.
 _TAKE_OVER = """
 WITH picked AS (
     SELECT o.session FROM session_owner o
     WHERE o.node = $2
       AND EXISTS (SELECT 1 FROM cluster_nodes n WHERE n.node = $2 AND n.expires_at <= now())
+      AND (o.directory IS NULL OR EXISTS (
+          SELECT 1 FROM unnest($4::text[]) AS r(root)
+          WHERE o.directory = r.root OR starts_with(o.directory, rtrim(r.root, '/') || '/')
+      ))
     ORDER BY o.session
     LIMIT $3
     FOR UPDATE SKIP LOCKED
@@ -406,7 +413,11 @@ class Ownership(Connected):
 
     def __init__(self, url: str, node: str, *, ttl: float, roots: Sequence[str] = ()) -> None:
         super().__init__(
-            url, node, ttl=ttl, what=f"node {node!r}", create=CLUSTER_TABLES + CLUSTER_DELIVERED
+            url,
+            node,
+            ttl=ttl,
+            what=f"node {node!r}",
+            create=CLUSTER_TABLES + CLUSTER_DELIVERED + CLUSTER_DIRECTORY,
         )
         self._roots = list(roots)
         #: This process's life under the name: a restart is another incarnation.
@@ -494,9 +505,11 @@ class Ownership(Connected):
 
     # -- owner rows ------------------------------------------------------------------------
 
-    async def claim(self, session: str) -> int | None:
-        """Own a new session at epoch 1; ``None`` if it already has an owner row."""
-        epoch = await self._run("fetchval", _CLAIM, session, self._node)
+    async def claim(self, session: str, directory: str | None = None) -> int | None:
+        """Own a new session at epoch 1; ``None`` if it already has an owner row.
+        ``directory``: the absolute path of its working directory — only a node
+        serving a root that holds it may take the session over."""
+        epoch = await self._run("fetchval", _CLAIM, session, self._node, directory)
         return None if epoch is None else int(epoch)
 
     async def owner_of(self, session: str) -> Owner | None:
@@ -530,7 +543,7 @@ class Ownership(Connected):
         whose commit is in flight, are skipped: call again (a campaign round)
         while :meth:`expired_nodes` names ``dead``.
         """
-        rows = await self._run("fetch", _TAKE_OVER, self._node, dead, limit)
+        rows = await self._run("fetch", _TAKE_OVER, self._node, dead, limit, self._roots)
         return {str(r[0]): int(r[1]) for r in rows}
 
 
@@ -547,6 +560,9 @@ class LogReader:
         self._url = url
         self._timeout = timeout
         self._conn: _Connection = None
+        #: One read at a time on the connection: the feed's poll and repairs and a
+        #: takeover's counter read queue instead of failing each other.
+        self._lock = asyncio.Lock()
 
     async def counter(self) -> int:
         """The commit counter: every number up to it is committed."""
@@ -575,7 +591,7 @@ class LogReader:
         import asyncpg  # lazily: only cluster nodes need the driver
 
         try:
-            async with asyncio.timeout(self._timeout):
+            async with asyncio.timeout(self._timeout), self._lock:
                 if self._conn is None or self._conn.is_closed():
                     self._conn = None
                     self._conn = await connect(self._url)

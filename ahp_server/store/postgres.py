@@ -66,6 +66,7 @@ from ahp_server.store.lift import MARKER, Lifter
 
 __all__ = [
     "CLUSTER_DELIVERED",
+    "CLUSTER_DIRECTORY",
     "CLUSTER_TABLES",
     "NUMBERING_KEY",
     "SCHEMA_VERSION",
@@ -106,6 +107,12 @@ CREATE INDEX IF NOT EXISTS session_owner_node ON session_owner (node);
 #: Schema 4's column for a database whose cluster tables schema 3 made.
 CLUSTER_DELIVERED = """
 ALTER TABLE cluster_nodes ADD COLUMN IF NOT EXISTS delivered BIGINT NOT NULL DEFAULT 0;
+"""
+
+#: Schema 5: the working directory each session was made in (sharded mode: only a
+#: node serving it may own the session, docs/scale-out.md "Working directories").
+CLUSTER_DIRECTORY = """
+ALTER TABLE session_owner ADD COLUMN IF NOT EXISTS directory TEXT;
 """
 
 #: Forward migrations: MIGRATIONS[n] brings schema n to n + 1 (one transaction each).
@@ -163,6 +170,8 @@ MIGRATIONS: dict[int, str] = {
     # Schema 4: each node's delivered watermark, reported with its lease: log rows a
     # live node may still read to fill a gap in the feed are kept (store/sharded.py).
     3: CLUSTER_DELIVERED,
+    # Schema 5: the working directory of each session's owner row (sharded mode).
+    4: CLUSTER_DIRECTORY,
 }
 
 #: Serialises migrations across nodes sharing a database (pg_advisory_xact_lock key).

@@ -70,12 +70,12 @@ from ahp_server.store.ownership import (
 )
 from ahp_server.store.postgres import NUMBERING_KEY, PostgresStore, _Write, masked
 
-__all__ = ["RETENTION", "ROOT", "Local", "ShardedStore"]
+__all__ = ["RETENTION", "ROOT", "Local", "Located", "ShardedStore"]
 
 #: A channel's row, its session's row (a chat), and the session's owner node.
 _LOCATE = """
 SELECT c.uri, c.kind, c.session, c.created_at, c.summary, c.active_turn, o.node,
-       n.expires_at > now() AND NOT n.draining
+       n.expires_at > now() AND NOT n.draining, o.directory
 FROM channels c LEFT JOIN session_owner o ON o.session = c.uri
 LEFT JOIN cluster_nodes n ON n.node = o.node
 WHERE c.uri = $1 OR c.uri = (SELECT session FROM channels WHERE uri = $1)
@@ -131,6 +131,19 @@ class Local:
         fn(seq, *args)
         for fn, args in self.after:
             fn(*args)
+
+
+@dataclass(frozen=True)
+class Located:
+    """What :meth:`ShardedStore.locate` read of a channel."""
+
+    rows: list[ChannelRow]
+    #: The node owning the channel's session (``None``: no owner row).
+    owner: str | None = None
+    #: Whether that node's lease is live.
+    live: bool = False
+    #: The session's working directory, as claimed (``None``: none recorded).
+    directory: str | None = None
 
 
 class ShardedStore(PostgresStore):
@@ -210,17 +223,17 @@ class ShardedStore(PostgresStore):
                 self.bind(row.uri, row.session)
         return rows
 
-    async def locate(self, channel: str) -> tuple[list[ChannelRow], str | None, bool]:
+    async def locate(self, channel: str) -> Located:
         """``channel``'s catalogue row — with its session's, for a chat — the node owning
-        that session (``None``: no owner row), and whether that node's lease is live (by
-        the database's clock). No rows: not in the catalogue. What a node reads to route
-        a request for a session it does not own."""
+        that session, whether that node's lease is live (by the database's clock), and
+        the session's working directory. No rows: not in the catalogue. What a node
+        reads to route a request for a session it does not own."""
         rows = await self._fetch(_LOCATE, channel)
         found = [ChannelRow(*row[:6]) for row in rows]
         owner = next((row for row in rows if row[1] == "session" and row[6] is not None), None)
         if owner is None:
-            return found, None, False
-        return found, str(owner[6]), bool(owner[7])
+            return Located(found)
+        return Located(found, str(owner[6]), bool(owner[7]), owner[8])
 
     async def client(self, client_id: str) -> tuple[str, str | None] | None:
         """A remembered client's negotiated version and user (another node's client,

@@ -38,7 +38,7 @@ import contextlib
 import secrets
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -54,6 +54,7 @@ from ahp_server.host.host import Host
 from ahp_server.protocol import codec
 from ahp_server.protocol.errors import InternalError, ProtocolError
 from ahp_server.protocol.versions import SUPPORTED_VERSIONS
+from ahp_server.store.base import StoreError
 from ahp_server.store.ownership import Node, choose_owner
 from ahp_server.store.sharded import ROOT, ShardedStore
 from ahp_server.transport.node_feed import NodeFeed
@@ -74,6 +75,7 @@ from ahp_server.transport.relay_format import (
     fresh_open,
     unpack_frames,
 )
+from ahp_server.workspace.paths import inside
 
 __all__ = ["Placement", "Routes", "StampedTransport"]
 
@@ -186,7 +188,11 @@ class Routes:
         catch_up: float = 5.0,
         placement: Placement = "least-loaded",
         turns: Callable[[], int] = lambda: 0,
+        nodes: Callable[[], Awaitable[list[Node]]] | None = None,
+        roots: Sequence[str] = (),
     ) -> None:
+        """``nodes``: the live nodes with their roots (``Ownership.live_nodes``);
+        ``roots``: the roots this node serves."""
         self._nc = nc
         self._subjects = subjects
         self.node = node
@@ -202,6 +208,8 @@ class Routes:
         self._catch_up = catch_up
         self._placement = placement
         self._turns = turns
+        self._roots = tuple(roots)
+        self._live_nodes = nodes
         self._warnings = BusWarnings()
         # Route numbers start anywhere in 48 bits at each start (as the relay's).
         self._ids = 0 if signer is None else secrets.randbits(48)
@@ -246,9 +254,9 @@ class Routes:
 
     # -- Router -------------------------------------------------------------------------------
 
-    async def owner(self, method: str, channel: str) -> str | None:
+    async def owner(self, method: str, channel: str, *, directory: str | None = None) -> str | None:
         if method == "createSession":
-            return self._place()
+            return await self._place(directory)
         if channel == ROOT or channel in self._host.workspace_channels:
             return None  # the root and this node's terminals, watches, changesets
         session = self._host.session_of_channel(channel)
@@ -261,7 +269,8 @@ class Routes:
         unknown_since = self._unknown.get(channel)
         if unknown_since is not None and time.monotonic() - unknown_since < UNKNOWN_FOR:
             return None
-        rows, owner, live = await self._store.locate(channel)
+        located = await self._store.locate(channel)
+        rows, owner, live = located.rows, located.owner, located.live
         if not rows:
             # Nobody has it: this node answers (not found), and does not ask the
             # database again for a while (a client repeating it costs no reads).
@@ -275,6 +284,16 @@ class Routes:
         if owner is None or owner == self.node or session is None:
             return None
         if not live or not self.alive(owner):
+            directory = located.directory
+            if directory is not None and not any(
+                inside(directory, root) for node in await self._nodes() for root in node.roots
+            ):
+                # docs/scale-out.md "Working directories": it cannot move.
+                raise InternalError(
+                    f"{session} is on node {owner}, which is not answering, and its working "
+                    f"directory {directory} is on no other live node: it cannot move until "
+                    f"{owner} (or a node serving that directory) is back"
+                )
             raise InternalError(
                 f"{session} is on node {owner}, which is not answering: it moves to another "
                 "node within cluster.lease_ttl, try again"
@@ -347,16 +366,39 @@ class Routes:
 
     # -- placement ----------------------------------------------------------------------------
 
-    def _place(self) -> str | None:
-        """The node a new session goes to (docs/scale-out.md "Placement"); ``None``: here."""
-        if self._placement == "local":
+    async def _nodes(self) -> list[Node]:
+        if self._live_nodes is None:
+            return []
+        try:
+            return await self._live_nodes()
+        except StoreError as error:
+            log.warning("cannot read the live nodes", error=str(error))
+            return []
+
+    async def _place(self, directory: str | None) -> str | None:
+        """The node a new session goes to (docs/scale-out.md "Placement"); ``None``: here.
+
+        Among this node and the live ones (PostgreSQL's node rows: their roots), those
+        serving a root that holds ``directory``; by the load their last heartbeat said.
+        "local" placement keeps a session here when this node serves its directory.
+        No node serving it: here, whose roots check then refuses it, naming the setting.
+        """
+        me = Node(self.node, len(self._store.held), self._turns(), self._roots)
+        if self._placement == "local" and (
+            directory is None or any(inside(directory, root) for root in self._roots)
+        ):
             return None
-        nodes = [Node(self.node, sessions=len(self._store.held), turns=self._turns())]
-        nodes += [
-            Node(name, sessions=beat.sessions, turns=beat.turns)
-            for name, beat in self._peers().items()
-        ]
-        chosen = choose_owner(nodes, None, self.node)
+        beats = self._peers()
+        nodes = [me]
+        for row in await self._nodes():
+            if row.node == self.node:
+                continue
+            beat = beats.get(row.node)
+            sessions, turns = (
+                (row.sessions, row.turns) if beat is None else (beat.sessions, beat.turns)
+            )
+            nodes.append(Node(row.node, sessions, turns, row.roots))
+        chosen = choose_owner(nodes, directory, self.node)
         return None if chosen in (None, self.node) else chosen
 
     # -- routes -------------------------------------------------------------------------------

@@ -30,9 +30,10 @@ from ahp_server.protocol.types import (
     SessionState,
 )
 from ahp_server.store.sharded import ROOT
+from ahp_server.workspace.paths import file_uri
 from tests.cluster.helpers import PrivateNats, new_cluster_name
 from tests.cluster.test_sharded import answer, owners, running, session_of, settings
-from tests.postgres import until
+from tests.postgres import query, until
 
 TIMEOUT = 30.0
 ALICE = "alice-token-routing-0123456789"
@@ -390,3 +391,106 @@ async def test_a_0_7_client_drives_another_nodes_session_in_its_own_terms(
         assert chat in b.host.chats
         assert chat not in a.host.chats
         assert increasing(legacy)
+
+
+async def test_a_node_that_lost_a_session_lets_it_go_and_its_clients_follow_the_new_owner(
+    url: str, name: str, nats_bus: PrivateNats
+) -> None:
+    """node-a is cut off long enough for its lease to lapse (here: made to lapse in the
+    database) and node-b takes its session over while node-a still streams a turn there.
+    node-a's next commit for it is refused: it stops the turn and drops the session's
+    actors, and closes its client (1012), which reconnects and finds the session on
+    node-b — what node-a could not commit was never seen."""
+    async with (
+        running(url, nats_bus, name, "node-a") as a,
+        running(url, nats_bus, name, "node-b") as b,
+    ):
+        client = await AhpClient.connect(a.urls[0])
+        try:
+            chat = await client.open_chat("echo", timeout=TIMEOUT)
+            session = await session_of(url, chat)
+            words = " ".join(f"w{i}" for i in range(400))
+            await client.send_message(chat, f"/slow 20 {words}", timeout=TIMEOUT)
+            await client.wait_for(lambda c: "w10" in answer(c, chat), timeout=TIMEOUT)
+            await query(
+                url,
+                "UPDATE cluster_nodes SET expires_at = now() - interval '1 s' WHERE node = $1",
+                "node-a",
+            )
+            taken = await b.membership.take_over_round()
+            assert taken.get(session) == 2
+            await client.wait_closed(timeout=TIMEOUT)
+            assert client.close_code == 1012
+            async with asyncio.timeout(TIMEOUT):
+                await until(lambda: _true(chat not in a.host.chats))
+                await until(lambda: _true(b.adopted >= 1))
+            assert session not in a.host.sessions
+            seen = answer(client, chat)
+            path = await client.reconnect(a.urls[0], timeout=TIMEOUT)
+            assert path in ("replay", "snapshot")
+            await client.wait_for(
+                lambda c: [t.state for t in c.view(chat, ChatState).turns] == ["error"],
+                timeout=TIMEOUT,
+            )
+            # Everything it saw was committed: the new owner's record starts with it.
+            assert answer(client, chat).startswith(seen)
+            assert increasing(client)
+            assert "again" in await client.ask(chat, "/slow 1 once again", timeout=TIMEOUT)
+            assert chat in b.host.chats
+            assert chat not in a.host.chats
+        finally:
+            await client.close()
+
+
+async def test_a_session_lives_where_its_directory_is_and_moves_only_to_a_node_that_has_it(
+    url: str, name: str, nats_bus: PrivateNats, tmp_path: Path
+) -> None:
+    """docs/scale-out.md "Working directories": node-a serves a/ and shared/, node-b b/
+    and shared/. A session in b/ asked of node-a is made on node-b; when node-b dies, its
+    session in shared/ moves to node-a, the one in b/ stays node-b's, and a request for
+    it says why, naming the directory and the node."""
+    roots = {name_: tmp_path / name_ for name_ in ("a", "b", "shared")}
+    for root in roots.values():
+        (root / "project").mkdir(parents=True)
+
+    async def node(name_: str, served: tuple[str, ...]) -> ShardedNode:
+        configured = replace(
+            settings(url, nats_bus, name, name_),
+            workspace_roots=tuple(str(roots[r]) for r in served),
+        )
+        started = ShardedNode(configured)
+        await started.start()
+        return started
+
+    a = await node("node-a", ("a", "shared"))
+    b = await node("node-b", ("b", "shared"))
+    try:
+        async with (
+            AhpClient.connect(a.urls[0]) as on_a,
+            AhpClient.connect(b.urls[0]) as on_b,
+        ):
+            in_b = await on_a.create_session(
+                "echo", [file_uri(roots["b"] / "project")], timeout=TIMEOUT
+            )
+            in_shared = await on_b.create_session(
+                "echo", [file_uri(roots["shared"] / "project")], timeout=TIMEOUT
+            )
+            rows = await owners(url)
+            assert rows[in_b] == ("node-b", 1)  # placed where its directory is
+            assert rows[in_shared] == ("node-b", 1)
+            b.store.held.clear()  # as after kill -9
+            await b.abort()
+            async with asyncio.timeout(TIMEOUT):
+                await until(lambda: _owned_by(url, in_shared, ("node-a", 2)))
+            await a.membership.take_over_round()  # one more round: still not taken
+            assert (await owners(url))[in_b] == ("node-b", 1)
+        # (node-a's client had a route to node-b: it was closed with 1012.)
+        async with AhpClient.connect(a.urls[0]) as again:
+            with pytest.raises(RemoteError) as stuck:
+                await again.subscribe(in_b, timeout=TIMEOUT)
+            assert str(roots["b"] / "project") in str(stuck.value)
+            assert "node-b" in str(stuck.value)
+            await again.subscribe(in_shared, timeout=TIMEOUT)  # served by node-a now
+    finally:
+        await a.abort()
+        await b.abort()

@@ -21,6 +21,7 @@ from ahp_server.store.lease import LeaseLost
 from ahp_server.store.ownership import (
     _TAKE_OVER,
     Load,
+    LogReader,
     Node,
     Owner,
     Ownership,
@@ -117,6 +118,39 @@ async def test_claims_made_at_once_on_one_node_each_take_their_session(node: Mak
     # Queued, not collided: a collision ("another operation is in progress") drops the
     # connection, and a claim run again after its first run committed answers None.
     assert a._conn is connection
+
+
+async def test_a_survivor_takes_over_only_sessions_whose_directory_it_serves(
+    node: MakeNode, url: str
+) -> None:
+    """docs/scale-out.md "Working directories": b serves /srv/shared and /srv/b; of a's
+    sessions it takes the one under /srv/shared (and the one made without a directory),
+    never the one under /srv/a, which stays a's — and c, serving "/", takes that."""
+    a = await node("a", roots=("/srv/a", "/srv/shared"))
+    b = await node("b", roots=("/srv/b", "/srv/shared/"))
+    assert await a.claim("only-a", "/srv/a/project") == 1
+    assert await a.claim("shared", "/srv/shared/project") == 1
+    assert await a.claim("anywhere") == 1
+    assert await a.claim("look-alike", "/srv/shared-not/x") == 1
+    await expire(url, "a")
+    assert await b.take_over("a", 10) == {"shared": 2, "anywhere": 2}
+    assert (await a.owner_of("only-a")) == Owner(node="a", epoch=1)
+    c = await node("c", roots=("/",))
+    assert await c.take_over("a", 10) == {"only-a": 2, "look-alike": 2}
+
+
+async def test_a_log_reader_serves_readers_at_once_one_after_the_other(url: str) -> None:
+    """The feed's counter poll, its repairs and a takeover's counter read share one
+    LogReader: at once, each gets its answer (none fails another on the connection)."""
+    reader = LogReader(url)
+    try:
+        assert await reader.counter() == 0  # connected: the reads below share it
+        answers = await asyncio.gather(
+            *(reader.counter() for _ in range(10)), *(reader.read(1, 5) for _ in range(10))
+        )
+    finally:
+        await reader.close()
+    assert answers == [0] * 10 + [{}] * 10
 
 
 # -- placement: a pure function ------------------------------------------------------------
@@ -301,7 +335,7 @@ async def test_a_commit_waiting_on_a_takeover_in_flight_is_fenced_once_it_commit
         b_conn = await connect()
         taking = b_conn.transaction()
         await taking.start()
-        taken = await b_conn.fetch(_TAKE_OVER, "b", "a", 10)
+        taken = await b_conn.fetch(_TAKE_OVER, "b", "a", 10, [])
         assert [(r[0], r[1]) for r in taken] == [("s1", 2)]
         a_conn = await connect()
         commit = asyncio.create_task(commit_batch(a_conn, "a", {"s1": 1}, 1, one_segment("s1", 1)))

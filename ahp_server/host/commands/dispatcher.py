@@ -95,7 +95,7 @@ from ahp_server.protocol.versions import (
 )
 from ahp_server.protocol.views import v0_7
 from ahp_server.store.base import newest_within
-from ahp_server.workspace.paths import PathInvalid, PathRefused, file_uri
+from ahp_server.workspace.paths import PathInvalid, PathRefused, file_uri, file_uri_to_path
 
 __all__ = ["Answer", "Commands"]
 
@@ -323,7 +323,11 @@ class Commands:
         if connection.forwarded:
             self._still_mine(connection, router, method, channel)
             return None
-        node = await router.owner(method, channel)
+        directory = None
+        if method == "createSession":  # placement goes by its working directory
+            assert not isinstance(params, UnsetType)
+            directory = _directory_path(_first_directory(params))
+        node = await router.owner(method, channel, directory=directory)
         if node is None:
             return None
         assert not isinstance(params, UnsetType)
@@ -922,7 +926,10 @@ class Commands:
         # Sharded mode: this node owns the session from its first write (its owner
         # row, epoch 1); one another node made under the same name is refused.
         if host.claim_session is not None and (
-            not await host.claim_session(uri) or uri in host.session_index
+            not await host.claim_session(
+                uri, _directory_path(primary or (directories[0] if directories else None))
+            )
+            or uri in host.session_index
         ):
             raise ProtocolError(
                 f"session {uri} already exists", code=AhpErrorCode.SessionAlreadyExists
@@ -1294,6 +1301,32 @@ def _normal_channel(uri: str, what: str) -> None:
         raise InvalidParams(
             f"the {what} URI is not in RFC 3986 normal form: write it as {normal!r}"
         )
+
+
+def _directory_path(uri: str | None) -> str | None:
+    """A working directory's absolute path (``file:`` URI), or ``None`` when it is not one."""
+    if uri is None:
+        return None
+    try:
+        return file_uri_to_path(uri)
+    except (PathInvalid, ValueError):
+        return None
+
+
+class _Directories(msgspec.Struct):
+    working_directories: list[str] = msgspec.field(name="workingDirectories", default_factory=list)
+
+
+_DIRECTORIES = msgspec.json.Decoder(_Directories)
+
+
+def _first_directory(params: msgspec.Raw) -> str | None:
+    """A ``createSession``'s primary working directory (index 0 at 1.0), if it names one."""
+    try:
+        directories = _DIRECTORIES.decode(params).working_directories
+    except msgspec.DecodeError:
+        return None
+    return directories[0] if directories else None
 
 
 def _channel_param(params: msgspec.Raw | UnsetType) -> str | None:

@@ -39,9 +39,10 @@ ROUTED = frozenset(
 class Router(Protocol):
     """Where a sharded node's requests go (see the module docstring)."""
 
-    async def owner(self, method: str, channel: str) -> str | None:
+    async def owner(self, method: str, channel: str, *, directory: str | None = None) -> str | None:
         """The node that must decide ``method`` on ``channel``; ``None``: this one (it owns
-        the channel's session, or nobody knows the channel: this node answers that)."""
+        the channel's session, or nobody knows the channel: this node answers that).
+        ``directory``: a new session's working directory (placement goes by it)."""
         ...
 
     def mine(self, channel: str) -> bool:
