@@ -48,7 +48,7 @@ from msgspec import UNSET, UnsetType
 from nats.errors import Error as NatsError
 
 from ahp_server.host.core import edge as legacy_edge
-from ahp_server.host.core.fanout import CLOSE_SERVICE_RESTART, Connection, Transport
+from ahp_server.host.core.fanout import CLOSE_SERVICE_RESTART, Connection, ConnState, Transport
 from ahp_server.host.core.sequencer import action_frame
 from ahp_server.host.host import Host
 from ahp_server.protocol import codec
@@ -406,6 +406,8 @@ class Routes:
     async def _open(
         self, connection: Connection, node: str, client: tuple[str, str] | None
     ) -> _Route:
+        if connection.state is ConnState.CLOSING:
+            raise InternalError("the connection is closing")
         key = (connection.id, node)
         route = self._routes.get(key)
         if route is None:

@@ -10,6 +10,8 @@ every wait is bounded by ``TIMEOUT``. docs/scale-out.md "Routing".
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import AsyncIterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -27,6 +29,8 @@ from ahp_server.protocol.types import (
     Message,
     MessageOrigin,
     RootState,
+    SessionActiveClient,
+    SessionActiveClientSetAction,
     SessionState,
 )
 from ahp_server.store.sharded import ROOT
@@ -324,6 +328,10 @@ async def test_the_owner_decides_who_may_see_a_session_a_client_reaches_through_
         await b.abort()
 
 
+def active_ids(client: AhpClient, session: str) -> set[str]:
+    return {c.client_id for c in client.view(session, SessionState).active_clients}
+
+
 def told(client: AhpClient, method: str, session: str) -> bool:
     """Whether ``client`` got ``method`` (a ``root/session*`` notification) about ``session``."""
     for notification in list(client.notifications):
@@ -494,3 +502,48 @@ async def test_a_session_lives_where_its_directory_is_and_moves_only_to_a_node_t
     finally:
         await a.abort()
         await b.abort()
+
+
+async def test_a_client_back_within_the_grace_stays_active_in_another_nodes_session(
+    url: str, name: str, nats_bus: PrivateNats
+) -> None:
+    """An active client of node-b's session, connected to node-a, loses its socket and
+    resumes on node-a by replay within the grace (1 s here): node-b hears it is back and
+    keeps it among the session's active clients, as one host would (§3.4)."""
+    grace = 1.0
+
+    @contextlib.asynccontextmanager
+    async def node(name_: str) -> AsyncIterator[ShardedNode]:
+        configured = replace(settings(url, nats_bus, name, name_), active_client_grace=grace)
+        started = ShardedNode(configured)
+        await started.start()
+        try:
+            yield started
+        finally:
+            await started.abort()
+
+    async with (
+        node("node-a") as a,
+        node("node-b") as b,
+        AhpClient.connect(b.urls[0]) as on_b,
+        AhpClient.connect(a.urls[0]) as client,
+    ):
+        chat = await on_b.open_chat("echo", timeout=TIMEOUT)
+        session = await session_of(url, chat)
+        await on_b.subscribe(session, timeout=TIMEOUT)
+        await client.subscribe(session, timeout=TIMEOUT)
+        await client.dispatch(
+            session,
+            SessionActiveClientSetAction(
+                active_client=SessionActiveClient(client_id=client.client_id, tools=())
+            ),
+        )
+        await on_b.wait_for(lambda c: client.client_id in active_ids(c, session), timeout=TIMEOUT)
+        await client.close()
+        assert await client.reconnect(a.urls[0], timeout=TIMEOUT) == "replay"
+        await asyncio.sleep(3 * grace)  # past the grace: a release would have come by now
+        assert client.client_id in active_ids(on_b, session)
+        assert client.client_id in active_ids(client, session)
+        live = b.host.live_clients.get(client.client_id)
+        assert live is not None
+        assert live.forwarded

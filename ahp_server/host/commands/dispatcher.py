@@ -406,6 +406,18 @@ class Commands:
             found[channel] = (_SUBSCRIBED.decode(result).snapshot, _from_seq(result))
         return found
 
+    async def _rejoin(self, connection: Connection, sessions: dict[str, str]) -> None:
+        """Subscribe ``connection``'s client again on the nodes owning ``sessions`` (their
+        answers are not needed: the client has what it missed from this node)."""
+        router = self.host.router
+        assert router is not None
+        for session, node in sessions.items():
+            params = codec.encode(SubscribeParams(channel=session))
+            try:
+                await router.request(connection, node, "subscribe", params)
+            except ProtocolError as error:
+                log.info("could not rejoin a session's owner", node=node, error=error.message)
+
     def _after_snapshots(
         self, connection: Connection, fetched: dict[str, tuple[msgspec.Raw, int]]
     ) -> list[bytes]:
@@ -650,6 +662,11 @@ class Commands:
             self.host.spawn(self.host.release_client(params.client_id, keep=listed))
         for channel in present:
             hub.subscribe(connection, channel)
+        rejoined = {c: n for c, n in elsewhere.items() if c in present and c in listed}
+        if replayed is not None and rejoined:
+            # Replayed from this node's buffers: the owners of its sessions learn it is
+            # back (within the grace, it stays their active client: §3.4, §14.10).
+            self.host.spawn(self._rejoin(connection, rejoined))
         if snapshots is None:
             assert replayed is not None
             self.host.counters.reconnect_replay += 1
