@@ -218,6 +218,7 @@ class ShardedNode:
                 self._nc, settings.cluster_name, self.node_id, self.host, signer
             )
             self.host.root_notices = self.notices.publish
+            self.host.node_alive = self.routes.alive
             # The root owner's envelopes keep this node's root state for its snapshots.
             self.host.hub.mirrors[ROOT] = lambda envelope: self.host.root.mirror(envelope)
             live = self.host.live_clients
@@ -329,6 +330,7 @@ class ShardedNode:
             with contextlib.suppress(StoreError):
                 await self.routes.catalogue()
             self.host.session_count_changed()
+            self.host.terminals_changed()
         self.adopted += len(sessions)
 
     def _lost(self, sessions: frozenset[str]) -> None:

@@ -27,11 +27,11 @@ import structlog
 from ahp_server.host.channels.changesets import Changesets
 from ahp_server.host.channels.terminals import TerminalService
 from ahp_server.host.channels.watches import ResourceWatches
-from ahp_server.host.commands.dispatcher import Answer, Commands
+from ahp_server.host.commands.dispatcher import Commands
 from ahp_server.host.commands.moves import ChatMoves
 from ahp_server.host.commands.resources import ResourceCommands
 from ahp_server.host.core.fanout import CLOSE_POLICY, Connection, ConnState, Transport
-from ahp_server.host.core.sequencer import action_frame, response_frame
+from ahp_server.host.core.sequencer import response_frame
 from ahp_server.host.host import Host
 from ahp_server.protocol import codec
 from ahp_server.protocol.errors import InvalidRequest, ParseError, ProtocolError
@@ -115,12 +115,6 @@ class Gateway:
         except Exception as error:  # task boundary: a bug must not kill the connection
             log.exception("request failed", conn=connection.id, method=request.method)
             self._send_error(connection, request.id, error)
-            return
-        if isinstance(result, Answer):
-            # A snapshot and the envelopes after it, in one step (sharded mode).
-            connection.send(response_frame(request.id, result.result))
-            for envelope in result.after:
-                connection.send(action_frame(envelope))
             return
         connection.send(response_frame(request.id, result))
 

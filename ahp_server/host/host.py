@@ -25,6 +25,7 @@ from collections.abc import Awaitable, Callable, Collection, Coroutine, Sequence
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+import msgspec
 import structlog
 from msgspec import UNSET, UnsetType
 from msgspec.structs import replace
@@ -80,6 +81,7 @@ from ahp_server.protocol.types import (
     SessionSummary,
     SessionSummaryChangedParams,
     TerminalClientClaim,
+    TerminalInfo,
     TerminalSessionClaim,
     Turn,
 )
@@ -102,6 +104,14 @@ DB_FILE = "ahp-server.db"
 class HostFailed(StoreError):
     """The host had to stop: its store failed (:attr:`Host.failure` says how), or, in
     cluster mode, this node lost its lease. ``ahp-server serve`` exits with status 1."""
+
+
+#: Sharded mode: the notice with which a node tells the others its terminals.
+NODE_TERMINALS = "node/terminals"
+
+
+class _Terminals(msgspec.Struct, frozen=True):
+    terminals: tuple[TerminalInfo, ...]
 
 
 #: The ``root/session*`` notifications one node tells the others (sharded mode), by method.
@@ -282,6 +292,13 @@ class Host:
         #: Sharded mode: told of every ``root/session*`` notification this node sends
         #: (method, params, session, its creator), for the other nodes' clients.
         self.root_notices: Callable[[str, object, str, str | None], None] | None = None
+        #: Sharded mode: the terminals every other node reported, by node, and whether a
+        #: node is still there (the root owner lists the live ones' terminals).
+        self.node_terminals: dict[str, tuple[TerminalInfo, ...]] = {}
+        self.node_alive: Callable[[str], bool] = lambda node: True
+        #: Asks for the root's terminal catalogue to be published again (the terminal
+        #: service: ``TerminalService.catalogue_changed``).
+        self.terminals_changed: Callable[[], None] = lambda: None
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -392,9 +409,11 @@ class Host:
         their actors go; the catalogue keeps them, so requests route to the new owner.
         Clients here that follow them are closed with 1012: they replay from what was
         committed — the new owner's — never from what this node could not commit."""
-        gone = {s for s in sessions if s != ROOT}
+        # Only what is still here: a loss is told again by each refused commit, and a
+        # client that came back since follows the new owner already.
+        gone = {s for s in sessions if s != ROOT and s in self.sessions}
         chats = [chat for chat in self.chats.values() if chat.session.uri in gone]
-        actors = [self.sessions[s] for s in gone if s in self.sessions]
+        actors = [self.sessions[s] for s in gone]
         channels = gone | {chat.uri for chat in chats}
         for connection in list(self.connections):
             if connection.subscriptions & channels:
@@ -962,9 +981,37 @@ class Host:
         if self.root_notices is not None:
             self.root_notices(method, params, session, owner)
 
-    def noticed(self, method: str, params: bytes, session: str, owner: str | None) -> None:
+    def root_terminals(self, mine: tuple[TerminalInfo, ...]) -> tuple[TerminalInfo, ...] | None:
+        """The root channel's terminal catalogue, given this node's terminals ``mine``;
+        ``None``: not this node's to publish. Sharded mode: ``mine`` is told to the other
+        nodes, and the root channel's owner lists every live node's, its own first."""
+        if self.root_notices is None:
+            return mine
+        self.root_notices(NODE_TERMINALS, _Terminals(terminals=mine), "", None)
+        if not self.owns(ROOT):
+            return None
+        others = (
+            self.node_terminals[node]
+            for node in sorted(self.node_terminals)
+            if self.node_alive(node)
+        )
+        return mine + tuple(t for listed in others for t in listed)
+
+    def noticed(
+        self, method: str, params: bytes, session: str, owner: str | None, node: str = ""
+    ) -> None:
         """Sharded mode: another node's ``root/session*`` notification, told to this node's
-        root subscribers; the catalogue it keeps follows (and the count, on the root owner)."""
+        root subscribers; the catalogue it keeps follows (and the count, on the root owner).
+        ``node/terminals``: that node's terminals, for the root's catalogue."""
+        if method == NODE_TERMINALS:
+            try:
+                self.node_terminals[node] = codec.decode(params, _Terminals).terminals
+            except ValueError:
+                log.warning("unreadable terminals from another node dropped", node=node)
+                return
+            if self.owns(ROOT):
+                self.terminals_changed()
+            return
         kind = _NOTICES.get(method)
         if kind is None:
             return

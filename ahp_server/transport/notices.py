@@ -1,5 +1,8 @@
 """Sharded mode: the ``root/session*`` notifications one node sends, told on every node.
 
+Its terminals too (``node/terminals``): the root channel's owner lists every live
+node's in ``root/terminalsChanged`` (``Host.root_terminals``).
+
 Layer: transport (nats-py). docs/scale-out.md "Root state: one view".
 
 A session lives on one node, and that node's host sends the root channel's
@@ -134,4 +137,6 @@ class RootNotices:
         if notice.node == self.node:
             return  # this node told its own subscribers already
         self.heard += 1
-        self._host.noticed(notice.method, bytes(notice.params), notice.session, notice.owner)
+        self._host.noticed(
+            notice.method, bytes(notice.params), notice.session, notice.owner, notice.node
+        )

@@ -219,6 +219,8 @@ class Routes:
         self._owners: dict[str, str] = {}
         #: Channels the catalogue did not have, and when that was read (bounded).
         self._unknown: dict[str, float] = {}
+        #: The nodes that reported terminals and are silent now.
+        self._silent_nodes: frozenset[str] = frozenset()
         self._sub: Any = None
         self._ticker: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[None]] = set()
@@ -535,6 +537,10 @@ class Routes:
                     self._fail(route, "node silent")
             for session in [s for s, n in self._owners.items() if not self.alive(n)]:
                 del self._owners[session]
+            silent = frozenset(n for n in self._host.node_terminals if not self.alive(n))
+            if silent != self._silent_nodes:
+                self._silent_nodes = silent
+                self._host.terminals_changed()  # a dead node's terminals leave the root
 
     # -- what comes back ----------------------------------------------------------------------
 

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import uuid
 from collections.abc import AsyncIterator
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from msgspec import UNSET
+from msgspec import UNSET, UnsetType
 
 from ahp_server.client import AhpClient, RemoteError
 from ahp_server.cluster.sharded import ShardedNode
@@ -26,12 +27,14 @@ from ahp_server.protocol.types import (
     ChatState,
     ChatTurnCancelledAction,
     ChatTurnStartedAction,
+    CreateTerminalParams,
     Message,
     MessageOrigin,
     RootState,
     SessionActiveClient,
     SessionActiveClientSetAction,
     SessionState,
+    TerminalSessionClaim,
 )
 from ahp_server.store.sharded import ROOT
 from ahp_server.workspace.paths import file_uri
@@ -547,3 +550,54 @@ async def test_a_client_back_within_the_grace_stays_active_in_another_nodes_sess
         live = b.host.live_clients.get(client.client_id)
         assert live is not None
         assert live.forwarded
+
+
+def terminals(client: AhpClient) -> list[str]:
+    listed = client.view(ROOT, RootState).terminals
+    return [] if isinstance(listed, UnsetType) else [t.resource for t in listed]
+
+
+async def test_the_root_lists_every_live_nodes_terminals(
+    url: str, name: str, nats_bus: PrivateNats, tmp_path: Path
+) -> None:
+    """A terminal made on node-b (not the root's owner) is answered at once and listed in
+    the root state on both nodes (node-a, the root owner, merges what node-b reports);
+    when node-b dies its terminals leave the list."""
+
+    @contextlib.asynccontextmanager
+    async def node(name_: str) -> AsyncIterator[ShardedNode]:
+        configured = replace(
+            settings(url, nats_bus, name, name_),
+            terminal_shell=("/bin/sh",),
+            workspace_roots=(str(tmp_path),),
+        )
+        started = ShardedNode(configured)
+        await started.start()
+        try:
+            yield started
+        finally:
+            await started.abort()
+
+    async with (
+        node("node-a") as a,
+        node("node-b") as b,
+        AhpClient.connect(a.urls[0], subscriptions=[ROOT]) as on_a,
+        AhpClient.connect(b.urls[0], subscriptions=[ROOT]) as on_b,
+    ):
+        assert (await owners(url))[ROOT] == ("node-a", 1)
+        made = []
+        for client in (on_a, on_b):
+            chat = await client.open_chat("echo", timeout=TIMEOUT)  # on the client's node
+            terminal = f"ahp-terminal:/{uuid.uuid4()}"
+            claim = TerminalSessionClaim(session=await session_of(url, chat), chat=chat)
+            await client.request(
+                "createTerminal",
+                CreateTerminalParams(channel=terminal, claim=claim),
+                timeout=TIMEOUT,
+            )
+            made.append(terminal)
+        for client in (on_a, on_b):
+            await client.wait_for(lambda c: sorted(terminals(c)) == sorted(made), timeout=TIMEOUT)
+        assert terminals(on_a)[0] == made[0]  # the root owner's own first
+        await b.abort()
+        await on_a.wait_for(lambda c: terminals(c) == [made[0]], timeout=TIMEOUT)

@@ -532,6 +532,7 @@ class TerminalService:
         host.services.append(self)
         host.agent_terminals = self.show_agent_terminal
         host.turn_ends = self.turn_ended
+        host.terminals_changed = self.catalogue_changed
 
     def register(self, register: Callable[[str, Handler, type[Any]], None]) -> None:
         """Add the commands to the dispatcher (``Commands.register``)."""
@@ -950,7 +951,12 @@ class TerminalService:
         loop = asyncio.get_running_loop()
 
         async def update() -> asyncio.Future[int] | None:
-            terminals = tuple(_info(actor) for actor in self.terminals.values())
+            # Sharded mode: every node's terminals, on the root channel's owner only.
+            terminals = self.host.root_terminals(
+                tuple(_info(actor) for actor in self.terminals.values())
+            )
+            if terminals is None:
+                return None
             current = root.state.terminals
             if terminals == (() if isinstance(current, UnsetType) else current):
                 return None

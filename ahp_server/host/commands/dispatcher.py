@@ -47,11 +47,20 @@ from ahp_server.protocol.errors import (
     ProtocolError,
 )
 from ahp_server.protocol.jsonrpc import decode_params
-from ahp_server.protocol.reducers import iso_timestamp
+from ahp_server.protocol.reducers import (
+    iso_timestamp,
+    reduce_annotations,
+    reduce_changeset,
+    reduce_chat,
+    reduce_session,
+)
 from ahp_server.protocol.types import (
+    ActionEnvelope,
     ActionOrigin,
     ActiveTurn,
     AgentInfo,
+    AnnotationsState,
+    ChangesetState,
     ChatOriginFork,
     ChatOriginSideChat,
     ChatOriginUser,
@@ -71,6 +80,7 @@ from ahp_server.protocol.types import (
     SessionChatAddedAction,
     SessionChatRemovedAction,
     SessionRemovedParams,
+    SessionState,
     SessionStatus,
     SessionSummary,
     SideChatSource,
@@ -97,7 +107,7 @@ from ahp_server.protocol.views import v0_7
 from ahp_server.store.base import newest_within
 from ahp_server.workspace.paths import PathInvalid, PathRefused, file_uri, file_uri_to_path
 
-__all__ = ["Answer", "Commands"]
+__all__ = ["Commands"]
 
 log = structlog.get_logger(__name__)
 
@@ -147,21 +157,8 @@ class _SnapshotResult(msgspec.Struct, kw_only=True, tag_field="type", tag="snaps
     snapshots: list[msgspec.Raw]
 
 
-class Answer(msgspec.Struct, frozen=True):
-    """A result and the envelopes that follow it in the same step (the gateway sends the
-    response, then each as an ``action`` frame): a snapshot another node took, and this
-    node's envelopes of that channel after its ``fromSeq`` (sharded mode)."""
-
-    result: bytes
-    after: list[bytes]
-
-
 class _Channel(msgspec.Struct):
     channel: str
-
-
-class _From(msgspec.Struct):
-    from_seq: int = msgspec.field(name="fromSeq")
 
 
 class _Subscribed(msgspec.Struct):
@@ -172,13 +169,15 @@ class _Subscribed(msgspec.Struct):
 
 _CHANNEL = msgspec.json.Decoder(_Channel)
 _SUBSCRIBED = msgspec.json.Decoder(_Subscribed)
+#: The pure reducer of each kind of state another node's snapshot may hold (sharded
+#: mode: a snapshot brought forward to this node's watermark).
+_REDUCERS: dict[type[Any], Callable[[Any, object, Callable[[], float]], Any]] = {
+    ChatState: reduce_chat,
+    SessionState: reduce_session,
+    AnnotationsState: reduce_annotations,
+    ChangesetState: reduce_changeset,
+}
 
-
-class _SubscribedFrom(msgspec.Struct):
-    snapshot: _From
-
-
-_SUBSCRIBED_FROM = msgspec.json.Decoder(_SubscribedFrom)
 #: Errors of a subscription forwarded within initialize / reconnect that make the
 #: channel absent (as a local one that is unknown or another user's), not the answer fail.
 _ABSENT = frozenset(
@@ -208,7 +207,7 @@ class Commands:
 
     def __init__(self, host: Host) -> None:
         self.host = host
-        self._requests: dict[str, Callable[[Connection, Any], Awaitable[bytes | Answer]]] = {
+        self._requests: dict[str, Callable[[Connection, Any], Awaitable[bytes]]] = {
             "ping": self.ping,
             "initialize": self.initialize,
             "reconnect": self.reconnect,
@@ -240,7 +239,7 @@ class Commands:
     def register(
         self,
         method: str,
-        handler: Callable[[Connection, Any], Awaitable[bytes | Answer]],
+        handler: Callable[[Connection, Any], Awaitable[bytes]],
         params_type: type[Any] | None = None,
     ) -> None:
         """Answer ``method`` with ``handler`` (params decoded as ``params_type``, if given).
@@ -258,7 +257,7 @@ class Commands:
 
     async def handle(
         self, connection: Connection, method: str, params: msgspec.Raw | UnsetType
-    ) -> bytes | Answer:
+    ) -> bytes:
         handler = self._requests.get(method)
         if handler is None:
             raise MethodNotFound(f"method {method!r} is not supported by this host")
@@ -283,11 +282,11 @@ class Commands:
                 if method == "createSession":
                     fork = v0_7.fork_source(original)
         router = self.host.router
-        routed: bytes | Answer | None = None
+        routed: bytes | None = None
         if router is not None and method in ROUTED and fork is None:
             routed = await self._route(connection, router, method, params)
         if routed is not None:
-            result: bytes | Answer = routed
+            result: bytes = routed
         else:
             params_type = self._params.get(method)
             decoded: Any = decode_params(params, params_type) if params_type else params
@@ -299,13 +298,7 @@ class Commands:
                 # Another node's client: that node finds what was made in the catalogue
                 # (PostgreSQL) when its client next names it.
                 await self.host.commit_now()
-        if not connection.legacy:
-            return result
-        if isinstance(result, Answer):
-            return Answer(
-                edge.result(method, result.result), self._seen_as(connection, result.after)
-            )
-        return edge.result(method, result)
+        return edge.result(method, result) if connection.legacy else result
 
     # -- sharded mode: requests for other nodes' sessions (host/core/routing.py) --------------
 
@@ -315,7 +308,7 @@ class Commands:
         router: Router,
         method: str,
         params: msgspec.Raw | UnsetType,
-    ) -> bytes | Answer | None:
+    ) -> bytes | None:
         """The answer of the node owning the request's channel; ``None``: answer here."""
         channel = _channel_param(params)
         if channel is None:
@@ -347,24 +340,25 @@ class Commands:
 
     async def _subscribe_elsewhere(
         self, connection: Connection, router: Router, node: str, channel: str, params: bytes
-    ) -> Answer:
+    ) -> bytes:
         """``subscribe`` to a channel ``node`` owns: its snapshot (as of its watermark S),
-        then — once this node has delivered S — this node's envelopes of the channel after
-        S, subscribed in the same step (no ``await`` between): nothing missed, none twice
+        brought forward to this node's watermark W with the channel's envelopes in
+        (S, W] (:meth:`_rebased`) and answered with the subscription made in the same
+        step (no ``await`` between): every envelope after W follows, none before it
         (docs/scale-out.md "Routing")."""
         hub = self.host.hub
         limit = self.host.settings.max_subscriptions
         if channel not in connection.subscriptions and len(connection.subscriptions) >= limit:
             raise InvalidParams(f"subscription limit reached ({limit} per connection)")
         if channel in connection.subscriptions:
-            # Subscribed already: the envelopes until the new snapshot come after it.
+            # Subscribed already: the envelopes until the new snapshot are in it.
             hub.unsubscribe(connection, channel)
         for _ in range(_RESUBSCRIBE):
             result = await router.request(connection, node, "subscribe", params)
-            after = hub.replay_each({channel: _from_seq(result)}, viewer=connection)
-            if after is not None:
+            rebased = self._rebased(connection, channel, _SUBSCRIBED.decode(result).snapshot)
+            if rebased is not None:
                 hub.subscribe(connection, channel)
-                return Answer(result, after)
+                return codec.encode(_Subscribed(snapshot=rebased))
         raise InternalError(
             f"the history of {channel} moved on while it was fetched: subscribe again"
         )
@@ -388,10 +382,10 @@ class Commands:
 
     async def _snapshots_elsewhere(
         self, connection: Connection, remote: dict[str, str], client: tuple[str, str]
-    ) -> dict[str, tuple[msgspec.Raw, int]]:
-        """The snapshots of channels other nodes own (initialize, reconnect), each with its
-        ``fromSeq``; a channel unknown there or another user's is left out (missing)."""
-        found: dict[str, tuple[msgspec.Raw, int]] = {}
+    ) -> dict[str, msgspec.Raw]:
+        """The snapshots of channels other nodes own (initialize, reconnect), as they sent
+        them; a channel unknown there or another user's is left out (missing)."""
+        found: dict[str, msgspec.Raw] = {}
         router = self.host.router
         if router is None or not remote:
             return found
@@ -403,7 +397,7 @@ class Commands:
                 if error.code in _ABSENT:
                     continue
                 raise
-            found[channel] = (_SUBSCRIBED.decode(result).snapshot, _from_seq(result))
+            found[channel] = _SUBSCRIBED.decode(result).snapshot
         return found
 
     async def _rejoin(self, connection: Connection, sessions: dict[str, str]) -> None:
@@ -418,29 +412,46 @@ class Commands:
             except ProtocolError as error:
                 log.info("could not rejoin a session's owner", node=node, error=error.message)
 
-    def _after_snapshots(
-        self, connection: Connection, fetched: dict[str, tuple[msgspec.Raw, int]]
-    ) -> list[bytes]:
-        """This node's envelopes after each fetched snapshot's ``fromSeq`` (see
-        :meth:`_subscribe_elsewhere`); -32603 when its history no longer reaches back."""
-        if not fetched:
-            return []
-        after = self.host.hub.replay_each(
-            {channel: from_seq for channel, (_, from_seq) in fetched.items()}, viewer=connection
-        )
-        if after is None:
-            raise InternalError(
-                "the subscriptions' history moved on while they were fetched: try again"
-            )
-        return after
+    def _rebased(
+        self, connection: Connection, channel: str, snapshot: msgspec.Raw
+    ) -> msgspec.Raw | None:
+        """Another node's snapshot of ``channel`` (as of its ``fromSeq`` S) as of this
+        node's watermark W: the channel's envelopes in (S, W] from this node's replay
+        buffer applied with the channel's pure reducer — what a client would do with
+        them — and ``fromSeq`` W. ``None`` when the buffer no longer reaches back to S,
+        or the channel has no reducer here (the caller asks again)."""
+        hub = self.host.hub
+        try:
+            decoded = codec.decode(snapshot, Snapshot)
+        except ValueError:
+            return None
+        envelopes = hub.replay_each({channel: decoded.from_seq}, viewer=connection)
+        if envelopes is None:
+            return None
+        state: Any = decoded.state
+        if envelopes:
+            reducer = _REDUCERS.get(type(state))
+            if reducer is None:
+                return None
+            for envelope in envelopes:
+                state = reducer(state, codec.decode(envelope, ActionEnvelope).action, self.host.now)
+        rebased = Snapshot(resource=decoded.resource, state=state, from_seq=hub.delivered_seq)
+        return msgspec.Raw(codec.encode(rebased))
 
-    @staticmethod
-    def _seen_as(connection: Connection, envelopes: list[bytes]) -> list[bytes]:
-        """Envelopes as ``connection`` sees them: projected for a 0.7 client."""
-        if not connection.legacy:
-            return envelopes
-        projected = (edge.project_envelope(e) for e in envelopes)
-        return [e for e in projected if e is not None]
+    def _rebase_all(
+        self, connection: Connection, fetched: dict[str, msgspec.Raw]
+    ) -> list[msgspec.Raw]:
+        """:meth:`_rebased` for every snapshot of ``fetched`` (initialize, reconnect),
+        in one step; -32603 when one cannot be (the client tries again)."""
+        out: list[msgspec.Raw] = []
+        for channel, snapshot in fetched.items():
+            rebased = self._rebased(connection, channel, snapshot)
+            if rebased is None:
+                raise InternalError(
+                    f"the history of {channel} moved on while it was fetched: try again"
+                )
+            out.append(rebased)
+        return out
 
     async def _before_translation(self, method: str, params: msgspec.Raw) -> None:
         """What a 0.7 request needs checked before it becomes 1.0: the rules
@@ -542,7 +553,7 @@ class Commands:
         # Every later log line of this connection's task names its client.
         structlog.contextvars.bind_contextvars(client_id=client_id)
 
-    async def initialize(self, connection: Connection, params: InitializeParams) -> bytes | Answer:
+    async def initialize(self, connection: Connection, params: InitializeParams) -> bytes:
         _root_channel(params.channel)
         if connection.state is ConnState.READY:
             raise InvalidRequest("this connection is already initialized")
@@ -569,9 +580,8 @@ class Commands:
             connection,
             [c for c in local if c in actors],
             actors,
-            [raw for raw, _ in fetched.values()],
+            self._rebase_all(connection, fetched),
         )
-        after = self._after_snapshots(connection, fetched)
         self._handshake(connection, params.client_id, version)
         for channel in [*actors, *fetched]:
             self.host.hub.subscribe(connection, channel)
@@ -581,7 +591,7 @@ class Commands:
             client_id=params.client_id,
             version=version,
         )
-        result = codec.encode(
+        return codec.encode(
             _InitializeResult(
                 protocol_version=version,
                 server_seq=self.host.hub.delivered_seq,
@@ -589,9 +599,8 @@ class Commands:
                 snapshots=snapshots,
             )
         )
-        return Answer(result, after) if after else result
 
-    async def reconnect(self, connection: Connection, params: ReconnectParams) -> bytes | Answer:
+    async def reconnect(self, connection: Connection, params: ReconnectParams) -> bytes:
         _root_channel(params.channel)
         version = self.host.clients.get(params.client_id)
         if version is None and self.host.router is not None and not connection.forwarded:
@@ -631,7 +640,6 @@ class Commands:
                 viewer=connection,
                 max_bytes=self.host.settings.outbox_max_bytes,
             )
-        after: list[bytes] = []
         snapshots = None
         if replayed is None:
             fetched = await self._snapshots_elsewhere(
@@ -642,9 +650,8 @@ class Commands:
                 connection,
                 [c for c in present if c in actors],
                 actors,
-                [raw for raw, _ in fetched.values()],
+                self._rebase_all(connection, fetched),
             )
-            after = self._after_snapshots(connection, fetched)
         missing = [c for c in channels if c not in present]
         self._handshake(connection, params.client_id, version)
         # §3.3: a session whose URI it no longer lists loses it as an active
@@ -676,8 +683,7 @@ class Commands:
             )
         self.host.counters.reconnect_snapshot += 1
         log.info("client resumed by snapshot", client_id=params.client_id)
-        result = codec.encode(_SnapshotResult(snapshots=snapshots))
-        return Answer(result, after) if after else result
+        return codec.encode(_SnapshotResult(snapshots=snapshots))
 
     # -- subscriptions ------------------------------------------------------------------------
 
@@ -1354,14 +1360,6 @@ def _channel_param(params: msgspec.Raw | UnsetType) -> str | None:
         return _CHANNEL.decode(params).channel
     except msgspec.DecodeError:
         return None
-
-
-def _from_seq(result: bytes) -> int:
-    """The ``fromSeq`` of another node's ``SubscribeResult``."""
-    try:
-        return _SUBSCRIBED_FROM.decode(result).snapshot.from_seq
-    except msgspec.DecodeError:
-        raise InternalError("another node answered subscribe without a snapshot") from None
 
 
 def _root_channel(channel: str) -> None:
