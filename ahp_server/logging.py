@@ -42,6 +42,8 @@ def configure_logging(level: str = "info", fmt: str | None = None, *, cache: boo
         wrapper_class=structlog.make_filtering_bound_logger(
             logging.getLevelNamesMapping()[level.upper()]
         ),
-        logger_factory=structlog.PrintLoggerFactory(sys.stderr),
+        # One write per line (message and newline together): a line logged from a
+        # worker thread never splits around another line written to stderr.
+        logger_factory=structlog.WriteLoggerFactory(sys.stderr),
         cache_logger_on_first_use=cache,
     )

@@ -979,7 +979,9 @@ class Host:
         root's subscribers who may see it — every node's in sharded mode (:attr:`root_notices`)."""
         self.hub.notify(ROOT, method, params, only=lambda c: self.may_see_owned(c, owner))
         if self.root_notices is not None:
-            self.root_notices(method, params, session, owner)
+            # Told to the other nodes once what came before it is committed: a node
+            # that hears of a session finds it in the catalogue.
+            self.store.after_queued(self.root_notices, method, params, session, owner)
 
     def root_terminals(self, mine: tuple[TerminalInfo, ...]) -> tuple[TerminalInfo, ...] | None:
         """The root channel's terminal catalogue, given this node's terminals ``mine``;

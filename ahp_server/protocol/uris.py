@@ -327,6 +327,20 @@ def default_chat(session: str) -> str:
     return DEFAULT_CHAT_PREFIX + encoded.rstrip(b"=").decode("ascii")
 
 
+def default_chat_session(uri: str) -> str | None:
+    """The session whose default chat ``uri`` is (:func:`default_chat`), else ``None``."""
+    if not uri.startswith(DEFAULT_CHAT_PREFIX):
+        return None
+    encoded = uri[len(DEFAULT_CHAT_PREFIX) :]
+    try:
+        session = base64.urlsafe_b64decode(encoded + "=" * (-len(encoded) % 4)).decode(
+            "utf-8", "surrogatepass"
+        )
+    except (ValueError, UnicodeDecodeError):
+        return None
+    return session if session and default_chat(session) == uri else None
+
+
 # -- every channel -------------------------------------------------------------------------------
 
 

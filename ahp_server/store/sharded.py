@@ -81,6 +81,13 @@ LEFT JOIN cluster_nodes n ON n.node = o.node
 WHERE c.uri = $1 OR c.uri = (SELECT session FROM channels WHERE uri = $1)
 """
 
+#: A session's owner row, its owner's liveness and its directory (no catalogue row yet).
+_CLAIMED = """
+SELECT o.node, n.expires_at > now() AND NOT n.draining, o.directory
+FROM session_owner o LEFT JOIN cluster_nodes n ON n.node = o.node
+WHERE o.session = $1
+"""
+
 log = structlog.get_logger(__name__)
 
 #: The root channel: owned like a session (docs/scale-out.md "Root state: one view").
@@ -144,6 +151,8 @@ class Located:
     live: bool = False
     #: The session's working directory, as claimed (``None``: none recorded).
     directory: str | None = None
+    #: The session the owner row is for.
+    session: str | None = None
 
 
 class ShardedStore(PostgresStore):
@@ -223,17 +232,27 @@ class ShardedStore(PostgresStore):
                 self.bind(row.uri, row.session)
         return rows
 
-    async def locate(self, channel: str) -> Located:
+    async def locate(self, channel: str, session: str | None = None) -> Located:
         """``channel``'s catalogue row — with its session's, for a chat — the node owning
         that session, whether that node's lease is live (by the database's clock), and
-        the session's working directory. No rows: not in the catalogue. What a node
-        reads to route a request for a session it does not own."""
+        the session's working directory. No rows: not in the catalogue — then
+        ``session`` (the session the channel's URI names, if any) is looked up among
+        the owner rows. What a node reads to route a request for a session it does
+        not own."""
         rows = await self._fetch(_LOCATE, channel)
         found = [ChannelRow(*row[:6]) for row in rows]
         owner = next((row for row in rows if row[1] == "session" and row[6] is not None), None)
-        if owner is None:
+        if owner is not None:
+            return Located(found, str(owner[6]), bool(owner[7]), owner[8], str(owner[0]))
+        if found or session is None:
             return Located(found)
-        return Located(found, str(owner[6]), bool(owner[7]), owner[8])
+        # Not in the catalogue yet (its first commit is on its way), but claimed: a
+        # session is owned before its first write.
+        claimed = await self._fetch(_CLAIMED, session)
+        if not claimed:
+            return Located(found)
+        node, live, directory = claimed[0]
+        return Located(found, str(node), bool(live), directory, session)
 
     async def client(self, client_id: str) -> tuple[str, str | None] | None:
         """A remembered client's negotiated version and user (another node's client,

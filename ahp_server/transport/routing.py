@@ -53,6 +53,7 @@ from ahp_server.host.core.sequencer import action_frame
 from ahp_server.host.host import Host
 from ahp_server.protocol import codec
 from ahp_server.protocol.errors import InternalError, ProtocolError
+from ahp_server.protocol.uris import default_chat_session, session_of
 from ahp_server.protocol.versions import SUPPORTED_VERSIONS
 from ahp_server.store.base import StoreError
 from ahp_server.store.ownership import Node, choose_owner
@@ -271,9 +272,10 @@ class Routes:
         unknown_since = self._unknown.get(channel)
         if unknown_since is not None and time.monotonic() - unknown_since < UNKNOWN_FOR:
             return None
-        located = await self._store.locate(channel)
+        named = session or session_of(channel) or default_chat_session(channel)
+        located = await self._store.locate(channel, named)
         rows, owner, live = located.rows, located.owner, located.live
-        if not rows:
+        if owner is None and not rows:
             # Nobody has it: this node answers (not found), and does not ask the
             # database again for a while (a client repeating it costs no reads).
             if len(self._unknown) >= UNKNOWN_MAX:
@@ -282,7 +284,7 @@ class Routes:
             return None
         self._unknown.pop(channel, None)
         self._host.learn(rows)
-        session = self._host.session_of_channel(channel)
+        session = located.session
         if owner is None or owner == self.node or session is None:
             return None
         if not live or not self.alive(owner):

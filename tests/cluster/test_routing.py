@@ -294,6 +294,11 @@ async def _true(value: bool) -> bool:
     return value
 
 
+async def _catalogued(url: str, *uris: str) -> bool:
+    rows = await query(url, "SELECT uri FROM channels WHERE uri = ANY($1::text[])", list(uris))
+    return len(rows) == len(uris)
+
+
 async def test_the_owner_decides_who_may_see_a_session_a_client_reaches_through_another_node(
     url: str, name: str, nats_bus: PrivateNats, tmp_path: Path
 ) -> None:
@@ -489,6 +494,8 @@ async def test_a_session_lives_where_its_directory_is_and_moves_only_to_a_node_t
             rows = await owners(url)
             assert rows[in_b] == ("node-b", 1)  # placed where its directory is
             assert rows[in_shared] == ("node-b", 1)
+            async with asyncio.timeout(TIMEOUT):  # both committed before node-b "dies"
+                await until(lambda: _catalogued(url, in_b, in_shared))
             b.store.held.clear()  # as after kill -9
             await b.abort()
             async with asyncio.timeout(TIMEOUT):

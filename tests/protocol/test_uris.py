@@ -16,6 +16,7 @@ from ahp_server.protocol.uris import (
     URI_PARAMS,
     ChannelRef,
     default_chat,
+    default_chat_session,
     normal_form,
     parse_changeset,
     parse_channel,
@@ -106,6 +107,21 @@ DEFAULT_CHAT_SESSIONS = [
     "a:/" + "x" * 62,
     "a:/" + "x" * 63,
 ]
+
+
+def test_a_default_chat_names_its_session_back() -> None:
+    """:func:`default_chat_session` inverts :func:`default_chat` (every padding length,
+    non-ASCII), and answers ``None`` for any other URI rather than guessing."""
+    for session in DEFAULT_CHAT_SESSIONS:
+        assert default_chat_session(default_chat(session)) == session
+    for other in (
+        "ahp-chat:/x",
+        "ahp-chat://default/",
+        "ahp-chat://default/!!!",
+        "ahp-chat://default/YWhw=",  # padded: not the form default_chat makes
+        "ahp-session:/x",
+    ):
+        assert default_chat_session(other) is None
 
 
 def test_default_chat_is_what_vs_code_derives() -> None:
