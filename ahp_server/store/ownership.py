@@ -364,7 +364,8 @@ async def commit_batch(
     """The fenced, numbering commit of one batch on ``conn``: the base, or :class:`SessionsFenced`.
 
     ``held``: every session the batch writes for (the root included), at the
-    epoch this node holds it; ``size``: the batch's number of entries, the
+    epoch this node holds it — none for a batch of channels of no session only
+    (a node's terminals: numbered, not fenced); ``size``: the batch's number of entries, the
     segments' offsets being in ``range(size)``. Entry ``k`` of the batch is
     number ``base + 1 + k``. Run inside the caller's transaction (with the
     batch's other writes), or alone (then it is its own transaction); the
@@ -373,8 +374,8 @@ async def commit_batch(
     caller's transaction, still usable, should roll back what else it wrote).
     Unbounded in time here: the caller bounds it, as the store bounds a commit.
     """
-    if size < 1 or not held:
-        raise ValueError("a batch has at least one entry and one session")
+    if size < 1:
+        raise ValueError("a batch has at least one entry")
     sessions = list(held)
     epochs = [held[s] for s in sessions]
     base = await conn.fetchval(

@@ -15,8 +15,10 @@ with three differences:
   the batch writes for at the epoch it holds it, and stores entries as
   ``[offset in the batch, clock ms, envelope without serverSeq]``.
 * **Fenced per session**: every queued write is tagged with its channel, and
-  a channel belongs to a session (a chat to the session that holds it, the
-  root to itself). :attr:`held` says which sessions this node owns and at
+  a channel belongs to a session (a chat to the session that holds it, an
+  annotations or changeset channel to the session its URI names, the root to
+  itself) — or to none (a terminal, a resource watch: this node's own
+  channels, committed unfenced; :meth:`ShardedStore.session_of`). :attr:`held` says which sessions this node owns and at
   which epoch (the cluster loop keeps it, :meth:`hold` / :meth:`release`). A
   commit refused because a session was taken over (or a write for a session
   not held) drops that session's writes — they were never committed, so never
@@ -59,6 +61,7 @@ from typing import Any
 
 import structlog
 
+from ahp_server.protocol.uris import parse_channel
 from ahp_server.store.base import ChannelRow, LoadedChannel, StoreError, spliced
 from ahp_server.store.group import Callback
 from ahp_server.store.ownership import (
@@ -187,6 +190,9 @@ class ShardedStore(PostgresStore):
         #: Commits refused for a lost session (each retried without it).
         self.refused = 0
         self._session_of: dict[str, str] = {}
+        #: Every session this node has held: one it lost stays fenced (its writes are
+        #: dropped), never mistaken for a channel of no session.
+        self._claimed: set[str] = set()
         #: The channel of each queued write that belongs to one, by queue position.
         self._tags: dict[int, str] = {}
         #: The last committed number of each channel (resolves snapshots' ``seq``).
@@ -201,6 +207,7 @@ class ShardedStore(PostgresStore):
     def hold(self, session: str, epoch: int) -> None:
         """This node owns ``session`` (or the root) at ``epoch``: its writes may commit."""
         self.held[session] = epoch
+        self._claimed.add(session)
 
     def release(self, session: str) -> None:
         """This node no longer owns ``session``: later writes for it are dropped."""
@@ -210,10 +217,24 @@ class ShardedStore(PostgresStore):
         """``channel`` (a chat) belongs to ``session``: fenced by its owner row."""
         self._session_of[channel] = session
 
-    def session_of(self, channel: str) -> str:
-        if channel.startswith("ahp-session:") or channel == ROOT:
+    def session_of(self, channel: str) -> str | None:
+        """The session whose owner row fences ``channel``'s writes: the root's own, a
+        session's (whatever its scheme: held once here), a bound chat's, the session an
+        annotations or changeset URI names; ``None`` for a channel of no session — a
+        terminal, a resource watch: this node's own, committed unfenced."""
+        if channel == ROOT or channel in self.held or channel in self._claimed:
             return channel
-        return self._session_of.get(channel, channel)
+        bound = self._session_of.get(channel)
+        if bound is not None:
+            return bound
+        ref = parse_channel(channel)
+        if ref.session is not None:
+            return ref.session
+        if ref.chat is not None:  # a chat's changeset: the chat's session
+            return self._session_of.get(ref.chat, ref.chat)
+        if ref.kind == "chat":
+            return channel  # a chat not bound here: fenced by nothing this node holds
+        return None
 
     # -- opening -----------------------------------------------------------------------------
 
@@ -342,7 +363,7 @@ class ShardedStore(PostgresStore):
         tags = self._tags
         channels = [tags.pop(position, None) for _, _, _, position in batch]
         while True:
-            sessions = {self.session_of(c) for c in channels if c is not None}
+            sessions = {s for c in channels if c is not None and (s := self.session_of(c))}
             missing = {s for s in sessions if s not in self.held}
             try:
                 if missing:

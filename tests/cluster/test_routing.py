@@ -34,6 +34,8 @@ from ahp_server.protocol.types import (
     SessionActiveClient,
     SessionActiveClientSetAction,
     SessionState,
+    TerminalDataAction,
+    TerminalInputAction,
     TerminalSessionClaim,
 )
 from ahp_server.store.sharded import ROOT
@@ -559,6 +561,15 @@ async def test_a_client_back_within_the_grace_stays_active_in_another_nodes_sess
         assert live.forwarded
 
 
+def terminal_output(client: AhpClient, terminal: str) -> str:
+    """What ``terminal`` wrote, as ``client`` received it (its ``terminal/data`` envelopes)."""
+    return "".join(
+        e.action.data
+        for e in list(client.envelopes)
+        if e.channel == terminal and isinstance(e.action, TerminalDataAction)
+    )
+
+
 def terminals(client: AhpClient) -> list[str]:
     listed = client.view(ROOT, RootState).terminals
     return [] if isinstance(listed, UnsetType) else [t.resource for t in listed]
@@ -606,5 +617,9 @@ async def test_the_root_lists_every_live_nodes_terminals(
         for client in (on_a, on_b):
             await client.wait_for(lambda c: sorted(terminals(c)) == sorted(made), timeout=TIMEOUT)
         assert terminals(on_a)[0] == made[0]  # the root owner's own first
+        # A terminal is a channel of no session: its node commits what it says unfenced.
+        await on_b.subscribe(made[1], timeout=TIMEOUT)
+        await on_b.dispatch(made[1], TerminalInputAction(data="echo sharded-$((6*7))\n"))
+        await on_b.wait_for(lambda c: "sharded-42" in terminal_output(c, made[1]), timeout=TIMEOUT)
         await b.abort()
         await on_a.wait_for(lambda c: terminals(c) == [made[0]], timeout=TIMEOUT)
