@@ -18,7 +18,8 @@ with three differences:
   a channel belongs to a session (a chat to the session that holds it, an
   annotations or changeset channel to the session its URI names, the root to
   itself) — or to none (a terminal, a resource watch: this node's own
-  channels, committed unfenced; :meth:`ShardedStore.session_of`). :attr:`held` says which sessions this node owns and at
+  channels, committed unfenced; :meth:`ShardedStore.session_of`).
+  :attr:`held` says which sessions this node owns and at
   which epoch (the cluster loop keeps it, :meth:`hold` / :meth:`release`). A
   commit refused because a session was taken over (or a write for a session
   not held) drops that session's writes — they were never committed, so never

@@ -10,9 +10,7 @@ every wait is bounded by ``TIMEOUT``. docs/scale-out.md "Routing".
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import uuid
-from collections.abc import AsyncIterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -523,20 +521,9 @@ async def test_a_client_back_within_the_grace_stays_active_in_another_nodes_sess
     resumes on node-a by replay within the grace (1 s here): node-b hears it is back and
     keeps it among the session's active clients, as one host would (§3.4)."""
     grace = 1.0
-
-    @contextlib.asynccontextmanager
-    async def node(name_: str) -> AsyncIterator[ShardedNode]:
-        configured = replace(settings(url, nats_bus, name, name_), active_client_grace=grace)
-        started = ShardedNode(configured)
-        await started.start()
-        try:
-            yield started
-        finally:
-            await started.abort()
-
     async with (
-        node("node-a") as a,
-        node("node-b") as b,
+        running(url, nats_bus, name, "node-a", active_client_grace=grace) as a,
+        running(url, nats_bus, name, "node-b", active_client_grace=grace) as b,
         AhpClient.connect(b.urls[0]) as on_b,
         AhpClient.connect(a.urls[0]) as client,
     ):
@@ -582,23 +569,10 @@ async def test_the_root_lists_every_live_nodes_terminals(
     the root state on both nodes (node-a, the root owner, merges what node-b reports);
     when node-b dies its terminals leave the list."""
 
-    @contextlib.asynccontextmanager
-    async def node(name_: str) -> AsyncIterator[ShardedNode]:
-        configured = replace(
-            settings(url, nats_bus, name, name_),
-            terminal_shell=("/bin/sh",),
-            workspace_roots=(str(tmp_path),),
-        )
-        started = ShardedNode(configured)
-        await started.start()
-        try:
-            yield started
-        finally:
-            await started.abort()
-
+    shell = {"terminal_shell": ("/bin/sh",), "workspace_roots": (str(tmp_path),)}
     async with (
-        node("node-a") as a,
-        node("node-b") as b,
+        running(url, nats_bus, name, "node-a", **shell) as a,
+        running(url, nats_bus, name, "node-b", **shell) as b,
         AhpClient.connect(a.urls[0], subscriptions=[ROOT]) as on_a,
         AhpClient.connect(b.urls[0], subscriptions=[ROOT]) as on_b,
     ):

@@ -16,7 +16,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 from msgspec import UnsetType
@@ -63,9 +65,10 @@ def settings(
 
 @contextlib.asynccontextmanager
 async def running(
-    url: str, bus: PrivateNats, cluster: str, name: str, *, placement: str = "local"
+    url: str, bus: PrivateNats, cluster: str, name: str, *, placement: str = "local", **changes: Any
 ) -> AsyncIterator[ShardedNode]:
-    node = ShardedNode(settings(url, bus, cluster, name, placement=placement))
+    """A started sharded node (``changes``: other settings), aborted at the end."""
+    node = ShardedNode(replace(settings(url, bus, cluster, name, placement=placement), **changes))
     await node.start()
     try:
         yield node
