@@ -269,6 +269,7 @@ class ShardedNode:
         await self.membership.stop(drain=False)
         await self.app.abort()
         await self._close_parts()
+        await self.store.abort()  # nothing more reaches the database from this node
 
     async def _close_parts(self, *, drain: bool = False) -> None:
         if drain:

@@ -52,6 +52,7 @@ schema ``ahp`` (asyncpg passes unknown URL parameters as server settings).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
@@ -376,6 +377,20 @@ class PostgresStore(GroupCommit, Store):
                 f"{where}: lease {name!r} is at epoch {current}, not {epoch}: "
                 "another node is primary"
             )
+
+    async def abort(self) -> None:
+        """Stop at once, committing nothing more: the writer is cancelled (a commit in
+        flight rolls back with its connection) and every connection is terminated. For a
+        node that stops after a failure while its process lives on (in-process tests)."""
+        task, self._task = self._task, None
+        if task is None:
+            return
+        self._stopping = True
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        self._writer_conn.terminate()
+        self._pool.terminate()
 
     async def close(self) -> None:
         if self._task is None:
