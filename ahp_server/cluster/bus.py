@@ -26,6 +26,7 @@ __all__ = [
     "BUS_CONNECT_WITHIN",
     "CLOSE_SERVICE_RESTART",
     "NodeFailed",
+    "cluster_identity",
     "connect_bus",
     "default_node_id",
     "masked_bus",
@@ -61,6 +62,17 @@ def _refused_credentials(error: BaseException) -> bool:
     return isinstance(error, nats.errors.AuthorizationError) or (
         "authorization" in text or "authentication" in text
     )
+
+
+def cluster_identity(settings: Settings) -> tuple[str, str]:
+    """What every cluster node needs of its settings: the store URL and its node id.
+    ``StoreError`` naming the setting when the bus, the store or the secret is missing
+    (``load_settings`` requires them; a ``Settings`` made by hand may not have them)."""
+    if settings.bus is None or settings.store is None:
+        raise StoreError("cluster mode needs cluster.bus and storage.store")
+    if not settings.cluster_secret:
+        raise StoreError("cluster mode needs cluster.secret")
+    return settings.store, settings.node_id or default_node_id()
 
 
 def default_node_id() -> str:

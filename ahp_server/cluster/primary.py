@@ -49,8 +49,8 @@ from ahp_server.agents.base import Provider
 from ahp_server.app import App
 from ahp_server.cluster.bus import (
     CLOSE_SERVICE_RESTART,
+    cluster_identity,
     connect_bus,
-    default_node_id,
     masked_bus,
 )
 from ahp_server.config import Settings
@@ -79,19 +79,15 @@ class ClusterNode:
         providers: Sequence[Provider] | None = None,
         clock: Callable[[], float] = wall_clock_ms,
     ) -> None:
-        if settings.bus is None or settings.store is None:
-            raise StoreError("cluster mode needs cluster.bus and storage.store")
+        store, self.node_id = cluster_identity(settings)
         self.settings = settings
-        self.node_id = settings.node_id or default_node_id()
         self.store = PostgresStore(
-            settings.store,
+            store,
             commit_window=settings.commit_window_ms / 1000,
             commit_timeout=settings.commit_timeout,
         )
         self.app = App(settings, providers=providers, clock=clock, store=self.store)
-        self.lease = Lease(settings.store, self.node_id, ttl=settings.lease_ttl, name=LEASE)
-        if not settings.cluster_secret:  # load_settings requires it; a Settings made by hand
-            raise StoreError("cluster mode needs cluster.secret")
+        self.lease = Lease(store, self.node_id, ttl=settings.lease_ttl, name=LEASE)
         self._nc: Any = None
         self._signer: Signer | None = None
         self.subjects: Subjects | None = None

@@ -43,7 +43,12 @@ import structlog
 
 from ahp_server.agents.base import Provider
 from ahp_server.app import App
-from ahp_server.cluster.bus import CLOSE_SERVICE_RESTART, connect_bus, default_node_id, masked_bus
+from ahp_server.cluster.bus import (
+    CLOSE_SERVICE_RESTART,
+    cluster_identity,
+    connect_bus,
+    masked_bus,
+)
 from ahp_server.config import Settings
 from ahp_server.host.host import wall_clock_ms
 from ahp_server.store.base import StoreError
@@ -77,14 +82,10 @@ class ShardedNode:
         providers: Sequence[Provider] | None = None,
         clock: Callable[[], float] = wall_clock_ms,
     ) -> None:
-        if settings.bus is None or settings.store is None:
-            raise StoreError("cluster mode needs cluster.bus and storage.store")
-        if not settings.cluster_secret:  # load_settings requires it; a Settings made by hand
-            raise StoreError("cluster mode needs cluster.secret")
+        store, self.node_id = cluster_identity(settings)
         self.settings = settings
-        self.node_id = settings.node_id or default_node_id()
         self.store = ShardedStore(
-            settings.store,
+            store,
             self.node_id,
             commit_window=settings.commit_window_ms / 1000,
             commit_timeout=settings.commit_timeout,
@@ -94,7 +95,7 @@ class ShardedNode:
         # The roots this node serves (every user's): where its sessions' directories
         # may lie, what placement and takeover go by (docs/scale-out.md).
         self.ownership = Ownership(
-            settings.store,
+            store,
             self.node_id,
             ttl=settings.lease_ttl,
             roots=self.host.roots.allowed(None),

@@ -15,19 +15,15 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from msgspec import UNSET, UnsetType
+from msgspec import UnsetType
 
 from ahp_server.client import AhpClient, RemoteError
 from ahp_server.cluster.sharded import ShardedNode
 from ahp_server.config import UserConfig
 from ahp_server.protocol.types import (
-    ActionOrigin,
     ChatState,
     ChatTurnCancelledAction,
-    ChatTurnStartedAction,
     CreateTerminalParams,
-    Message,
-    MessageOrigin,
     RootState,
     SessionActiveClient,
     SessionActiveClientSetAction,
@@ -40,6 +36,7 @@ from ahp_server.store.sharded import ROOT
 from ahp_server.workspace.paths import file_uri
 from tests.cluster.helpers import PrivateNats, new_cluster_name
 from tests.cluster.test_sharded import answer, owners, running, session_of, settings
+from tests.e2e.test_ordering import own_answers, started
 from tests.postgres import query, until
 
 TIMEOUT = 30.0
@@ -111,23 +108,6 @@ async def test_a_client_of_one_node_drives_a_session_another_node_owns(
         assert increasing(on_a)
         assert a.routes is not None
         assert a.routes.forwarded > 0
-
-
-def started(turn_id: str) -> ChatTurnStartedAction:
-    return ChatTurnStartedAction(
-        turn_id=turn_id,
-        started_at="2026-12-03T00:00:00.000Z",
-        message=Message(text="/slow 20 a b", origin=MessageOrigin(kind="user")),
-    )
-
-
-def own_answers(client: AhpClient, since: int) -> list[tuple[int, bool]]:
-    """``(clientSeq, refused)`` of this client's echoes since envelope ``since``, as they came."""
-    return [
-        (e.origin.client_seq, e.rejection_reason is not UNSET)
-        for e in list(client.envelopes)[since:]
-        if isinstance(e.origin, ActionOrigin) and e.origin.client_id == client.client_id
-    ]
 
 
 async def test_a_refusal_from_the_owner_never_overtakes_the_echo_of_an_earlier_action(
