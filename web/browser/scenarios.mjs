@@ -862,8 +862,10 @@ export const scenarios = {
 
   /**
    * A big answer streamed (`/markdown KB` of the echo agent, in ~1 KB deltas):
-   * every block rendered, and how long the main thread was blocked, from a
-   * PerformanceObserver for long tasks (each is a task over 50 ms).
+   * how long the main thread was blocked, from a PerformanceObserver for long
+   * tasks (each is a task over 50 ms); how much DOM the page held once far
+   * groups were parked; a parked group rendered again when scrolled to and
+   * when find-in-page matches in it; and every block rendered before printing.
    */
   async big_markdown({ newPage, url }) {
     const kb = Number(process.env.AHP_BIG_MARKDOWN_KB ?? '5000');
@@ -901,11 +903,50 @@ export const scenarios = {
       window.__longTaskObserver.disconnect();
       return window.__longTasks;
     });
+    // What the page holds: far groups parked as text (web/src/streamed.ts).
+    const held = await page.evaluate(() => {
+      const answer = document.querySelector('.transcript article.turn:last-child .markdown.answer');
+      return {
+        elements: answer.querySelectorAll('*').length,
+        groups: answer.querySelectorAll(':scope > .md-group').length,
+        parked: answer.querySelectorAll(':scope > .md-group[hidden="until-found"]').length,
+      };
+    });
+    // Scrolled to the top, the first group is rendered again.
+    await page.evaluate(() => {
+      document.querySelector('.transcript').scrollTop = 0;
+    });
+    await page.waitForFunction(() => {
+      const first = document.querySelector('.transcript article.turn:last-child .markdown.answer > .md-group');
+      return !first.hasAttribute('hidden') && first.querySelector('h2') !== null;
+    }, null, { timeout: 30_000 });
+    const firstHeading = await page.evaluate(
+      () => document.querySelector('.transcript article.turn:last-child .markdown.answer h2').textContent,
+    );
+    // Find-in-page matching inside a parked group (the browser fires
+    // `beforematch` on it, then shows it): the group is rendered.
+    const found = await page.evaluate(() => {
+      const groups = document.querySelectorAll('.transcript article.turn:last-child .markdown.answer > .md-group');
+      const group = groups[Math.floor(groups.length / 2)];
+      if (group.getAttribute('hidden') !== 'until-found') return undefined;
+      group.dataset.found = 'yes';
+      group.dispatchEvent(new Event('beforematch', { bubbles: true }));
+      return Math.floor(groups.length / 2);
+    });
+    await page.waitForFunction(() => {
+      const group = document.querySelector('.md-group[data-found="yes"]');
+      return !group.hasAttribute('hidden') && group.querySelector('h2') !== null;
+    }, null, { timeout: 30_000 });
+    // Before printing every group is rendered (the answer on paper is whole):
+    // the DOM is then counted, block by block.
+    await page.evaluate(() => window.dispatchEvent(new Event('beforeprint')));
     const rendered = await page.evaluate(() => {
       const turn = document.querySelector('.transcript article.turn:last-child');
       const answer = turn.querySelector('.markdown.answer');
       const count = (selector) => answer.querySelectorAll(selector).length;
       return {
+        parked: count(':scope > .md-group[hidden]'),
+        elements: count('*'),
         marker: answer.lastElementChild.textContent.trim(),
         headings: count('h2'),
         tables: count('table'),
@@ -919,8 +960,15 @@ export const scenarios = {
         lastHeading: [...answer.querySelectorAll('h2')].pop()?.textContent ?? '',
       };
     });
+    // After printing, far groups are parked again.
+    await page.evaluate(() => window.dispatchEvent(new Event('afterprint')));
+    await page.waitForFunction(
+      (before) => document.querySelectorAll('.transcript article.turn:last-child .markdown.answer > .md-group[hidden]').length >= before / 2,
+      held.parked,
+      { timeout: 30_000 },
+    );
     if (trace) await trace.end(process.env.AHP_BIG_MARKDOWN_TRACE);
-    return { chat: await chatOf(page), kb, seconds, rendered, longTasks };
+    return { chat: await chatOf(page), kb, seconds, rendered, longTasks, held, firstHeading, found };
   },
 
   /** A host with a token: the page asks for it, or takes it from the fragment. */

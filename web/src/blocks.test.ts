@@ -93,6 +93,43 @@ describe('BlockSplitter', () => {
     expect(splitter.open).toBe('y\n');
   });
 
+  it('starts over when an earlier block changed, though the text grew', () => {
+    const splitter = new BlockSplitter();
+    splitter.update('a\n\nb\n\nc');
+    splitter.update('a\n\nB\n\nc\n\nd\n');
+    expect(splitter.closed).toEqual(['a\n\n', 'B\n\n', 'c\n\n']);
+    splitter.update('a\n\nB\n\nC\n\nd\ne\n'); // the open block changed
+    expect(splitter.closed).toEqual(['a\n\n', 'B\n\n', 'C\n\n']);
+    expect(splitter.open).toBe('d\ne\n');
+  });
+
+  it('scans until a deadline and goes on where it stopped', () => {
+    const text = Array.from({ length: 500 }, (_, k) => `para ${k}\n\n`).join('');
+    const splitter = new BlockSplitter();
+    expect(splitter.update(text, 0)).toBe(false); // a deadline passed: one look at the clock's worth
+    const early = splitter.closed.length;
+    expect(early).toBeGreaterThan(0);
+    expect(early).toBeLessThan(499);
+    expect(splitter.update(text)).toBe(true);
+    expect(splitter.closed).toEqual(split(text).closed);
+    expect(splitter.update(text + 'more\n\nend', 0)).toBe(true); // two lines: done before a look
+  });
+
+  it('keeps no copy of the whole text per update it cut a block in', () => {
+    // Each update's text is a new string: a block kept as a slice of it keeps
+    // it alive (V8), 2,000 updates of a 1 MB answer about 1 GB.
+    const splitter = new BlockSplitter();
+    const before = process.memoryUsage().heapUsed;
+    let text = '';
+    for (let k = 0; k < 2_000; k++) {
+      text += `paragraph ${k} ${'x'.repeat(480)}\n\n`;
+      splitter.update(text);
+    }
+    expect(splitter.closed.length).toBe(1_999);
+    expect(splitter.closed.join('') + splitter.open).toBe(text);
+    expect(process.memoryUsage().heapUsed - before).toBeLessThan(256 * 2 ** 20);
+  });
+
   it('collects link reference definitions for every block', () => {
     const { closed, definitions } = split('see [the docs][d]\n\n[d]: https://example.com/docs\n\nmore\n');
     expect(closed).toEqual(['see [the docs][d]\n\n', '[d]: https://example.com/docs\n\n']);

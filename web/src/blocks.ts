@@ -25,6 +25,10 @@
 
 const FENCE = /^[ \t]*(`{3,}|~{3,})/;
 const LIST_ITEM = /^(?:[-*+]|\d{1,9}[.)])(?:[ \t]|$)/;
+/** Lines scanned between two looks at the clock. */
+const LINES_PER_CHECK = 64;
+/** Characters compared over the closed blocks when a text comes (`extendedBy`). */
+const SAMPLES = 64;
 const DEFINITION = /^ {0,3}\[[^\]]+\]:[ \t]*\S/;
 /** Raw HTML blocks that blank lines do not end (CommonMark HTML blocks 1 and 2), and their ends. */
 const HTML_OPENERS: Array<[RegExp, RegExp]> = [
@@ -53,19 +57,44 @@ export class BlockSplitter {
   }
 
   /**
-   * Take the text as it is now. Text that extends the previous text is scanned
-   * from where the scan stopped; anything else starts over.
+   * Take the text as it is now, and scan it until `deadline` (a
+   * `performance.now()` time; by default, all of it). Text that extends the
+   * previous text is scanned from where the scan stopped; anything else
+   * starts over. True once every complete line is scanned; false when the
+   * deadline came first (`closed` and `open` then hold what is scanned so
+   * far, and a later call goes on).
    */
-  update(text: string): void {
-    if (text === this.text) return;
-    if (text.length < this.text.length || !text.startsWith(this.text)) this.reset();
-    this.text = text;
-    for (;;) {
+  update(text: string, deadline = Infinity): boolean {
+    if (text !== this.text) {
+      if (!this.extendedBy(text)) this.reset();
+      this.text = text;
+    }
+    for (let lines = 1; ; lines++) {
       const end = text.indexOf('\n', this.pos);
-      if (end < 0) break;
+      if (end < 0) return true;
       this.line(text.slice(this.pos, end), this.pos);
       this.pos = end + 1;
+      if (lines % LINES_PER_CHECK === 0 && performance.now() >= deadline) return text.indexOf('\n', this.pos) < 0;
     }
+  }
+
+  /**
+   * Whether `text` extends the text scanned so far: at least as long, the open
+   * block the same, and the same characters at `SAMPLES` places spread over
+   * the closed blocks. Not a comparison of the whole text: that costs time in
+   * the answer's length on every delta (17 ms a delta at 3.5 MB, so seconds a
+   * stream), and an answer's text only ever grows while it streams (its
+   * deltas are appended); a text replaced by another differs at the samples.
+   */
+  private extendedBy(text: string): boolean {
+    const old = this.text;
+    if (text.length < old.length || !text.startsWith(old.slice(this.blockStart), this.blockStart)) return false;
+    const step = this.blockStart / SAMPLES;
+    for (let k = 0; k < SAMPLES; k++) {
+      const at = Math.floor(k * step);
+      if (text.charCodeAt(at) !== old.charCodeAt(at)) return false;
+    }
+    return true;
   }
 
   private reset(): void {
@@ -101,7 +130,7 @@ export class BlockSplitter {
     const column0 = line[0] !== ' ' && line[0] !== '\t';
     const listItem = column0 && LIST_ITEM.test(line);
     if (this.sawBlank && column0 && !(listItem && this.inList) && start > this.blockStart) {
-      this.closed.push(this.text.slice(this.blockStart, start));
+      this.closed.push(detached(this.text.slice(this.blockStart, start)));
       this.blockStart = start;
       this.inList = false;
     }
@@ -122,6 +151,18 @@ export class BlockSplitter {
         break;
       }
     }
-    if (DEFINITION.test(line)) this.definitions += `${line}\n`;
+    if (DEFINITION.test(line)) this.definitions += detached(`${line}\n`);
   }
+}
+
+/**
+ * A copy of `part` that keeps nothing else alive. A slice of a long string is
+ * a view of it in V8 (a sliced string holds its parent), and each update's
+ * text is a new string (the answer so far, flattened when first read): blocks
+ * kept as slices would keep a copy of the whole answer per update they were
+ * cut in — gigabytes for a 5 MB answer. Concatenating, then slicing, copies
+ * the characters into a string of the block's own size.
+ */
+function detached(part: string): string {
+  return ` ${part}`.slice(1);
 }
