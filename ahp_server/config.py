@@ -339,6 +339,15 @@ class Settings:
     #: Frames one relayed client may have on their way into the primary's
     #: gateway; over it the client is closed with 1013 (try again).
     relay_inbox: int = 4096
+    #: Sharded mode (docs/scale-out.md "One ``serverSeq``: the commit counter"):
+    #: seconds a number may be missing on the feed behind a later one before the
+    #: node reads it from the log.
+    feed_grace: float = 0.05
+    #: Sharded mode: seconds the node's delivery may stay blocked on a number it
+    #: cannot read before its clients are closed with 1012, to reconnect elsewhere
+    #: (also how long a ``reconnect`` from a node further ahead waits); longer
+    #: than ``feed_grace``.
+    feed_stall: float = 5.0
     #: NATS credentials of this node (or ``nats://user:password@host`` in
     #: ``bus``; not both). The password is never logged or printed.
     bus_user: str | None = None
@@ -417,6 +426,8 @@ _KEYS: dict[str, tuple[str, str]] = {
     "cluster.lease_ttl": ("lease_ttl", "posfloat"),
     "cluster.heartbeat": ("heartbeat", "posfloat"),
     "cluster.relay_inbox": ("relay_inbox", "posint"),
+    "cluster.feed_grace": ("feed_grace", "posfloat"),
+    "cluster.feed_stall": ("feed_stall", "posfloat"),
     "cluster.bus_user": ("bus_user", "optstr"),
     "cluster.bus_password": ("bus_password", "secret"),
     "cluster.bus_password_file": ("bus_password", "secretfile"),
@@ -441,6 +452,8 @@ ENVIRONMENT: dict[str, str] = {
     "AHP_SERVER_CLUSTER_NAME": "cluster.name",
     "AHP_SERVER_CLUSTER_MODE": "cluster.mode",
     "AHP_SERVER_PLACEMENT": "cluster.placement",
+    "AHP_SERVER_FEED_GRACE": "cluster.feed_grace",
+    "AHP_SERVER_FEED_STALL": "cluster.feed_stall",
     "AHP_SERVER_BUS_USER": "cluster.bus_user",
     "AHP_SERVER_BUS_PASSWORD": "cluster.bus_password",
     "AHP_SERVER_BUS_PASSWORD_FILE": "cluster.bus_password_file",
@@ -976,6 +989,14 @@ def load_settings(
             "cluster.heartbeat",
             f"three heartbeats ({settings.heartbeat * 3:g} s) must fit in cluster.lease_ttl "
             f"({settings.lease_ttl:g} s)",
+        )
+    # A gap is read from the log after the grace: a stall bound below it would give
+    # up before the node ever tried (docs/scale-out.md "One ``serverSeq``").
+    if settings.feed_stall <= settings.feed_grace:
+        raise ConfigError(
+            "cluster.feed_stall",
+            f"must be longer than cluster.feed_grace ({settings.feed_grace:g} s): a gap is "
+            "read from the log only after the grace",
         )
     if not is_loopback(settings.host) and not settings.token and not settings.users:
         raise ConfigError(

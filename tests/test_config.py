@@ -78,6 +78,11 @@ def test_environment_overrides_the_file_and_flags_override_both() -> None:
         ("[cluster]\nlease_ttl = 0\n", "cluster.lease_ttl"),
         # Three heartbeats (how long an edge waits for the primary) fit in a lease.
         ("[cluster]\nlease_ttl = 2.0\nheartbeat = 1.0\n", "cluster.heartbeat"),
+        ("[cluster]\nfeed_grace = 0\n", "cluster.feed_grace"),
+        ('[cluster]\nfeed_stall = "5s"\n', "cluster.feed_stall"),
+        ("[cluster]\nfeed_stall = -1.0\n", "cluster.feed_stall"),
+        # A gap is read from the log after the grace: the stall bound comes later.
+        ("[cluster]\nfeed_grace = 2.0\nfeed_stall = 1.0\n", "cluster.feed_stall"),
     ],
 )
 def test_invalid_settings_name_their_key(tmp_path: Path, toml: str, key: str) -> None:
@@ -434,6 +439,20 @@ def test_a_cluster_node_from_the_environment() -> None:
     assert BUS_PASSWORD not in repr(settings)
     assert CLUSTER_SECRET not in repr(settings)
     assert load_settings(environ={}).bus is None  # one process: no bus, no cluster
+
+
+def test_the_feed_bounds_come_from_the_file_or_the_environment(tmp_path: Path) -> None:
+    defaults = load_settings(environ={})
+    assert (defaults.feed_grace, defaults.feed_stall) == (0.05, 5.0)
+    path = tmp_path / "node.toml"
+    path.write_text("[cluster]\nfeed_grace = 0.2\nfeed_stall = 12\n", encoding="utf-8")
+    settings = load_settings(path, environ={})
+    assert (settings.feed_grace, settings.feed_stall) == (0.2, 12.0)
+    settings = load_settings(path, environ={"AHP_SERVER_FEED_STALL": "30"})
+    assert (settings.feed_grace, settings.feed_stall) == (0.2, 30.0)
+    with pytest.raises(ConfigError) as caught:
+        load_settings(path, environ={"AHP_SERVER_FEED_GRACE": "soon"})
+    assert caught.value.key == "cluster.feed_grace"
 
 
 def test_the_cluster_secret_and_bus_password_can_come_from_files(tmp_path: Path) -> None:

@@ -21,7 +21,7 @@ while its own heartbeat comes back through NATS,
   this node has delivered everything committed before the takeover, they are
   adopted (:meth:`Host.adopt <ahp_server.host.host.Host.adopt>`) — their
   running turns end with ``chat/error``, as after a restart;
-* a feed stalled past ``FEED_STALL`` (a gap it cannot fill) closes this
+* a feed stalled past ``cluster.feed_stall`` (a gap it cannot fill) closes this
   node's clients with 1012, to reconnect elsewhere, rather than skip a
   number; a lease another process took, or a failed store, stops the node.
 
@@ -62,14 +62,9 @@ from ahp_server.transport.relay import OwnerRole, PrimaryRelay
 from ahp_server.transport.relay_format import Signer, Subjects
 from ahp_server.transport.routing import Routes, stamped
 
-__all__ = ["FEED_GRACE", "FEED_STALL", "ShardedNode"]
+__all__ = ["ShardedNode"]
 
 log = structlog.get_logger(__name__)
-
-#: Seconds a number may be missing behind a later one before it is read from the log.
-FEED_GRACE = 0.05
-#: Seconds delivery may stay blocked on a gap before the node's clients are closed (1012).
-FEED_STALL = 5.0
 
 
 class ShardedNode:
@@ -166,8 +161,8 @@ class ShardedNode:
                 settings.cluster_name,
                 signer,
                 next_seq=seq + 1,
-                grace=FEED_GRACE,
-                stall=FEED_STALL,
+                grace=settings.feed_grace,
+                stall=settings.feed_stall,
                 on_stall=self._stalled,
             )
             subjects = Subjects(settings.cluster_name)
@@ -183,7 +178,7 @@ class ShardedNode:
                 signer=signer,
                 max_bytes=settings.max_message_bytes,
                 check_every=settings.heartbeat,
-                catch_up=FEED_STALL,
+                catch_up=settings.feed_stall,
                 placement="local" if settings.placement == "local" else "least-loaded",
                 turns=self._turns,
                 nodes=self.ownership.live_nodes,
@@ -311,7 +306,7 @@ class ShardedNode:
         assert self.feed is not None
         assert self._log_reader is not None
         await self._started.wait()  # taken in the loop's first rounds, while starting
-        deadline = time.monotonic() + FEED_STALL
+        deadline = time.monotonic() + self.settings.feed_stall
         target: int | None = None
         while target is None:
             try:

@@ -28,6 +28,8 @@ from ahp_server.cluster.sharded import ShardedNode
 from ahp_server.config import Settings
 from ahp_server.protocol.types import ChatState
 from ahp_server.store.sharded import ROOT
+from ahp_server.transport.feed import FeedPublisher
+from ahp_server.transport.relay_format import Signer
 from tests.cluster.helpers import Node, PrivateNats, cluster_config, new_cluster_name
 from tests.postgres import query, until
 
@@ -165,6 +167,44 @@ async def _taken(url: str, session: str) -> bool:
 
 async def _ready(value: bool) -> bool:
     return value
+
+
+async def test_each_node_bounds_a_stalled_feed_by_its_own_configured_feed_stall(
+    cluster: tuple[str, str], nats_bus: PrivateNats
+) -> None:
+    """``cluster.feed_stall``: a record numbered beyond the log (as from an owner whose
+    commits this node cannot read) blocks delivery; node-b (feed_stall 600 s) is blocked
+    first, node-a (0.5 s) after it, and node-a's alarm fires first: its client is closed
+    with 1012 while node-b's stays. With one fixed bound the earlier block fires first."""
+    url, name = cluster
+    nc = await nats_bus.client()
+    publisher = FeedPublisher(nc, name, Signer(SECRET.encode(), name))
+    try:
+        async with running(url, nats_bus, name, "node-b", feed_stall=600.0) as b:
+            assert b.feed is not None
+            ahead = b.feed.next_seq + 1_000  # far beyond anything committed in this test
+            publisher.publish(ahead, [b'{"channel":"ahp-root://"}'])
+            await publisher.flush()
+            async with asyncio.timeout(TIMEOUT):
+                await until(lambda: _ready(b.feed is not None and b.feed.reader.stats.records > 0))
+            async with (
+                running(url, nats_bus, name, "node-a", feed_grace=0.2, feed_stall=0.5) as a,
+                AhpClient.connect(a.urls[0]) as on_a,
+                AhpClient.connect(b.urls[0]) as on_b,
+            ):
+                assert a.feed is not None
+                assert a.feed.reader.order.grace == 0.2  # cluster.feed_grace, as configured
+                publisher.publish(ahead, [b'{"channel":"ahp-root://"}'])
+                await publisher.flush()
+                await on_a.wait_closed(timeout=TIMEOUT)
+                assert on_a.close_code == 1012
+                assert a.feed.reader.stats.stalls == 1
+                assert b.feed.reader.stats.stalls == 0
+                assert not on_b.closed
+                assert a.feed.next_seq < ahead  # nothing was skipped
+    finally:
+        await publisher.aclose()
+        await nc.close()
 
 
 async def test_three_node_processes_share_sessions_and_survive_a_kill_9(
