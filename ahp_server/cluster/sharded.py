@@ -25,10 +25,10 @@ while its own heartbeat comes back through NATS,
   node's clients with 1012, to reconnect elsewhere, rather than skip a
   number; a lease another process took, or a failed store, stops the node.
 
-Not yet (docs/scale-out.md "Built: the sharded node"): forwarding a client's
-commands to another node's sessions, the root owner merging every node's
-part of the root state, placement on the least-loaded node, terminals and
-resource watches (channels of no session).
+Requests for other nodes' sessions go over routes (``transport/routing.py``),
+new sessions to the least-loaded node serving their directory, and the root
+owner merges every node's part of the root state (``transport/notices.py``).
+What it does not do yet: docs/scale-out.md "Built: the sharded node".
 """
 
 from __future__ import annotations
@@ -178,6 +178,9 @@ class ShardedNode:
                 signer=signer,
                 max_bytes=settings.max_message_bytes,
                 check_every=settings.heartbeat,
+                # A node unheard for three heartbeats is taken for gone (cluster.heartbeat):
+                # placement tries the next one (docs/scale-out.md "Placement").
+                open_timeout=3 * settings.heartbeat,
                 catch_up=settings.feed_stall,
                 placement="local" if settings.placement == "local" else "least-loaded",
                 turns=self._turns,

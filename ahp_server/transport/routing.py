@@ -28,7 +28,9 @@ message, an answer did not come within ``timeout`` — closes the client with
 node's loss. Owners are found in PostgreSQL (``ShardedStore.locate``) and
 cached per session until a route to that node fails or its heartbeat stops.
 New sessions are placed on the least-loaded live node (heartbeat load: running
-turns, then sessions, then this node).
+turns, then sessions, then this node); one whose route cannot be opened within
+``open_timeout`` is :class:`~ahp_server.host.core.routing.Unreachable` — the
+client stays, and the next candidate is tried (docs/scale-out.md "Placement").
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ from nats.errors import Error as NatsError
 
 from ahp_server.host.core import edge as legacy_edge
 from ahp_server.host.core.fanout import CLOSE_SERVICE_RESTART, Connection, ConnState, Transport
+from ahp_server.host.core.routing import Unreachable
 from ahp_server.host.core.sequencer import action_frame
 from ahp_server.host.host import Host
 from ahp_server.protocol import codec
@@ -166,6 +169,9 @@ class _Route:
     closed: bool = False
     opened: asyncio.Lock = field(default_factory=asyncio.Lock)
     ready: bool = False
+    #: Being opened for a ``createSession``: failing, it leaves the client open
+    #: (placement tries the next node).
+    placing: bool = False
 
 
 class Routes:
@@ -185,6 +191,7 @@ class Routes:
         signer: Signer | None,
         max_bytes: int,
         timeout: float = 30.0,
+        open_timeout: float | None = None,
         check_every: float = 1.0,
         catch_up: float = 5.0,
         placement: Placement = "least-loaded",
@@ -193,7 +200,10 @@ class Routes:
         roots: Sequence[str] = (),
     ) -> None:
         """``nodes``: the live nodes with their roots (``Ownership.live_nodes``);
-        ``roots``: the roots this node serves."""
+        ``roots``: the roots this node serves; ``timeout``: seconds a request waits for
+        its answer; ``open_timeout``: seconds a route opened for a ``createSession``
+        waits for the node's answer before the next candidate is tried (default
+        ``timeout``)."""
         self._nc = nc
         self._subjects = subjects
         self.node = node
@@ -205,6 +215,7 @@ class Routes:
         self._signer = signer
         self._max_bytes = max_bytes
         self._timeout = timeout
+        self._open_timeout = timeout if open_timeout is None else open_timeout
         self._check_every = check_every
         self._catch_up = catch_up
         self._placement = placement
@@ -228,6 +239,8 @@ class Routes:
         #: Requests forwarded, and routes failed (closing their client).
         self.forwarded = 0
         self.failed = 0
+        #: Nodes placement chose whose route could not be opened (the next was tried).
+        self.unreachable = 0
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -257,9 +270,16 @@ class Routes:
 
     # -- Router -------------------------------------------------------------------------------
 
-    async def owner(self, method: str, channel: str, *, directory: str | None = None) -> str | None:
+    async def owner(
+        self,
+        method: str,
+        channel: str,
+        *,
+        directory: str | None = None,
+        exclude: frozenset[str] = frozenset(),
+    ) -> str | None:
         if method == "createSession":
-            return await self._place(directory)
+            return await self._place(directory, exclude)
         if channel == ROOT or channel in self._host.workspace_channels:
             return None  # the root and this node's terminals, watches, changesets
         session = self._host.session_of_channel(channel)
@@ -318,7 +338,7 @@ class Routes:
         *,
         client: tuple[str, str] | None = None,
     ) -> bytes:
-        route = await self._open(connection, node, client)
+        route = await self._open(connection, node, client, placing=method == "createSession")
         frame = await self._ask(route, method, params)
         self.forwarded += 1
         if frame.error is not None:
@@ -379,13 +399,15 @@ class Routes:
             log.warning("cannot read the live nodes", error=str(error))
             return []
 
-    async def _place(self, directory: str | None) -> str | None:
+    async def _place(self, directory: str | None, exclude: frozenset[str]) -> str | None:
         """The node a new session goes to (docs/scale-out.md "Placement"); ``None``: here.
 
-        Among this node and the live ones (PostgreSQL's node rows: their roots), those
-        serving a root that holds ``directory``; by the load their last heartbeat said.
-        "local" placement keeps a session here when this node serves its directory.
-        No node serving it: here, whose roots check then refuses it, naming the setting.
+        Among this node and the live ones (PostgreSQL's node rows: their roots) not in
+        ``exclude`` (tried, not answering), those serving a root that holds
+        ``directory``; by the load their last heartbeat said. "local" placement keeps a
+        session here when this node serves its directory. No node serving it: here,
+        whose roots check then refuses it, naming the setting — or, when the nodes
+        serving it were tried and did not answer, an error naming them.
         """
         me = Node(self.node, len(self._store.held), self._turns(), self._roots)
         if self._placement == "local" and (
@@ -395,7 +417,7 @@ class Routes:
         beats = self._peers()
         nodes = [me]
         for row in await self._nodes():
-            if row.node == self.node:
+            if row.node == self.node or row.node in exclude:
                 continue
             beat = beats.get(row.node)
             sessions, turns = (
@@ -403,13 +425,27 @@ class Routes:
             )
             nodes.append(Node(row.node, sessions, turns, row.roots))
         chosen = choose_owner(nodes, directory, self.node)
+        if chosen is None and exclude:
+            raise InternalError(
+                f"no node serving {directory} answered (tried {', '.join(sorted(exclude))}): "
+                "try again"
+            )
         return None if chosen in (None, self.node) else chosen
 
     # -- routes -------------------------------------------------------------------------------
 
     async def _open(
-        self, connection: Connection, node: str, client: tuple[str, str] | None
+        self,
+        connection: Connection,
+        node: str,
+        client: tuple[str, str] | None,
+        *,
+        placing: bool = False,
     ) -> _Route:
+        """``connection``'s route to ``node``, opened on first use. ``placing`` (a
+        ``createSession``): a route that cannot be opened — no answer within
+        ``open_timeout``, the bus failing, the node not knowing it — leaves the client
+        open and raises :class:`Unreachable`, so placement tries the next node."""
         if connection.state is ConnState.CLOSING:
             raise InternalError("the connection is closing")
         key = (connection.id, node)
@@ -430,6 +466,7 @@ class Routes:
                 raise InternalError(f"the route to node {node} closed: reconnect")
             if route.ready:
                 return route
+            route.placing = placing
             identity = b""
             if connection.user is not None:
                 identity = connection.user.encode() + b"\n" + (b"1" if connection.admin else b"")
@@ -443,20 +480,38 @@ class Routes:
                 )
             except NatsError as error:
                 self._fail(route, f"bus unavailable: {error}")
+                if placing:
+                    self.unreachable += 1
+                    raise Unreachable(node, "the bus is unavailable") from None
                 raise InternalError("the bus is unavailable: try again") from None
             client_id, version = client or (connection.client_id, connection.protocol_version)
             opening = codec.encode(
                 {"channel": ROOT, "protocolVersions": [_VERSION], "clientId": client_id or ""}
             )
-            answer = await self._ask(route, "initialize", opening)
+            try:
+                answer = await self._ask(
+                    route,
+                    "initialize",
+                    opening,
+                    within=self._open_timeout if placing else self._timeout,
+                )
+            except InternalError as error:
+                if not placing:
+                    raise
+                self.unreachable += 1
+                raise Unreachable(node, error.message) from None
             if answer.error is not None:
                 self._fail(route, "initialize refused", close_client=False)
                 raise ProtocolError(answer.error.message, code=answer.error.code)
             route.ready = True
+            route.placing = False
             log.debug("route opened", node=node, client_id=client_id, version=version)
         return route
 
-    async def _ask(self, route: _Route, method: str, params: bytes) -> _Frame:
+    async def _ask(
+        self, route: _Route, method: str, params: bytes, *, within: float | None = None
+    ) -> _Frame:
+        limit = self._timeout if within is None else within
         route.requests += 1
         number = route.requests
         answered: asyncio.Future[_Frame] = asyncio.get_running_loop().create_future()
@@ -467,10 +522,10 @@ class Routes:
                 b'{"jsonrpc":"2.0","id":%d,"method":%s,"params":%s}'
                 % (number, codec.encode(method), params),
             )
-            async with asyncio.timeout(self._timeout):
+            async with asyncio.timeout(limit):
                 return await answered
         except TimeoutError:
-            self._fail(route, f"no answer to {method} within {self._timeout:g} s")
+            self._fail(route, f"no answer to {method} within {limit:g} s")
             raise InternalError(f"node {route.node} did not answer: reconnect") from None
         finally:
             route.pending.pop(number, None)
@@ -508,7 +563,9 @@ class Routes:
         route.held.clear()
         for session in [s for s, n in self._owners.items() if n == route.node]:
             del self._owners[session]
-        if close_client:
+        if route.placing:  # a createSession's route: the client stays, the next node is tried
+            log.warning("route not opened: placing elsewhere", node=route.node, why=why)
+        elif close_client:
             self.failed += 1
             log.warning("route failed: closing the client", node=route.node, why=why)
             route.connection.close(

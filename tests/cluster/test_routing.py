@@ -226,6 +226,59 @@ async def test_new_sessions_go_to_the_least_loaded_node_and_run_there(
             assert placed == ["node-b", "node-c", "node-a"]
 
 
+async def test_placement_tries_the_next_node_when_the_chosen_one_does_not_answer(
+    url: str, name: str, nats_bus: PrivateNats, tmp_path: Path
+) -> None:
+    """docs/scale-out.md "Placement": node-b, the least loaded (node-a holds the root), is
+    stopped with its lease still live (30 s). A session in shared/ (both nodes serve it)
+    is placed on node-b, whose route is not opened within three heartbeats, then on
+    node-a, the next candidate, and runs there; one in b/ (only node-b serves it) has no
+    next candidate: the client gets an error naming the directory and node-b. The client
+    is never closed."""
+    roots = {name_: tmp_path / name_ for name_ in ("a", "b", "shared")}
+    for root in roots.values():
+        (root / "project").mkdir(parents=True)
+
+    def serving(*served: str) -> dict[str, object]:
+        return {
+            "placement": "least-loaded",
+            "lease_ttl": 30.0,
+            "workspace_roots": tuple(str(roots[r]) for r in served),
+        }
+
+    async with (
+        running(url, nats_bus, name, "node-a", **serving("a", "shared")) as a,
+        running(url, nats_bus, name, "node-b", **serving("b", "shared")) as b,
+        AhpClient.connect(a.urls[0]) as client,
+    ):
+        assert (await owners(url))[ROOT] == ("node-a", 1)
+
+        async def heard_b() -> bool:
+            peers = a._peers()
+            return "node-b" in peers and peers["node-b"].sessions == 0
+
+        async with asyncio.timeout(TIMEOUT):
+            await until(heard_b)
+        await b.abort()  # no drain: its lease stays live, nothing answers for it
+        chat = await client.open_chat("echo", cwd=roots["shared"] / "project", timeout=TIMEOUT)
+        assert (await owners(url))[await session_of(url, chat)] == ("node-a", 1)
+        assert a.routes is not None
+        assert (a.routes.unreachable, a.routes.failed) == (1, 0)
+        assert "here" in await client.ask(chat, "/slow 1 here", timeout=TIMEOUT)
+        assert chat in a.host.chats
+        with pytest.raises(RemoteError) as nowhere:
+            await client.create_session("echo", [file_uri(roots["b"] / "project")], timeout=TIMEOUT)
+        assert nowhere.value.code == -32603
+        assert str(roots["b"] / "project") in str(nowhere.value)
+        assert "node-b" in str(nowhere.value)
+        assert (a.routes.unreachable, a.routes.failed) == (2, 0)
+        assert not client.closed
+        live = await query(
+            url, "SELECT expires_at > now() FROM cluster_nodes WHERE node = 'node-b'"
+        )
+        assert live[0][0] is True  # node-b was a candidate all along: its lease is live
+
+
 async def test_when_the_owner_dies_its_routed_clients_reconnect_and_find_the_new_owner(
     url: str, name: str, nats_bus: PrivateNats
 ) -> None:

@@ -33,7 +33,7 @@ from ahp_server.host.actors import (
 )
 from ahp_server.host.core import edge
 from ahp_server.host.core.fanout import CLOSE_SERVICE_RESTART, Connection, ConnState
-from ahp_server.host.core.routing import ROUTED, Router
+from ahp_server.host.core.routing import ROUTED, Router, Unreachable
 from ahp_server.host.host import Host
 from ahp_server.host.sessions import new_default_chat, new_session_actor
 from ahp_server.protocol import codec
@@ -316,17 +316,36 @@ class Commands:
         if connection.forwarded:
             self._still_mine(connection, router, method, channel)
             return None
-        directory = None
-        if method == "createSession":  # placement goes by its working directory
+        if method == "createSession":
             assert not isinstance(params, UnsetType)
-            directory = _directory_path(_first_directory(params))
-        node = await router.owner(method, channel, directory=directory)
+            return await self._place(connection, router, channel, params)
+        node = await router.owner(method, channel)
         if node is None:
             return None
         assert not isinstance(params, UnsetType)
         if method == "subscribe":
             return await self._subscribe_elsewhere(connection, router, node, channel, params)
         return await router.request(connection, node, method, bytes(params))
+
+    async def _place(
+        self, connection: Connection, router: Router, channel: str, params: msgspec.Raw
+    ) -> bytes | None:
+        """``createSession`` on the node placement picks by the session's working
+        directory (``None``: this one). A node whose route cannot be opened is left
+        out and the next candidate tried, each once (docs/scale-out.md "Placement")."""
+        directory = _directory_path(_first_directory(params))
+        tried: frozenset[str] = frozenset()
+        while True:
+            node = await router.owner("createSession", channel, directory=directory, exclude=tried)
+            if node is None:
+                return None
+            if node in tried:  # each candidate once, whatever the router says
+                raise InternalError(f"node {node} did not answer: try again")
+            try:
+                return await router.request(connection, node, "createSession", bytes(params))
+            except Unreachable:
+                log.warning("placement: node not answering, trying the next", node=node)
+                tried |= {node}
 
     def _still_mine(
         self, connection: Connection, router: Router, method: str, channel: str

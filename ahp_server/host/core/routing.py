@@ -16,8 +16,9 @@ from __future__ import annotations
 from typing import Protocol
 
 from ahp_server.host.core.fanout import Connection
+from ahp_server.protocol.errors import InternalError
 
-__all__ = ["ROUTED", "Router"]
+__all__ = ["ROUTED", "Router", "Unreachable"]
 
 #: The requests and notifications whose ``channel`` names what the owner decides
 #: (``createSession``: the node placement picks). Everything else — the handshake,
@@ -36,13 +37,31 @@ ROUTED = frozenset(
 )
 
 
+class Unreachable(InternalError):
+    """A ``createSession`` placed on a node whose route could not be opened (it is gone,
+    or did not answer within three heartbeats): nothing reached it, so the next
+    candidate may be tried (docs/scale-out.md "Placement")."""
+
+    def __init__(self, node: str, why: str) -> None:
+        super().__init__(f"node {node} did not answer ({why}): try again")
+        self.node = node
+
+
 class Router(Protocol):
     """Where a sharded node's requests go (see the module docstring)."""
 
-    async def owner(self, method: str, channel: str, *, directory: str | None = None) -> str | None:
+    async def owner(
+        self,
+        method: str,
+        channel: str,
+        *,
+        directory: str | None = None,
+        exclude: frozenset[str] = frozenset(),
+    ) -> str | None:
         """The node that must decide ``method`` on ``channel``; ``None``: this one (it owns
         the channel's session, or nobody knows the channel: this node answers that).
-        ``directory``: a new session's working directory (placement goes by it)."""
+        ``directory``: a new session's working directory (placement goes by it);
+        ``exclude``: nodes placement must not pick (they were :class:`Unreachable`)."""
         ...
 
     def mine(self, channel: str) -> bool:
@@ -62,7 +81,9 @@ class Router(Protocol):
         client; its encoded result, returned once this node has delivered every envelope
         ``node`` had delivered when it answered. ``client``: the client id and version
         when ``connection`` is not initialized yet. Raises ``ProtocolError``: the owner's
-        error, or the route failing (the client's connection is then closed, 1012)."""
+        error, or the route failing (the client's connection is then closed, 1012) —
+        except :class:`Unreachable` for a ``createSession`` whose route could not be
+        opened (the client stays: placement tries the next node)."""
         ...
 
     async def notify(self, connection: Connection, node: str, method: str, params: bytes) -> None:
