@@ -334,9 +334,9 @@ class ShardedNode:
         self.adopted += len(sessions)
 
     def _lost(self, sessions: frozenset[str]) -> None:
-        # A commit refused, or the owner rows read again: another node owns these now
-        # (or this node never held them: the root channel of a node that does not own
-        # it). Their writes were dropped, never delivered; their actors go.
+        # A commit refused, or the owner rows read again: another node owns these now.
+        # Their writes were dropped, never delivered; their actors go. The root actor
+        # stays: it mirrors the new root owner, and writes nothing (RootActor.apply).
         lost = sessions - {ROOT}
         if lost:
             log.warning("sessions lost to another node", sessions=len(lost))

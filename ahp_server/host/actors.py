@@ -40,7 +40,7 @@ from ahp_server.host.core.runtime import Runtime
 from ahp_server.host.core.sequencer import action_type
 from ahp_server.host.turns import TurnRunner
 from ahp_server.protocol import codec
-from ahp_server.protocol.dispatch_rules import Rejection, check_dispatch
+from ahp_server.protocol.dispatch_rules import Rejection, RejectionCode, check_dispatch
 from ahp_server.protocol.reducers import (
     Clock,
     iso_timestamp,
@@ -515,6 +515,38 @@ class RootActor(ChannelActor[RootState]):
 
     def reduce(self, state: RootState, action: object, now: Clock) -> RootState:
         return reduce_root(state, action, now)
+
+    # Sharded mode (docs/scale-out.md "Root state: one view"): only the root channel's
+    # owner writes it; every other node mirrors the owner's envelopes (mirror) and
+    # writes nothing for it — its store would refuse the commit as a session not held.
+
+    def check(self, action: object, client_id: str) -> Rejection | None:
+        if not self.host.owns(ROOT):  # a client's action that was not forwarded
+            # root/configChanged is the only client action on the root channel.
+            return Rejection(
+                RejectionCode.ConfigNotMutable,
+                "the root channel is another node's, not writable here: try again",
+            )
+        return super().check(action, client_id)
+
+    def apply(
+        self,
+        action: object,
+        origin: ActionOrigin | None = None,
+        done: asyncio.Future[int] | None = None,
+    ) -> int:
+        if self.host.owns(ROOT):
+            return super().apply(action, origin, done)
+        # A server action decided before the root moved to another node: the new
+        # owner publishes its own (it recounts and relists when it takes the root).
+        log.info("root action not applied: another node owns the root", action=action_type(action))
+        if done is not None and not done.done():
+            done.set_result(0)
+        return 0
+
+    def snapshot(self) -> None:
+        if self.host.owns(ROOT):
+            super().snapshot()
 
     def mirror(self, envelope: bytes) -> None:
         """Sharded mode, on a node that does not own the root channel: the owner's root

@@ -280,6 +280,8 @@ class Routes:
     ) -> str | None:
         if method == "createSession":
             return await self._place(directory, exclude)
+        if channel == ROOT and method == "dispatchAction":
+            return await self._root_owner()
         if channel == ROOT or channel in self._host.workspace_channels:
             return None  # the root and this node's terminals, watches, changesets
         session = self._host.session_of_channel(channel)
@@ -325,7 +327,25 @@ class Routes:
         self._owners[session] = owner
         return owner
 
+    async def _root_owner(self) -> str | None:
+        """The root channel's owner, for a client's action on it: only the owner writes
+        the root (docs/scale-out.md "Root state: one view"). ``None``: this node — it
+        owns the root, or no live owner is known (the root actor then refuses it)."""
+        if ROOT in self._store.held:
+            return None
+        cached = self._owners.get(ROOT)
+        if cached is not None:
+            return cached
+        located = await self._store.locate(ROOT, ROOT)
+        owner = located.owner
+        if owner is None or owner == self.node or not located.live or not self.alive(owner):
+            return None
+        self._owners[ROOT] = owner
+        return owner
+
     def mine(self, channel: str) -> bool:
+        if channel == ROOT:
+            return ROOT in self._store.held
         session = self._host.session_of_channel(channel)
         return session is not None and session in self._store.held
 

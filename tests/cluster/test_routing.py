@@ -15,6 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+import structlog
 from msgspec import UnsetType
 
 from ahp_server.client import AhpClient, RemoteError
@@ -24,6 +25,8 @@ from ahp_server.protocol.types import (
     ChatState,
     ChatTurnCancelledAction,
     CreateTerminalParams,
+    RootActiveSessionsChangedAction,
+    RootConfigChangedAction,
     RootState,
     SessionActiveClient,
     SessionActiveClientSetAction,
@@ -416,6 +419,43 @@ async def test_the_root_channel_tells_every_nodes_clients_of_every_session(
         await on_b.wait_for(lambda c: active_sessions(c) == 0, timeout=TIMEOUT)
         assert a.notices is not None
         assert a.notices.heard >= 2
+
+
+async def test_only_the_root_owner_writes_the_root_channel(
+    url: str, name: str, nats_bus: PrivateNats
+) -> None:
+    """docs/scale-out.md "Root state: one view": node-b does not own the root. Its client's
+    root/configChanged goes to node-a, which commits it, and the echo comes back on
+    node-b's feed; a server action node-b's root actor is asked to apply is not applied.
+    node-b commits nothing for the root — no commit refused, no such log line (before,
+    its root actor wrote, the commit was refused and the echo never came) — and its root
+    view still follows the owner's."""
+    with structlog.testing.capture_logs() as logged:
+        async with (
+            running(url, nats_bus, name, "node-a") as a,
+            running(url, nats_bus, name, "node-b") as b,
+            AhpClient.connect(a.urls[0], subscriptions=[ROOT]) as on_a,
+            AhpClient.connect(b.urls[0], subscriptions=[ROOT]) as on_b,
+        ):
+            assert (await owners(url))[ROOT] == ("node-a", 1)
+            unchanged = RootConfigChangedAction(config={"defaultProvider": "echo"})
+            echo = await on_b.dispatch_and_wait(ROOT, unchanged, timeout=TIMEOUT)
+            await on_a.wait_for(
+                lambda c: echo.server_seq in [e.server_seq for e in c.envelopes], timeout=TIMEOUT
+            )
+            # A server action asked of node-b's root actor: not applied, so 0 at once.
+            asked = b.host.root.apply_server(RootActiveSessionsChangedAction(active_sessions=7))
+            assert await asyncio.wait_for(asked, TIMEOUT) == 0
+            session = await on_b.create_session("echo", timeout=TIMEOUT)
+            assert session in b.host.sessions
+            for client in (on_a, on_b):  # the owner's count, on both nodes
+                await client.wait_for(lambda c: active_sessions(c) == 1, timeout=TIMEOUT)
+            async with AhpClient.connect(b.urls[0], subscriptions=[ROOT]) as later:
+                assert active_sessions(later) == 1  # node-b's root snapshot
+            await b.host.commit_now()
+            assert ROOT not in b.store.held
+            assert (b.store.refused, a.store.refused) == (0, 0)
+    assert [e for e in logged if str(e["event"]).startswith("commit refused")] == []
 
 
 async def test_a_0_7_client_drives_another_nodes_session_in_its_own_terms(

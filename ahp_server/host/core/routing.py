@@ -21,8 +21,9 @@ from ahp_server.protocol.errors import InternalError
 __all__ = ["ROUTED", "Router", "Unreachable"]
 
 #: The requests and notifications whose ``channel`` names what the owner decides
-#: (``createSession``: the node placement picks). Everything else — the handshake,
-#: the root channel, terminals, resources, resource watches — is this node's.
+#: (``createSession``: the node placement picks; ``dispatchAction`` on the root
+#: channel: the root's owner). Everything else — the handshake, the root channel,
+#: terminals, resources, resource watches — is this node's.
 ROUTED = frozenset(
     {
         "subscribe",

@@ -93,6 +93,11 @@ class Runtime(Protocol):
         """
         ...
 
+    def owns(self, session: str) -> bool:
+        """Sharded mode: whether this node owns ``session`` — or the root channel — now
+        (docs/scale-out.md "Sharded mode"); one host owns everything."""
+        ...
+
     def owner_of(self, session: str) -> str | None:
         """The user who created ``session`` (multi-user mode), if any."""
         ...
