@@ -383,6 +383,8 @@ def measure(variant: Variant, n: int, config: Config) -> dict[str, Any]:
             # iteration or a few), the rest of the stream is the steady state.
             time.sleep(config.words * config.ms / 1000 / 5)
             lag_steady = _loop_lag(url)
+            time.sleep(config.words * config.ms / 1000 * 3 / 5)
+            lag_mid = _loop_lag(url)
         parts = [results.get(timeout=timeout + 120) for _ in processes]
         seconds = time.perf_counter() - started
         cpu, wait = cpu_seconds(pid) - cpu, _schedstat_wait(pid) - wait
@@ -422,6 +424,10 @@ def measure(variant: Variant, n: int, config: Config) -> dict[str, Any]:
             "max_during_setup": lag_before["max_ever"],
             # From a fifth of the stream on: without the burst of N turns starting.
             "steady_max": _lag_between(lag_steady, lag)["max"],
+            # The stream's middle (a fifth to four fifths), and its last fifth (the
+            # N turns ending): where a stall came from.
+            "mid": _lag_between(lag_steady, lag_mid),
+            "end": _lag_between(lag_mid, lag),
         }
         # Garbage collections between the scrapes, per generation: how many, and the
         # longest (a bucket's upper bound, as for the lag).

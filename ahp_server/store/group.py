@@ -17,19 +17,37 @@ loop and commit them in batches; both keep
 from __future__ import annotations
 
 import asyncio
+import time
+from collections import deque
 from collections.abc import Callable
 from typing import Any
 
 import msgspec
+import structlog
 
 from ahp_server.store.base import Store, StoreError
 
-__all__ = ["HIGH_WATER", "LOW_WATER", "SEGMENT", "Callback", "GroupCommit", "Row", "segments"]
+__all__ = [
+    "DELIVERY_SLICE",
+    "HIGH_WATER",
+    "LOW_WATER",
+    "SEGMENT",
+    "Callback",
+    "GroupCommit",
+    "Row",
+    "segments",
+]
+
+log = structlog.get_logger(__name__)
 
 #: Producers wait (``wait_for_room``) once this many writes are queued ...
 HIGH_WATER = 50_000
 #: ... until fewer than this many are.
 LOW_WATER = 10_000
+
+#: Delivery of committed batches runs at most about this long (seconds) in one
+#: turn of the event loop (:meth:`GroupCommit._committed_batch`).
+DELIVERY_SLICE = 0.004
 
 #: An envelope row: (serverSeq, channel, clock ms, envelope JSON).
 Row = tuple[int, str, float, bytes]
@@ -76,6 +94,10 @@ class GroupCommit(Store):
     _committed: int
     _room: asyncio.Event
     _flushes: list[tuple[int, asyncio.Future[None]]]
+    #: Committed batches whose callbacks have not all run, and their last write.
+    _deliveries: deque[tuple[deque[Callback], int]]
+    _draining: bool = False
+    _drain_scheduled: bool = False
 
     def _describe(self) -> str:
         raise NotImplementedError
@@ -103,9 +125,53 @@ class GroupCommit(Store):
         self.commit_soon()
 
     def _committed_batch(self, callbacks: list[Callback], last: int) -> None:
-        """On the loop: deliver what was committed, in order; wake who waited for it."""
-        for callback, args in callbacks:
-            callback(*args)
+        """On the loop: deliver what was committed, in order; wake who waited for it.
+
+        In slices of :data:`DELIVERY_SLICE` seconds, one per turn of the loop, the
+        batches in commit order: a batch of N streams' words (or N turns that start
+        or end together) delivered in one callback held the loop for tens of ms,
+        and every other task, timer and socket waited (docs/performance.md
+        "Capacity"). A commit made meanwhile is delivered after what is still
+        pending; its writes count as committed (:meth:`flush`, ``after_queued``)
+        once its callbacks have run.
+        """
+        self._deliveries.append((deque(callbacks), last))
+        if not self._draining and not self._drain_scheduled:
+            self._drain()
+
+    def _drain(self) -> None:
+        """Run pending deliveries until the slice is spent; the rest in the loop's next turn."""
+        self._drain_scheduled = False
+        self._draining = True
+        deadline = time.perf_counter() + DELIVERY_SLICE
+        deliveries = self._deliveries
+        try:
+            while deliveries:
+                callbacks, last = deliveries[0]
+                while callbacks:
+                    callback, args = callbacks.popleft()
+                    try:
+                        callback(*args)
+                    except Exception:  # a delivery's bug must not stall every later one
+                        name = getattr(callback, "__qualname__", "?")
+                        log.exception("delivery failed", callback=name)
+                    if callbacks and time.perf_counter() >= deadline:
+                        self._drain_later()
+                        return
+                deliveries.popleft()
+                self._settled(last)
+                if deliveries and time.perf_counter() >= deadline:
+                    self._drain_later()
+                    return
+        finally:
+            self._draining = False
+
+    def _drain_later(self) -> None:
+        self._drain_scheduled = True
+        asyncio.get_running_loop().call_soon(self._drain)
+
+    def _settled(self, last: int) -> None:
+        """Every write up to ``last`` is committed and its callbacks have run."""
         self._committed = last
         if self._queued - self._committed < LOW_WATER:
             self._room.set()

@@ -275,6 +275,7 @@ class PostgresStore(GroupCommit, Store):
         self._timer: asyncio.TimerHandle | None = None
         self._stopping = False
         self._flushes: list[tuple[int, asyncio.Future[None]]] = []
+        self._deliveries = deque()
         self._failure: BaseException | None = None
         self._writer_conn: _Connection = None
         self._pool: Any = None

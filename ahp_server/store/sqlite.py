@@ -467,6 +467,7 @@ class SqliteStore(GroupCommit, Store):
         self._room = asyncio.Event()
         self._room.set()
         self._flushes: list[tuple[int, asyncio.Future[None]]] = []
+        self._deliveries = deque()
         #: Row writes queued and not yet committed whose newest value is all that
         #: counts, by (kind, channel): a newer value replaces the queued one
         #: (_write_latest). On the loop only, where commits run synchronously.

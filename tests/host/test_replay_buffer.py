@@ -3,13 +3,14 @@ stretch changes what it holds in memory, never what a replay returns."""
 
 from __future__ import annotations
 
+import asyncio
 import sys
 
 from hypothesis import given
 from hypothesis import strategies as st
 
 from ahp_server.client import AhpClient
-from ahp_server.host.core.sequencer import PACK_AT_LEAST, ReplayBuffer
+from ahp_server.host.core.sequencer import PACK_AT_LEAST, Hub, ReplayBuffer
 from tests.conftest import RunningHost
 
 #: Each step: append an envelope of that many bytes, or (None) pack what is loose.
@@ -104,3 +105,25 @@ async def test_the_host_packs_a_turns_envelopes_once_it_has_ended(
         assert buffer.count > before + 200
         assert len(buffer.entries) < PACK_AT_LEAST
         assert [seq for seq, _ in buffer.since(0)] == sorted(seq for seq, _ in buffer.since(0))
+
+
+async def test_turns_that_end_together_are_packed_one_per_turn_of_the_loop() -> None:
+    """``Hub.pack_replay`` packs soon, one channel per turn of the event loop: N
+    chats whose turns end in one commit do not pack in one callback (N ms of
+    zlib holding the loop). Asked twice, a channel is packed once."""
+    hub = Hub(replay_max_envelopes=10_000, replay_max_bytes=10_000_000)
+    channels = [f"ahp-chat:/c{k}" for k in range(5)]
+    for k, channel in enumerate(channels):
+        buffer = hub._replay[channel] = ReplayBuffer(10_000, 10_000_000)
+        for seq in range(20):
+            buffer.append(k * 100 + seq, b'{"n":%d}' % seq)
+    for channel in [*channels, channels[0]]:
+        hub.pack_replay(channel)
+    assert [bool(hub._replay[c].packed) for c in channels] == [False] * 5  # not now
+    for turn in range(1, 6):
+        await asyncio.sleep(0)
+        assert [bool(hub._replay[c].packed) for c in channels] == [k < turn for k in range(5)]
+    for _ in range(3):
+        await asyncio.sleep(0)
+    assert [len(hub._replay[c].packed) for c in channels] == [1] * 5  # each once
+    assert [seq for seq, _ in hub._replay[channels[2]].since(0)] == list(range(200, 220))

@@ -10,6 +10,7 @@ test_sqlite.py; PostgreSQL-only behaviour in test_postgres.py.
 from __future__ import annotations
 
 import asyncio
+import time
 
 import pytest
 
@@ -346,4 +347,47 @@ async def test_a_callback_after_the_queue_runs_in_its_place_and_writes_nothing(
     loaded = await store.load("ahp-chat:/c", retained_turns=0)
     assert loaded is not None
     assert [seq for seq, _, _ in loaded.envelopes] == list(range(1, 31))  # nothing else
+    await store.close()
+
+
+async def test_a_big_committed_batch_is_delivered_over_several_loop_turns_in_order(
+    backend: Backend,
+) -> None:
+    """Delivery runs in slices (``DELIVERY_SLICE``): a batch whose callbacks take
+    1 ms each lets the loop's other work run between them; the order holds, a
+    write made meanwhile is delivered after the rest, a flush waits for every
+    callback, and a callback that raises stops none of the later ones."""
+    store = backend.make()
+    await store.start()
+    delivered: list[int] = []
+
+    def deliver(seq: int) -> None:
+        time.sleep(0.001)  # at least: so a 4 ms slice holds at most a few
+        if seq == 50:
+            raise RuntimeError("a delivery's bug")
+        delivered.append(seq)
+
+    for seq in range(1, 201):
+        store.append_envelope(seq, "ahp-chat:/c", 1.0, b"{}", deliver, seq)
+    ticks_during = 0
+    appended = False
+
+    async def ticker() -> None:
+        nonlocal ticks_during, appended
+        while len(delivered) < 200:
+            await asyncio.sleep(0)
+            if 0 < len(delivered) < 199:
+                ticks_during += 1
+                if not appended:  # committed while the first batch is still being delivered
+                    appended = True
+                    store.append_envelope(201, "ahp-chat:/c", 1.0, b"{}", deliver, 201)
+
+    ticking = asyncio.create_task(ticker())
+    async with asyncio.timeout(TIMEOUT):
+        await store.flush()
+        assert delivered[:199] == [*range(1, 50), *range(51, 201)]  # each before the flush
+        await store.flush()
+        await ticking
+    assert delivered == [*range(1, 50), *range(51, 202)]
+    assert ticks_during >= 10  # the loop ran other work between the slices
     await store.close()

@@ -255,6 +255,8 @@ class Hub:
         self._replay_max_envelopes = replay_max_envelopes
         self._replay_max_bytes = replay_max_bytes
         self._replay: dict[str, ReplayBuffer] = {}
+        #: Channels whose buffers are to be packed, in order (:meth:`pack_replay`).
+        self._to_pack: dict[str, None] = {}
         self._subscribers: dict[str, set[Connection]] = {}
         #: Told synchronously when a channel's last subscriber leaves, and when a
         #: connection is dropped (see :meth:`on_vacated`).
@@ -487,10 +489,27 @@ class Hub:
         self._replay[channel] = buffer
 
     def pack_replay(self, channel: str) -> None:
-        """A stretch of ``channel`` has ended (a turn): pack what its buffer holds loose."""
+        """A stretch of ``channel`` has ended (a turn): pack what its buffer holds loose.
+
+        Soon, one channel per turn of the event loop: turns that end together (N
+        chats streaming in step end in one commit) would otherwise pack in one
+        callback, about 1 ms each, and hold the loop for N ms (docs/performance.md
+        "Capacity"). A buffer packed later replays the same (:meth:`ReplayBuffer.since`).
+        """
+        if channel in self._to_pack:
+            return
+        self._to_pack[channel] = None
+        if len(self._to_pack) == 1:
+            asyncio.get_running_loop().call_soon(self._pack_next)
+
+    def _pack_next(self) -> None:
+        channel = next(iter(self._to_pack))
+        del self._to_pack[channel]
         buffer = self._replay.get(channel)
         if buffer is not None:
             buffer.pack()
+        if self._to_pack:
+            asyncio.get_running_loop().call_soon(self._pack_next)
 
     def reject(
         self,
