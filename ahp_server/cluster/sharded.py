@@ -230,6 +230,9 @@ class ShardedNode:
             await self.routes.start()
             await self.owner_relay.start()
             await self.notices.start()
+            # Told to the others, which tell theirs in turn: terminal requests are routed
+            # to the node that reported the terminal (docs/scale-out.md "Built: routing").
+            self.host.terminals_changed()
             self._started.set()
         except BaseException:
             await self._close_parts()

@@ -108,10 +108,15 @@ class HostFailed(StoreError):
 
 #: Sharded mode: the notice with which a node tells the others its terminals.
 NODE_TERMINALS = "node/terminals"
+#: Sharded mode: the most nodes whose terminals are remembered (the oldest told forgotten
+#: first); as many as a heartbeat remembers (``transport/node_heartbeat.py`` MAX_PEERS).
+MAX_TERMINAL_NODES = 1_024
 
 
 class _Terminals(msgspec.Struct, frozen=True):
     terminals: tuple[TerminalInfo, ...]
+    #: The node's first since it started: every other node tells its own in turn.
+    hello: bool = False
 
 
 #: The ``root/session*`` notifications one node tells the others (sharded mode), by method.
@@ -295,6 +300,10 @@ class Host:
         #: Sharded mode: the terminals every other node reported, by node, and whether a
         #: node is still there (the root owner lists the live ones' terminals).
         self.node_terminals: dict[str, tuple[TerminalInfo, ...]] = {}
+        #: Whether this node's next ``node/terminals`` is its first (``_Terminals.hello``).
+        self._hello = True
+        #: The same by terminal: the node that reported it (where its requests go).
+        self._terminal_nodes: dict[str, str] = {}
         self.node_alive: Callable[[str], bool] = lambda node: True
         #: Asks for the root's terminal catalogue to be published again (the terminal
         #: service: ``TerminalService.catalogue_changed``).
@@ -989,7 +998,8 @@ class Host:
         nodes, and the root channel's owner lists every live node's, its own first."""
         if self.root_notices is None:
             return mine
-        self.root_notices(NODE_TERMINALS, _Terminals(terminals=mine), "", None)
+        hello, self._hello = self._hello, False
+        self.root_notices(NODE_TERMINALS, _Terminals(terminals=mine, hello=hello), "", None)
         if not self.owns(ROOT):
             return None
         others = (
@@ -999,6 +1009,25 @@ class Host:
         )
         return mine + tuple(t for listed in others for t in listed)
 
+    def terminal_node(self, channel: str) -> str | None:
+        """Sharded mode: the other node that reported the terminal ``channel``, live or not
+        (``None``: no other node did)."""
+        return self._terminal_nodes.get(channel)
+
+    def _node_told(self, node: str, terminals: tuple[TerminalInfo, ...]) -> None:
+        """``node``'s terminals are ``terminals`` now (the newest told kept last)."""
+        self._forget_terminals(node)
+        self.node_terminals[node] = terminals
+        for info in terminals:
+            self._terminal_nodes[info.resource] = node
+        if len(self.node_terminals) > MAX_TERMINAL_NODES:
+            self._forget_terminals(next(iter(self.node_terminals)))
+
+    def _forget_terminals(self, node: str) -> None:
+        for info in self.node_terminals.pop(node, ()):
+            if self._terminal_nodes.get(info.resource) == node:
+                del self._terminal_nodes[info.resource]
+
     def noticed(
         self, method: str, params: bytes, session: str, owner: str | None, node: str = ""
     ) -> None:
@@ -1007,11 +1036,14 @@ class Host:
         ``node/terminals``: that node's terminals, for the root's catalogue."""
         if method == NODE_TERMINALS:
             try:
-                self.node_terminals[node] = codec.decode(params, _Terminals).terminals
+                told = codec.decode(params, _Terminals)
             except ValueError:
                 log.warning("unreadable terminals from another node dropped", node=node)
                 return
-            if self.owns(ROOT):
+            self._node_told(node, told.terminals)
+            if self.owns(ROOT) or told.hello:
+                # A node that (re)started is told this node's terminals in turn: it routes
+                # requests for them here (docs/scale-out.md "Built: routing").
                 self.terminals_changed()
             return
         kind = _NOTICES.get(method)

@@ -31,6 +31,7 @@ from ahp_server.protocol.types import (
     SessionActiveClient,
     SessionActiveClientSetAction,
     SessionState,
+    TerminalClientClaim,
     TerminalDataAction,
     TerminalInputAction,
     TerminalSessionClaim,
@@ -670,3 +671,55 @@ async def test_the_root_lists_every_live_nodes_terminals(
         await on_b.wait_for(lambda c: "sharded-42" in terminal_output(c, made[1]), timeout=TIMEOUT)
         await b.abort()
         await on_a.wait_for(lambda c: terminals(c) == [made[0]], timeout=TIMEOUT)
+
+
+async def _terminal_on(url: str, client: AhpClient, *, in_directory: Path | None = None) -> str:
+    """A terminal made through ``client`` (on its node), claimed by a new chat of its — or,
+    ``in_directory`` (that chat's), by ``client`` itself: a terminal of no session."""
+    terminal = f"ahp-terminal:/{uuid.uuid4()}"
+    chat = await client.open_chat("echo", cwd=in_directory, timeout=TIMEOUT)
+    if in_directory is not None:
+        params = CreateTerminalParams(
+            channel=terminal,
+            claim=TerminalClientClaim(client_id=client.client_id),
+            cwd=file_uri(in_directory),
+        )
+    else:
+        claim = TerminalSessionClaim(session=await session_of(url, chat), chat=chat)
+        params = CreateTerminalParams(channel=terminal, claim=claim)
+    await client.request("createTerminal", params, timeout=TIMEOUT)
+    return terminal
+
+
+async def _told(node: ShardedNode, terminal: str, owner: str) -> None:
+    """Wait (bounded) until ``node`` heard ``owner`` report ``terminal``."""
+    async with asyncio.timeout(TIMEOUT):
+        await until(lambda: _true(node.host.terminal_node(terminal) == owner))
+
+
+async def test_a_node_that_restarts_is_told_the_other_nodes_terminals(
+    url: str, name: str, nats_bus: PrivateNats, tmp_path: Path
+) -> None:
+    """node-b, restarted (same name, so node-c knew it) after node-c — not the root owner,
+    which tells its terminals on every notice — made a terminal, is told it when its first
+    ``node/terminals`` says it started: it knows where the terminal's requests go (and,
+    were it to own the root, would list it)."""
+    shell = {"terminal_shell": ("/bin/sh",), "workspace_roots": (str(tmp_path),)}
+    async with (
+        running(url, nats_bus, name, "node-a", **shell) as a,
+        running(url, nats_bus, name, "node-c", **shell) as c,
+        AhpClient.connect(c.urls[0]) as on_c,
+    ):
+        assert (await owners(url))[ROOT] == ("node-a", 1)
+        first = ShardedNode(replace(settings(url, nats_bus, name, "node-b"), **shell))
+        await first.start()
+        try:
+            async with asyncio.timeout(TIMEOUT):
+                await until(lambda: _true("node-b" in c.host.node_terminals))
+        finally:
+            await first.stop()  # drained: the same name may start again at once
+        terminal = await _terminal_on(url, on_c)
+        await _told(a, terminal, "node-c")
+        async with running(url, nats_bus, name, "node-b", **shell) as b:
+            await _told(b, terminal, "node-c")
+            assert [t.resource for t in b.host.node_terminals["node-c"]] == [terminal]
