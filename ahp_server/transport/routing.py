@@ -284,6 +284,9 @@ class Routes:
             return await self._root_owner()
         if channel == ROOT or channel in self._host.workspace_channels:
             return None  # the root and this node's terminals, watches, changesets
+        terminal = self._host.terminal_node(channel)
+        if terminal is not None:
+            return self._terminal_owner(channel, terminal)
         session = self._host.session_of_channel(channel)
         if session is not None:
             if session in self._store.held:
@@ -327,6 +330,17 @@ class Routes:
         self._owners[session] = owner
         return owner
 
+    def _terminal_owner(self, channel: str, node: str) -> str:
+        """The node that reported the terminal ``channel`` (its ``node/terminals`` notice):
+        a terminal is a channel of no session, and lives and ends with its node
+        (docs/scale-out.md "Built: routing")."""
+        if not self.alive(node):
+            raise InternalError(
+                f"{channel} is a terminal of node {node}, which is not answering: "
+                "a terminal ends with its node"
+            )
+        return node
+
     async def _root_owner(self) -> str | None:
         """The root channel's owner, for a client's action on it: only the owner writes
         the root (docs/scale-out.md "Root state: one view"). ``None``: this node — it
@@ -346,6 +360,8 @@ class Routes:
     def mine(self, channel: str) -> bool:
         if channel == ROOT:
             return ROOT in self._store.held
+        if channel in self._host.workspace_channels:
+            return True  # this node's terminal: it stays here
         session = self._host.session_of_channel(channel)
         return session is not None and session in self._store.held
 

@@ -34,7 +34,9 @@ from ahp_server.protocol.types import (
     TerminalClientClaim,
     TerminalDataAction,
     TerminalInputAction,
+    TerminalResizedAction,
     TerminalSessionClaim,
+    TerminalState,
 )
 from ahp_server.store.sharded import ROOT
 from ahp_server.workspace.paths import file_uri
@@ -695,6 +697,135 @@ async def _told(node: ShardedNode, terminal: str, owner: str) -> None:
     """Wait (bounded) until ``node`` heard ``owner`` report ``terminal``."""
     async with asyncio.timeout(TIMEOUT):
         await until(lambda: _true(node.host.terminal_node(terminal) == owner))
+
+
+async def test_a_client_of_one_node_drives_a_terminal_another_node_made(
+    url: str, name: str, nats_bus: PrivateNats, tmp_path: Path
+) -> None:
+    """docs/scale-out.md "Built: routing": a terminal made on node-a (claimed by a client:
+    of no session at all) is subscribed to, written to, resized, left and disposed of by
+    a client of node-b — each request forwarded to node-a, which runs the terminal; its
+    output reaches node-b's client on node-b's feed."""
+    shell = {"terminal_shell": ("/bin/sh",), "workspace_roots": (str(tmp_path),)}
+    async with (
+        running(url, nats_bus, name, "node-a", **shell) as a,
+        running(url, nats_bus, name, "node-b", **shell) as b,
+        AhpClient.connect(a.urls[0]) as on_a,
+        AhpClient.connect(b.urls[0]) as on_b,
+    ):
+        terminal = await _terminal_on(url, on_a, in_directory=tmp_path)
+        await _told(b, terminal, "node-a")
+        snapshot = await on_b.subscribe(terminal, timeout=TIMEOUT)  # node-a's snapshot
+        assert isinstance(snapshot, TerminalState)
+        assert snapshot.lifecycle.status == "running"
+        since = len(on_b.envelopes)
+        seq = await on_b.dispatch(terminal, TerminalInputAction(data="echo routed-$((6*7))\n"))
+        # The shell echoes the input, then runs it: the sum is the command's output.
+        await on_b.wait_for(lambda c: "routed-42" in terminal_output(c, terminal), timeout=TIMEOUT)
+        assert "echo routed-$((6*7))" in terminal_output(on_b, terminal)
+        assert own_answers(on_b, since) == [(seq, False)]  # applied on node-a, echoed here
+        since = len(on_b.envelopes)
+        seq = await on_b.dispatch(terminal, TerminalResizedAction(cols=91, rows=17))
+        await on_b.wait_for(lambda c: len(own_answers(c, since)) == 1, timeout=TIMEOUT)
+        assert own_answers(on_b, since) == [(seq, False)]
+        actor = a.host.workspace_channels[terminal]
+        assert (actor.state.cols, actor.state.rows) == (91, 17)  # applied by node-a
+        assert terminal in a.host.workspace_channels
+        assert terminal not in b.host.workspace_channels
+        forwarded = [c for c in a.host.hub.subscribers(terminal) if c.forwarded]
+        assert len(forwarded) == 1  # node-b's route is subscribed on node-a
+        await on_b.unsubscribe(terminal, timeout=TIMEOUT)
+        async with asyncio.timeout(TIMEOUT):
+            await until(lambda: _true(not a.host.hub.subscribers(terminal)))
+        await on_b.request("disposeTerminal", {"channel": terminal}, timeout=TIMEOUT)
+        assert terminal not in a.host.workspace_channels
+        assert not on_b.closed
+        assert increasing(on_b)
+
+
+async def test_a_terminal_of_a_node_that_stopped_answers_that_it_ended_with_it(
+    url: str, name: str, nats_bus: PrivateNats, tmp_path: Path
+) -> None:
+    """A terminal lives and ends with its node: once node-b is silent (a lease without a
+    heartbeat), node-a's client asking for node-b's terminal gets -32603 naming node-b,
+    and stays connected."""
+    shell = {"terminal_shell": ("/bin/sh",), "workspace_roots": (str(tmp_path),)}
+    async with (
+        running(url, nats_bus, name, "node-a", **shell) as a,
+        running(url, nats_bus, name, "node-b", **shell) as b,
+        AhpClient.connect(a.urls[0]) as on_a,
+        AhpClient.connect(b.urls[0]) as on_b,
+    ):
+        terminal = await _terminal_on(url, on_b)
+        await _told(a, terminal, "node-b")
+        await b.abort()
+        assert a.routes is not None
+        routes = a.routes
+        async with asyncio.timeout(TIMEOUT):
+            await until(lambda: _true(not routes.alive("node-b")))
+        for ask in (
+            on_a.subscribe(terminal, timeout=TIMEOUT),
+            on_a.request("disposeTerminal", {"channel": terminal}, timeout=TIMEOUT),
+        ):
+            with pytest.raises(RemoteError) as ended:
+                await ask
+            assert ended.value.code == -32603
+            assert "node-b" in str(ended.value)
+            assert "not answering" in str(ended.value)
+        assert not on_a.closed
+        assert routes.failed == 0
+
+
+async def test_the_owner_decides_who_may_use_a_terminal_a_client_reaches_through_another_node(
+    url: str, name: str, nats_bus: PrivateNats, tmp_path: Path
+) -> None:
+    """Multi-user mode: alice's terminal is on node-b. Through node-a, bob can neither
+    subscribe to it (-32009, node-b's answer), write to it (his dispatch comes back
+    refused), nor dispose of it; alice can use it."""
+    users = (UserConfig("alice", ALICE), UserConfig("bob", BOB))
+
+    async def node(name_: str) -> ShardedNode:
+        configured = settings(url, nats_bus, name, name_)
+        started = ShardedNode(
+            replace(
+                configured,
+                users=users,
+                workspace_roots=(str(tmp_path),),
+                terminal_shell=("/bin/sh",),
+            )
+        )
+        await started.start()
+        return started
+
+    a, b = await node("node-a"), await node("node-b")
+    try:
+        async with (
+            AhpClient.connect(b.urls[0], token=ALICE) as alice_b,
+            AhpClient.connect(a.urls[0], token=ALICE) as alice_a,
+            AhpClient.connect(a.urls[0], token=BOB) as bob_a,
+        ):
+            terminal = await _terminal_on(url, alice_b)
+            await _told(a, terminal, "node-b")
+            with pytest.raises(RemoteError) as refused:
+                await bob_a.subscribe(terminal, timeout=TIMEOUT)
+            assert refused.value.code == -32009
+            since = len(bob_a.envelopes)
+            seq = await bob_a.dispatch(terminal, TerminalInputAction(data="echo bob\n"))
+            await bob_a.wait_for(lambda c: len(own_answers(c, since)) == 1, timeout=TIMEOUT)
+            assert own_answers(bob_a, since) == [(seq, True)]
+            with pytest.raises(RemoteError) as not_his:
+                await bob_a.request("disposeTerminal", {"channel": terminal}, timeout=TIMEOUT)
+            assert not_his.value.code == -32009
+            assert terminal in b.host.workspace_channels
+            await alice_a.subscribe(terminal, timeout=TIMEOUT)
+            await alice_a.dispatch(terminal, TerminalInputAction(data="echo alice-$((6*7))\n"))
+            await alice_a.wait_for(
+                lambda c: "alice-42" in terminal_output(c, terminal), timeout=TIMEOUT
+            )
+            assert "bob" not in terminal_output(alice_a, terminal)
+    finally:
+        await a.abort()
+        await b.abort()
 
 
 async def test_a_node_that_restarts_is_told_the_other_nodes_terminals(

@@ -53,6 +53,7 @@ from ahp_server.protocol.reducers import (
     reduce_changeset,
     reduce_chat,
     reduce_session,
+    reduce_terminal,
 )
 from ahp_server.protocol.types import (
     ActionEnvelope,
@@ -88,6 +89,7 @@ from ahp_server.protocol.types import (
     StateAction,
     SubscribeParams,
     SubscribeResult,
+    TerminalState,
     Turn,
     UnsubscribeParams,
 )
@@ -176,6 +178,7 @@ _REDUCERS: dict[type[Any], Callable[[Any, object, Callable[[], float]], Any]] = 
     SessionState: reduce_session,
     AnnotationsState: reduce_annotations,
     ChangesetState: reduce_changeset,
+    TerminalState: reduce_terminal,
 }
 
 #: Errors of a subscription forwarded within initialize / reconnect that make the

@@ -22,8 +22,9 @@ __all__ = ["ROUTED", "Router", "Unreachable"]
 
 #: The requests and notifications whose ``channel`` names what the owner decides
 #: (``createSession``: the node placement picks; ``dispatchAction`` on the root
-#: channel: the root's owner). Everything else — the handshake, the root channel,
-#: terminals, resources, resource watches — is this node's.
+#: channel: the root's owner; a terminal's: the node that made it, which reported it).
+#: Everything else — the handshake, ``createTerminal``, resources, resource watches —
+#: is this node's.
 ROUTED = frozenset(
     {
         "subscribe",
@@ -34,6 +35,7 @@ ROUTED = frozenset(
         "fetchTurns",
         "dispatchAction",
         "unsubscribe",
+        "disposeTerminal",
     }
 )
 
