@@ -854,3 +854,8 @@ async def test_a_node_that_restarts_is_told_the_other_nodes_terminals(
         async with running(url, nats_bus, name, "node-b", **shell) as b:
             await _told(b, terminal, "node-c")
             assert [t.resource for t in b.host.node_terminals["node-c"]] == [terminal]
+            # And its start left node-c's running terminal alone: loaded as node-b's own,
+            # exited, it would have committed terminal/exited into node-c's terminal.
+            assert terminal not in b.host.workspace_channels
+            logged = await query(url, "SELECT entries FROM log WHERE channel = $1", terminal)
+            assert not any(b"terminal/exited" in bytes(row[0]) for row in logged)

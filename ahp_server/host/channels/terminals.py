@@ -51,7 +51,8 @@ and §12. What this host decides where the spec leaves it open
   its process runs, and a snapshot at creation, at exit and at host stop. At
   start the host loads every stored terminal as an *exited* one: readable,
   listed in ``RootState.terminals``, taking no input. One the host did not see
-  end (a crash) gets a line saying so and ``terminal/exited`` without a code.
+  end (a crash) gets a line saying so and ``terminal/exited`` without a code
+  (one host; a node in sharded mode loads none, see :meth:`TerminalService.start`).
   ``disposeTerminal`` deletes the stored data.
 * **No orphans**: the process group, the terminal's foreground group and the
   shell's whole process tree (``workspace/reaper.py``: ``setsid`` and double
@@ -758,7 +759,15 @@ class TerminalService:
     # -- host lifecycle (WorkspaceService) -------------------------------------------------
 
     async def start(self, rows: Sequence[ChannelRow]) -> None:
-        """Load every stored terminal as an exited one (their processes are gone)."""
+        """Load every stored terminal as an exited one (their processes are gone).
+
+        Not in sharded mode: a terminal lives and ends with the node that made it, and
+        the shared catalogue does not say which node that was. Loaded here as this
+        node's, exited, another node's running terminal would be ended for every client
+        (docs/scale-out.md "Built: routing"). A sharded node loads no stored terminal.
+        """
+        if self.host.router is not None:
+            return
         for row in rows:
             if row.kind == KIND:
                 await self._load(row)
