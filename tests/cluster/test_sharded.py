@@ -169,6 +169,19 @@ async def _ready(value: bool) -> bool:
     return value
 
 
+async def heard(publisher: FeedPublisher, seq: int, node: ShardedNode) -> None:
+    """Publish a record numbered ``seq`` until ``node``'s feed has received it (it then
+    knows ``seq`` committed): a message published just as a node subscribes may reach
+    NATS before its subscription does."""
+    feed = node.feed
+    assert feed is not None
+    async with asyncio.timeout(TIMEOUT):
+        while feed.reader.order.horizon < seq:
+            publisher.publish(seq, [b'{"channel":"ahp-root://"}'])
+            await publisher.flush()
+            await asyncio.sleep(0.05)
+
+
 async def test_each_node_bounds_a_stalled_feed_by_its_own_configured_feed_stall(
     cluster: tuple[str, str], nats_bus: PrivateNats
 ) -> None:
@@ -183,10 +196,7 @@ async def test_each_node_bounds_a_stalled_feed_by_its_own_configured_feed_stall(
         async with running(url, nats_bus, name, "node-b", feed_stall=600.0) as b:
             assert b.feed is not None
             ahead = b.feed.next_seq + 1_000  # far beyond anything committed in this test
-            publisher.publish(ahead, [b'{"channel":"ahp-root://"}'])
-            await publisher.flush()
-            async with asyncio.timeout(TIMEOUT):
-                await until(lambda: _ready(b.feed is not None and b.feed.reader.stats.records > 0))
+            await heard(publisher, ahead, b)
             async with (
                 running(url, nats_bus, name, "node-a", feed_grace=0.2, feed_stall=0.5) as a,
                 AhpClient.connect(a.urls[0]) as on_a,
@@ -194,8 +204,7 @@ async def test_each_node_bounds_a_stalled_feed_by_its_own_configured_feed_stall(
             ):
                 assert a.feed is not None
                 assert a.feed.reader.order.grace == 0.2  # cluster.feed_grace, as configured
-                publisher.publish(ahead, [b'{"channel":"ahp-root://"}'])
-                await publisher.flush()
+                await heard(publisher, ahead, a)
                 await on_a.wait_closed(timeout=TIMEOUT)
                 assert on_a.close_code == 1012
                 assert a.feed.reader.stats.stalls == 1
