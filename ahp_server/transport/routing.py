@@ -56,7 +56,12 @@ from ahp_server.host.core.sequencer import action_frame
 from ahp_server.host.host import Host
 from ahp_server.protocol import codec
 from ahp_server.protocol.errors import InternalError, ProtocolError
-from ahp_server.protocol.uris import default_chat_session, session_of
+from ahp_server.protocol.uris import (
+    CHANGESET_SCHEME,
+    default_chat_session,
+    parse_chat_changeset,
+    session_of,
+)
 from ahp_server.protocol.versions import SUPPORTED_VERSIONS
 from ahp_server.store.base import StoreError
 from ahp_server.store.ownership import Node, choose_owner
@@ -282,11 +287,15 @@ class Routes:
             return await self._place(directory, exclude)
         if channel == ROOT and method == "dispatchAction":
             return await self._root_owner()
-        if channel == ROOT or channel in self._host.workspace_channels:
-            return None  # the root and this node's terminals, watches, changesets
+        changeset = channel.startswith(CHANGESET_SCHEME)
+        if channel == ROOT or (channel in self._host.workspace_channels and not changeset):
+            return None  # the root and this node's terminals and watches
         terminal = self._host.terminal_node(channel)
         if terminal is not None:
             return self._terminal_owner(channel, terminal)
+        # A changeset is its session's channel (a chat's: its chat's, wherever that moved),
+        # whichever node loaded it (docs/scale-out.md "Built: routing").
+        channel = parse_chat_changeset(channel) or channel
         session = self._host.session_of_channel(channel)
         if session is not None:
             if session in self._store.held:
@@ -360,8 +369,8 @@ class Routes:
     def mine(self, channel: str) -> bool:
         if channel == ROOT:
             return ROOT in self._store.held
-        if channel in self._host.workspace_channels:
-            return True  # this node's terminal: it stays here
+        if channel in self._host.workspace_channels and not channel.startswith(CHANGESET_SCHEME):
+            return True  # this node's terminal or watch: it stays here
         session = self._host.session_of_channel(channel)
         return session is not None and session in self._store.held
 

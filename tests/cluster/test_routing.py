@@ -18,10 +18,14 @@ import pytest
 import structlog
 from msgspec import UnsetType
 
+from ahp_server.agents.base import FileChange, TurnRequest
 from ahp_server.client import AhpClient, RemoteError
 from ahp_server.cluster.sharded import ShardedNode
 from ahp_server.config import UserConfig
 from ahp_server.protocol.types import (
+    ChangesetFileSetAction,
+    ChangesetFilesReviewChangedAction,
+    ChangesetState,
     ChatState,
     ChatTurnCancelledAction,
     CreateTerminalParams,
@@ -38,6 +42,7 @@ from ahp_server.protocol.types import (
     TerminalSessionClaim,
     TerminalState,
 )
+from ahp_server.protocol.uris import chat_changeset, session_changeset, turn_changeset
 from ahp_server.store.sharded import ROOT
 from ahp_server.workspace.paths import file_uri
 from tests.cluster.helpers import PrivateNats, new_cluster_name
@@ -859,3 +864,78 @@ async def test_a_node_that_restarts_is_told_the_other_nodes_terminals(
             assert terminal not in b.host.workspace_channels
             logged = await query(url, "SELECT entries FROM log WHERE channel = $1", terminal)
             assert not any(b"terminal/exited" in bytes(row[0]) for row in logged)
+
+
+async def test_a_client_of_one_node_reads_the_changesets_of_a_session_another_node_owns(
+    url: str, name: str, nats_bus: PrivateNats, tmp_path: Path
+) -> None:
+    """docs/scale-out.md "Built: routing": a changeset is its session's channel, so a
+    client of node-b subscribing to the changesets of node-a's session (the chat's, the
+    turn's, the session's) is answered by node-a — the files its agent changed — and
+    node-b loads no changeset of its own; a file changed later reaches node-b's client
+    on node-b's feed, and node-a decides the refusal of an action on it."""
+    async with (
+        running(url, nats_bus, name, "node-a") as a,
+        running(url, nats_bus, name, "node-b") as b,
+        AhpClient.connect(a.urls[0]) as on_a,
+        AhpClient.connect(b.urls[0]) as on_b,
+    ):
+        chat = await on_a.open_chat("echo", timeout=TIMEOUT)
+        session = await session_of(url, chat)
+        assert (await owners(url))[session] == ("node-a", 1)
+        await on_a.ask(chat, "hello", timeout=TIMEOUT)
+        turn = on_a.view(chat, ChatState).turns[0]
+        # The turn's agent changed a file (node-a's, as an agent's file change reaches it).
+        request = TurnRequest(session=session, chat=chat, turn_id=turn.id, message=turn.message)
+        first, second = tmp_path / "one.txt", tmp_path / "two.txt"
+        await a.host.file_changed(request, FileChange(str(first), after="one\n", created=True))
+        uris = (chat_changeset(chat), turn_changeset(session, turn.id), session_changeset(session))
+        for uri in uris:
+            state = await on_b.subscribe(uri, timeout=TIMEOUT)  # node-a's snapshot
+            assert isinstance(state, ChangesetState), state
+            assert [f.id for f in state.files] == [file_uri(first)], uri
+            assert uri in a.host.workspace_channels
+            assert uri not in b.host.workspace_channels
+            assert [c for c in a.host.hub.subscribers(uri) if c.forwarded]
+        # A later change reaches node-b's client on node-b's feed.
+        await a.host.file_changed(request, FileChange(str(second), after="two\n", created=True))
+
+        def set_files(c: AhpClient, uri: str) -> set[str]:
+            return {
+                e.action.file.id
+                for e in c.envelopes
+                if e.channel == uri and isinstance(e.action, ChangesetFileSetAction)
+            }
+
+        for uri in uris:
+            await on_b.wait_for(
+                lambda c, uri=uri: file_uri(second) in set_files(c, uri), timeout=TIMEOUT
+            )
+        assert increasing(on_b)
+        # node-a decides node-b's client's actions on it: one applied, one refused.
+        since = len(on_b.envelopes)
+        review = ChangesetFilesReviewChangedAction(files=(file_uri(first),), reviewed=True)
+        applied = await on_b.dispatch(uris[0], review)
+        unknown = ChangesetFilesReviewChangedAction(files=("file:///nowhere",), reviewed=True)
+        refused_seq = await on_b.dispatch(uris[0], unknown)
+        await on_b.wait_for(lambda c: len(own_answers(c, since)) == 2, timeout=TIMEOUT)
+        assert own_answers(on_b, since) == [(applied, False), (refused_seq, True)]
+        files = a.host.workspace_channels[uris[0]].state.files
+        assert [f.reviewed for f in files if f.id == file_uri(first)] == [True]
+        # No operation is offered: node-a's answer, through node-b.
+        with pytest.raises(RemoteError) as refused:
+            await on_b.request(
+                "invokeChangesetOperation",
+                {"channel": uris[0], "operationId": "nope"},
+                timeout=TIMEOUT,
+            )
+        assert refused.value.code == -32602
+        for uri in uris:
+            await on_b.unsubscribe(uri, timeout=TIMEOUT)
+        async with asyncio.timeout(TIMEOUT):
+            await until(lambda: _true(not any(a.host.hub.subscribers(uri) for uri in uris)))
+        assert not any(uri in b.host.workspace_channels for uri in uris)
+        assert not on_b.closed
+        # A refusal carries the number reached, not one of its own: numbers never go back.
+        numbers = [e.server_seq for e in on_b.envelopes]
+        assert numbers == sorted(numbers)

@@ -22,9 +22,10 @@ __all__ = ["ROUTED", "Router", "Unreachable"]
 
 #: The requests and notifications whose ``channel`` names what the owner decides
 #: (``createSession``: the node placement picks; ``dispatchAction`` on the root
-#: channel: the root's owner; a terminal's: the node that made it, which reported it).
-#: Everything else — the handshake, ``createTerminal``, resources, resource watches —
-#: is this node's.
+#: channel: the root's owner; a terminal's: the node that made it, which reported it;
+#: a changeset's — ``invokeChangesetOperation`` too — its session's owner, a chat's
+#: changeset its chat's). Everything else — the handshake, ``createTerminal``,
+#: resources, resource watches — is this node's.
 ROUTED = frozenset(
     {
         "subscribe",
@@ -36,6 +37,7 @@ ROUTED = frozenset(
         "dispatchAction",
         "unsubscribe",
         "disposeTerminal",
+        "invokeChangesetOperation",
     }
 )
 
