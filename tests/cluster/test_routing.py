@@ -10,9 +10,12 @@ every wait is bounded by ``TIMEOUT``. docs/scale-out.md "Routing".
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import uuid
+from collections.abc import AsyncIterator
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 import structlog
@@ -343,41 +346,54 @@ async def _catalogued(url: str, *uris: str) -> bool:
     return len(rows) == len(uris)
 
 
+@contextlib.asynccontextmanager
+async def _alice_and_bob(
+    url: str, nats_bus: PrivateNats, name: str, tmp_path: Path, **changes: Any
+) -> AsyncIterator[tuple[ShardedNode, ShardedNode, AhpClient, AhpClient, AhpClient]]:
+    """Multi-user mode, two nodes serving ``tmp_path``: node-a, node-b, and alice's client of
+    node-b, alice's and bob's of node-a. The nodes are aborted at the end."""
+    users = (UserConfig("alice", ALICE), UserConfig("bob", BOB))
+    nodes: list[ShardedNode] = []
+    try:
+        for name_ in ("node-a", "node-b"):
+            configured = replace(
+                settings(url, nats_bus, name, name_),
+                users=users,
+                workspace_roots=(str(tmp_path),),
+                **changes,
+            )
+            nodes.append(ShardedNode(configured))
+            await nodes[-1].start()
+        a, b = nodes
+        async with (
+            AhpClient.connect(b.urls[0], token=ALICE) as alice_b,
+            AhpClient.connect(a.urls[0], token=ALICE) as alice_a,
+            AhpClient.connect(a.urls[0], token=BOB) as bob_a,
+        ):
+            yield a, b, alice_b, alice_a, bob_a
+    finally:
+        for node in nodes:
+            await node.abort()
+
+
 async def test_the_owner_decides_who_may_see_a_session_a_client_reaches_through_another_node(
     url: str, name: str, nats_bus: PrivateNats, tmp_path: Path
 ) -> None:
     """Multi-user mode: alice's session is on node-b. Through node-a, bob can neither
     subscribe to it (-32009, node-b's answer) nor act on it (his dispatch comes back
     refused); alice can."""
-    users = (UserConfig("alice", ALICE), UserConfig("bob", BOB))
-
-    async def node(name_: str) -> ShardedNode:
-        configured = settings(url, nats_bus, name, name_)
-        started = ShardedNode(replace(configured, users=users, workspace_roots=(str(tmp_path),)))
-        await started.start()
-        return started
-
-    a, b = await node("node-a"), await node("node-b")
-    try:
-        async with (
-            AhpClient.connect(b.urls[0], token=ALICE) as alice_b,
-            AhpClient.connect(a.urls[0], token=ALICE) as alice_a,
-            AhpClient.connect(a.urls[0], token=BOB) as bob_a,
-        ):
-            chat = await alice_b.open_chat("echo", timeout=TIMEOUT)
-            with pytest.raises(RemoteError) as refused:
-                await bob_a.subscribe(chat, timeout=TIMEOUT)
-            assert refused.value.code == -32009
-            since = len(bob_a.envelopes)
-            seq = await bob_a.dispatch(chat, started("bob-turn"))
-            await bob_a.wait_for(lambda c: len(own_answers(c, since)) == 1, timeout=TIMEOUT)
-            assert own_answers(bob_a, since) == [(seq, True)]
-            await alice_a.subscribe(chat, timeout=TIMEOUT)
-            assert "mine" in await alice_a.ask(chat, "/slow 1 mine", timeout=TIMEOUT)
-            assert [t.id for t in alice_b.view(chat, ChatState).turns] != ["bob-turn"]
-    finally:
-        await a.abort()
-        await b.abort()
+    async with _alice_and_bob(url, nats_bus, name, tmp_path) as (_, _b, alice_b, alice_a, bob_a):
+        chat = await alice_b.open_chat("echo", timeout=TIMEOUT)
+        with pytest.raises(RemoteError) as refused:
+            await bob_a.subscribe(chat, timeout=TIMEOUT)
+        assert refused.value.code == -32009
+        since = len(bob_a.envelopes)
+        seq = await bob_a.dispatch(chat, started("bob-turn"))
+        await bob_a.wait_for(lambda c: len(own_answers(c, since)) == 1, timeout=TIMEOUT)
+        assert own_answers(bob_a, since) == [(seq, True)]
+        await alice_a.subscribe(chat, timeout=TIMEOUT)
+        assert "mine" in await alice_a.ask(chat, "/slow 1 mine", timeout=TIMEOUT)
+        assert [t.id for t in alice_b.view(chat, ChatState).turns] != ["bob-turn"]
 
 
 def active_ids(client: AhpClient, session: str) -> set[str]:
@@ -787,50 +803,33 @@ async def test_the_owner_decides_who_may_use_a_terminal_a_client_reaches_through
     """Multi-user mode: alice's terminal is on node-b. Through node-a, bob can neither
     subscribe to it (-32009, node-b's answer), write to it (his dispatch comes back
     refused), nor dispose of it; alice can use it."""
-    users = (UserConfig("alice", ALICE), UserConfig("bob", BOB))
-
-    async def node(name_: str) -> ShardedNode:
-        configured = settings(url, nats_bus, name, name_)
-        started = ShardedNode(
-            replace(
-                configured,
-                users=users,
-                workspace_roots=(str(tmp_path),),
-                terminal_shell=("/bin/sh",),
-            )
+    shell = ("/bin/sh",)
+    async with _alice_and_bob(url, nats_bus, name, tmp_path, terminal_shell=shell) as (
+        a,
+        b,
+        alice_b,
+        alice_a,
+        bob_a,
+    ):
+        terminal = await _terminal_on(url, alice_b)
+        await _told(a, terminal, "node-b")
+        with pytest.raises(RemoteError) as refused:
+            await bob_a.subscribe(terminal, timeout=TIMEOUT)
+        assert refused.value.code == -32009
+        since = len(bob_a.envelopes)
+        seq = await bob_a.dispatch(terminal, TerminalInputAction(data="echo bob\n"))
+        await bob_a.wait_for(lambda c: len(own_answers(c, since)) == 1, timeout=TIMEOUT)
+        assert own_answers(bob_a, since) == [(seq, True)]
+        with pytest.raises(RemoteError) as not_his:
+            await bob_a.request("disposeTerminal", {"channel": terminal}, timeout=TIMEOUT)
+        assert not_his.value.code == -32009
+        assert terminal in b.host.workspace_channels
+        await alice_a.subscribe(terminal, timeout=TIMEOUT)
+        await alice_a.dispatch(terminal, TerminalInputAction(data="echo alice-$((6*7))\n"))
+        await alice_a.wait_for(
+            lambda c: "alice-42" in terminal_output(c, terminal), timeout=TIMEOUT
         )
-        await started.start()
-        return started
-
-    a, b = await node("node-a"), await node("node-b")
-    try:
-        async with (
-            AhpClient.connect(b.urls[0], token=ALICE) as alice_b,
-            AhpClient.connect(a.urls[0], token=ALICE) as alice_a,
-            AhpClient.connect(a.urls[0], token=BOB) as bob_a,
-        ):
-            terminal = await _terminal_on(url, alice_b)
-            await _told(a, terminal, "node-b")
-            with pytest.raises(RemoteError) as refused:
-                await bob_a.subscribe(terminal, timeout=TIMEOUT)
-            assert refused.value.code == -32009
-            since = len(bob_a.envelopes)
-            seq = await bob_a.dispatch(terminal, TerminalInputAction(data="echo bob\n"))
-            await bob_a.wait_for(lambda c: len(own_answers(c, since)) == 1, timeout=TIMEOUT)
-            assert own_answers(bob_a, since) == [(seq, True)]
-            with pytest.raises(RemoteError) as not_his:
-                await bob_a.request("disposeTerminal", {"channel": terminal}, timeout=TIMEOUT)
-            assert not_his.value.code == -32009
-            assert terminal in b.host.workspace_channels
-            await alice_a.subscribe(terminal, timeout=TIMEOUT)
-            await alice_a.dispatch(terminal, TerminalInputAction(data="echo alice-$((6*7))\n"))
-            await alice_a.wait_for(
-                lambda c: "alice-42" in terminal_output(c, terminal), timeout=TIMEOUT
-            )
-            assert "bob" not in terminal_output(alice_a, terminal)
-    finally:
-        await a.abort()
-        await b.abort()
+        assert "bob" not in terminal_output(alice_a, terminal)
 
 
 async def test_a_node_that_restarts_is_told_the_other_nodes_terminals(
