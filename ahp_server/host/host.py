@@ -117,6 +117,10 @@ class _Terminals(msgspec.Struct, frozen=True):
     terminals: tuple[TerminalInfo, ...]
     #: The node's first since it started: every other node tells its own in turn.
     hello: bool = False
+    #: The user of each client holding one of ``terminals`` (a client's claim) that the
+    #: node knows: the root's owner may never have met that client, and lists the
+    #: terminal for its user only (multi-user mode, :meth:`Host.may_see_claim`).
+    claimants: dict[str, str] = {}
 
 
 #: The ``root/session*`` notifications one node tells the others (sharded mode), by method.
@@ -304,6 +308,10 @@ class Host:
         self._hello = True
         #: The same by terminal: the node that reported it (where its requests go).
         self._terminal_nodes: dict[str, str] = {}
+        #: The users of the clients holding those terminals, as their nodes told them
+        #: (``_Terminals.claimants``), by node and merged.
+        self._node_claimants: dict[str, dict[str, str]] = {}
+        self._claimants: dict[str, str] = {}
         self.node_alive: Callable[[str], bool] = lambda node: True
         #: Asks for the root's terminal catalogue to be published again (the terminal
         #: service: ``TerminalService.catalogue_changed``).
@@ -826,7 +834,10 @@ class Host:
         if isinstance(claim, TerminalSessionClaim):
             return self.may_see(connection, claim.session)
         if isinstance(claim, TerminalClientClaim):
-            return self.client_users.get(claim.client_id) == connection.user
+            user = self.client_users.get(claim.client_id)
+            if user is None:  # a client of another node (sharded mode): as that node told
+                user = self._claimants.get(claim.client_id)
+            return user == connection.user
         return False
 
     def may_access(self, connection: Connection, channel: str) -> bool:
@@ -999,7 +1010,14 @@ class Host:
         if self.root_notices is None:
             return mine
         hello, self._hello = self._hello, False
-        self.root_notices(NODE_TERMINALS, _Terminals(terminals=mine, hello=hello), "", None)
+        claimants = {
+            t.claim.client_id: user
+            for t in mine
+            if isinstance(t.claim, TerminalClientClaim)
+            and (user := self.client_users.get(t.claim.client_id)) is not None
+        }
+        told = _Terminals(terminals=mine, hello=hello, claimants=claimants)
+        self.root_notices(NODE_TERMINALS, told, "", None)
         if not self.owns(ROOT):
             return None
         others = (
@@ -1014,19 +1032,27 @@ class Host:
         (``None``: no other node did)."""
         return self._terminal_nodes.get(channel)
 
-    def _node_told(self, node: str, terminals: tuple[TerminalInfo, ...]) -> None:
-        """``node``'s terminals are ``terminals`` now (the newest told kept last)."""
+    def _node_told(self, node: str, told: _Terminals) -> None:
+        """``node``'s terminals are ``told``'s now (the newest told kept last)."""
         self._forget_terminals(node)
-        self.node_terminals[node] = terminals
-        for info in terminals:
+        self.node_terminals[node] = told.terminals
+        for info in told.terminals:
             self._terminal_nodes[info.resource] = node
+        held = {
+            t.claim.client_id for t in told.terminals if isinstance(t.claim, TerminalClientClaim)
+        }
+        self._node_claimants[node] = {c: u for c, u in told.claimants.items() if c in held}
         if len(self.node_terminals) > MAX_TERMINAL_NODES:
             self._forget_terminals(next(iter(self.node_terminals)))
+        self._claimants = {
+            c: u for users in self._node_claimants.values() for c, u in users.items()
+        }
 
     def _forget_terminals(self, node: str) -> None:
         for info in self.node_terminals.pop(node, ()):
             if self._terminal_nodes.get(info.resource) == node:
                 del self._terminal_nodes[info.resource]
+        self._node_claimants.pop(node, None)
 
     def noticed(
         self, method: str, params: bytes, session: str, owner: str | None, node: str = ""
@@ -1040,7 +1066,7 @@ class Host:
             except ValueError:
                 log.warning("unreadable terminals from another node dropped", node=node)
                 return
-            self._node_told(node, told.terminals)
+            self._node_told(node, told)
             if self.owns(ROOT) or told.hello:
                 # A node that (re)started is told this node's terminals in turn: it routes
                 # requests for them here (docs/scale-out.md "Built: routing").

@@ -938,3 +938,31 @@ async def test_a_client_of_one_node_reads_the_changesets_of_a_session_another_no
         # A refusal carries the number reached, not one of its own: numbers never go back.
         numbers = [e.server_seq for e in on_b.envelopes]
         assert numbers == sorted(numbers)
+
+
+async def test_a_terminal_a_client_claimed_on_another_node_is_listed_for_its_user_only(
+    url: str, name: str, nats_bus: PrivateNats, tmp_path: Path
+) -> None:
+    """Multi-user mode: alice's client of node-b (not the root's owner) makes a terminal
+    it claims itself (of no session). node-a, which writes the root channel, never met
+    that client, yet alice sees the terminal in the root state through both nodes — the
+    owner of the terminal tells its claimant's user with it — and bob does not."""
+    shell = ("/bin/sh",)
+    async with _alice_and_bob(url, nats_bus, name, tmp_path, terminal_shell=shell) as (
+        a,
+        _b,
+        alice_b,
+        alice_a,
+        bob_a,
+    ):
+        terminal = await _terminal_on(url, alice_b, in_directory=tmp_path)
+        await _told(a, terminal, "node-b")
+        for client in (alice_a, alice_b):
+            await client.subscribe(ROOT, timeout=TIMEOUT)  # a snapshot made by node-a
+            await client.wait_for(lambda c: terminal in terminals(c), timeout=TIMEOUT)
+        await bob_a.subscribe(ROOT, timeout=TIMEOUT)
+        # bob's root view follows the same envelopes: alice's client's next terminal too.
+        later = await _terminal_on(url, alice_b, in_directory=tmp_path)
+        await alice_a.wait_for(lambda c: later in terminals(c), timeout=TIMEOUT)
+        assert terminal not in terminals(bob_a)
+        assert later not in terminals(bob_a)
