@@ -66,6 +66,7 @@ from ahp_server.store.group import HIGH_WATER, SEGMENT, Callback, GroupCommit, R
 from ahp_server.store.lift import MARKER, Lifter
 
 __all__ = [
+    "CHANNEL_NODE",
     "CLUSTER_DELIVERED",
     "CLUSTER_DIRECTORY",
     "CLUSTER_TABLES",
@@ -79,7 +80,7 @@ __all__ = [
 
 log = structlog.get_logger(__name__)
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 6
 
 #: ``meta`` row set to 1 once a sharded store (``store/sharded.py``) numbered the log
 #: with the commit counter: a single-primary store must not open that database.
@@ -114,6 +115,12 @@ ALTER TABLE cluster_nodes ADD COLUMN IF NOT EXISTS delivered BIGINT NOT NULL DEF
 #: node serving it may own the session, docs/scale-out.md "Working directories").
 CLUSTER_DIRECTORY = """
 ALTER TABLE session_owner ADD COLUMN IF NOT EXISTS directory TEXT;
+"""
+
+#: Schema 6: the node that made each terminal (sharded mode: a node that starts loads only
+#: its own, docs/scale-out.md "Built: routing"); NULL for every other channel.
+CHANNEL_NODE = """
+ALTER TABLE channels ADD COLUMN IF NOT EXISTS node TEXT;
 """
 
 #: Forward migrations: MIGRATIONS[n] brings schema n to n + 1 (one transaction each).
@@ -173,6 +180,8 @@ MIGRATIONS: dict[int, str] = {
     3: CLUSTER_DELIVERED,
     # Schema 5: the working directory of each session's owner row (sharded mode).
     4: CLUSTER_DIRECTORY,
+    # Schema 6: the node that made each terminal (sharded mode).
+    5: CHANNEL_NODE,
 }
 
 #: Serialises migrations across nodes sharing a database (pg_advisory_xact_lock key).

@@ -74,6 +74,9 @@ from ahp_server.store.ownership import (
 )
 from ahp_server.store.postgres import NUMBERING_KEY, PostgresStore, _Write, masked
 
+#: The catalogue's kind of a terminal channel (``host/channels/terminals.py``).
+_TERMINAL = "terminal"
+
 __all__ = ["RETENTION", "ROOT", "Local", "Located", "ShardedStore"]
 
 #: A channel's row, its session's row (a chat), and the session's owner node.
@@ -247,8 +250,20 @@ class ShardedStore(PostgresStore):
         return self._opened
 
     async def channels(self) -> list[ChannelRow]:
-        """The catalogue; every chat in it bound to its session (fenced by its owner row)."""
-        rows = await super().channels()
+        """The catalogue; every chat in it bound to its session (fenced by its owner row).
+
+        Of the terminals, only this node's: a terminal lives and ends with the node that
+        made it, and loaded here (exited: its process is gone with this node's last run)
+        another node's running terminal would be ended for every client. A terminal
+        made before schema 6 names no node, and is nobody's.
+        """
+        found = await self._fetch(
+            "SELECT uri, kind, session, created_at, summary, active_turn FROM channels "
+            "WHERE kind <> $1 OR node = $2",
+            _TERMINAL,
+            self.node,
+        )
+        rows = [ChannelRow(*row) for row in found]
         for row in rows:
             if row.kind == "chat" and row.session is not None:
                 self.bind(row.uri, row.session)
@@ -342,6 +357,8 @@ class ShardedStore(PostgresStore):
         if session is not None and kind == "chat":
             self.bind(uri, session)
         super().put_channel(uri, kind, session, created_at, summary)
+        if kind == _TERMINAL:  # in the same commit: its maker (see ``channels``)
+            self._statement(uri, "UPDATE channels SET node = $1 WHERE uri = $2", self.node, uri)
 
     def set_channel_session(self, uri: str, session: str) -> None:
         # Fenced by the session it leaves (queued before the move) ...

@@ -966,3 +966,49 @@ async def test_a_terminal_a_client_claimed_on_another_node_is_listed_for_its_use
         await alice_a.wait_for(lambda c: later in terminals(c), timeout=TIMEOUT)
         assert terminal not in terminals(bob_a)
         assert later not in terminals(bob_a)
+
+
+def _content(state: TerminalState) -> str:
+    return "".join(getattr(p, "value", "") or getattr(p, "output", "") for p in state.content)
+
+
+async def test_a_node_that_restarts_shows_its_own_earlier_terminals_and_no_other_nodes(
+    url: str, name: str, nats_bus: PrivateNats, tmp_path: Path
+) -> None:
+    """node-b makes a terminal that prints, and stops; node-c's terminal runs on. node-b
+    started again under its name loads its own terminal — exited, with its output, listed
+    in the root state again — and not node-c's, which goes on running on node-c."""
+    shell = {"terminal_shell": ("/bin/sh",), "workspace_roots": (str(tmp_path),)}
+    async with (
+        running(url, nats_bus, name, "node-a", **shell) as a,
+        running(url, nats_bus, name, "node-c", **shell) as c,
+        AhpClient.connect(a.urls[0], subscriptions=[ROOT]) as on_a,
+        AhpClient.connect(c.urls[0]) as on_c,
+    ):
+        first = ShardedNode(replace(settings(url, nats_bus, name, "node-b"), **shell))
+        await first.start()
+        try:
+            async with AhpClient.connect(first.urls[0]) as on_b:
+                mine = await _terminal_on(url, on_b)
+                await on_b.subscribe(mine, timeout=TIMEOUT)
+                await on_b.dispatch(mine, TerminalInputAction(data="echo before-$((6*7))\n"))
+                await on_b.wait_for(
+                    lambda cl: "before-42" in terminal_output(cl, mine), timeout=TIMEOUT
+                )
+        finally:
+            await first.stop()  # its terminal ends (exited), everything commits
+        theirs = await _terminal_on(url, on_c)
+        async with (
+            running(url, nats_bus, name, "node-b", **shell) as b,
+            AhpClient.connect(b.urls[0]) as on_b,
+        ):
+            assert mine in b.host.workspace_channels
+            assert theirs not in b.host.workspace_channels
+            state = await on_b.subscribe(mine, timeout=TIMEOUT)
+            assert isinstance(state, TerminalState)
+            assert state.lifecycle.status == "exited"
+            assert "before-42" in _content(state)
+            # The root's owner lists it again, beside node-c's running one.
+            await on_a.wait_for(lambda cl: mine in terminals(cl), timeout=TIMEOUT)
+            assert theirs in terminals(on_a)
+            assert c.host.workspace_channels[theirs].state.lifecycle.status == "running"

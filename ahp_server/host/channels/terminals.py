@@ -761,13 +761,9 @@ class TerminalService:
     async def start(self, rows: Sequence[ChannelRow]) -> None:
         """Load every stored terminal as an exited one (their processes are gone).
 
-        Not in sharded mode: a terminal lives and ends with the node that made it, and
-        the shared catalogue does not say which node that was. Loaded here as this
-        node's, exited, another node's running terminal would be ended for every client
-        (docs/scale-out.md "Built: routing"). A sharded node loads no stored terminal.
+        In sharded mode ``rows`` holds this node's terminals only (``ShardedStore.channels``):
+        another node's may still run (docs/scale-out.md "Built: routing").
         """
-        if self.host.router is not None:
-            return
         for row in rows:
             if row.kind == KIND:
                 await self._load(row)
