@@ -56,26 +56,27 @@ Callback = tuple[Callable[..., None], tuple[object, ...]]
 
 #: A stored segment: its entries as (serverSeq, clock ms, envelope JSON).
 SEGMENT = msgspec.json.Decoder(list[tuple[int, float, msgspec.Raw]])
+_ENTRIES = msgspec.json.Encoder()
 
 
 def segments(rows: list[Row]) -> list[tuple[str, int, int, bytes]]:
     """Envelope rows (in ``serverSeq`` order) as one log segment per channel.
 
     One row per channel per commit instead of one per envelope: far less
-    database work, and fewer trips through the driver.
+    database work, and fewer trips through the driver. Each segment is the JSON
+    array of its ``[serverSeq, clock ms, envelope]`` entries (:data:`SEGMENT`),
+    encoded in one call: a batch held back behind a transaction (thousands of
+    rows) costs the loop about a microsecond a row.
     """
-    by_channel: dict[str, list[bytes]] = {}
-    first: dict[str, int] = {}
-    last: dict[str, int] = {}
+    by_channel: dict[str, list[tuple[int, float, msgspec.Raw]]] = {}
     for seq, channel, at_ms, envelope in rows:
         entries = by_channel.get(channel)
         if entries is None:
             entries = by_channel[channel] = []
-            first[channel] = seq
-        entries.append(b"[%d,%s,%s]" % (seq, repr(at_ms).encode(), envelope))
-        last[channel] = seq
+        entries.append((seq, at_ms, msgspec.Raw(envelope)))
+    encode = _ENTRIES.encode
     return [
-        (channel, first[channel], last[channel], b"[" + b",".join(entries) + b"]")
+        (channel, entries[0][0], entries[-1][0], encode(entries))
         for channel, entries in by_channel.items()
     ]
 

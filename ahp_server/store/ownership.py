@@ -73,6 +73,7 @@ from typing import Any, NamedTuple
 import msgspec
 
 from ahp_server.store.base import StoreError
+from ahp_server.store.group import segments
 from ahp_server.store.lease import Connected, LeaseLost
 from ahp_server.store.postgres import (
     CLUSTER_DELIVERED,
@@ -305,20 +306,8 @@ def batch_segments(batch: Sequence[tuple[str, float, bytes]]) -> list[Segment]:
     channel's segment (the envelope without ``serverSeq``: JSON, spliced at
     delivery), so it reads back as number ``base + 1 + k`` (:func:`numbered`).
     """
-    by: dict[str, list[bytes]] = {}
-    first: dict[str, int] = {}
-    last: dict[str, int] = {}
-    for offset, (channel, at_ms, envelope) in enumerate(batch):
-        entries = by.get(channel)
-        if entries is None:
-            entries = by[channel] = []
-            first[channel] = offset
-        entries.append(b"[%d,%s,%s]" % (offset, repr(float(at_ms)).encode(), envelope))
-        last[channel] = offset
-    return [
-        Segment(channel, first[channel], last[channel], b"[" + b",".join(entries) + b"]")
-        for channel, entries in by.items()
-    ]
+    rows = [(k, channel, float(at_ms), env) for k, (channel, at_ms, env) in enumerate(batch)]
+    return [Segment(*segment) for segment in segments(rows)]
 
 
 def numbered(first_seq: int, entries: bytes) -> list[tuple[int, float, bytes]]:

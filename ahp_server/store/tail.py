@@ -118,8 +118,8 @@ def _decode_segments(payload: bytes) -> list[SegmentRow]:
 
 
 def _frame(kind: int, payload: bytes) -> bytes:
-    body = bytes((kind,)) + payload
-    return _RECORD.pack(len(payload), zlib.crc32(body), kind) + payload
+    crc = zlib.crc32(payload, zlib.crc32(bytes((kind,))))  # of kind + payload, uncopied
+    return _RECORD.pack(len(payload), crc, kind) + payload
 
 
 class TailFile:
