@@ -1424,6 +1424,7 @@ class ChatActor(ChannelActor[ChatState]):
             terminals=self.host.agent_terminal_started,
             files=self.host.file_changed,
             elapsed_ms=elapsed_ms,
+            turnstile=self.host.turnstile,
         )
         self.runner.start()
         if (

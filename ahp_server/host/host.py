@@ -58,6 +58,7 @@ from ahp_server.host.core.looplag import LoopLag
 from ahp_server.host.core.routing import Router
 from ahp_server.host.core.runtime import Counters
 from ahp_server.host.core.sequencer import Hub
+from ahp_server.host.core.turnstile import Turnstile
 from ahp_server.host.sessions import CREATING, AgentSessions
 from ahp_server.protocol import codec
 from ahp_server.protocol.errors import AhpErrorCode, ProtocolError
@@ -214,6 +215,9 @@ class Host:
         self.roots = Roots.from_settings(self.settings)
         self.now = clock
         self.store = store or make_store(self.settings)
+        #: Bursts of ready work (N turns' actions, N clients' frames) run in slices of
+        #: the event loop (host/core/turnstile.py).
+        self.turnstile = Turnstile()
         self.hub = Hub(
             replay_max_envelopes=self.settings.replay_max_envelopes,
             replay_max_bytes=self.settings.replay_max_bytes,

@@ -122,6 +122,13 @@ def render(host: Host) -> str:
         "The longest garbage collection since the host started, by generation.",
         [(f'{{generation="{g}"}}', p.max) for g, p in enumerate(lag.gc.generations)],
     )
+    metric(
+        "ahp_turnstile_held_total",
+        "counter",
+        "Times work that became ready at once (turns' actions, clients' frames) was held "
+        "for a later turn of the event loop, to keep each turn short.",
+        [("", host.turnstile.held)],
+    )
     commits = getattr(store, "commits", 0)
     seconds = getattr(store, "commit_seconds", 0.0)
     metric("ahp_persist_commits_total", "counter", "Store transactions committed.", [("", commits)])

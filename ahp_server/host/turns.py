@@ -53,6 +53,7 @@ from ahp_server.agents.base import (
     ToolDecision,
     TurnRequest,
 )
+from ahp_server.host.core.turnstile import Turnstile
 from ahp_server.protocol.reducers.chat import part_id_of
 from ahp_server.protocol.types import (
     ChatActivityChangedAction,
@@ -215,8 +216,12 @@ class TurnRunner:
         terminals: Callable[[TurnRequest, AgentTerminal], Awaitable[None]] | None = None,
         files: Callable[[TurnRequest, FileChange], Awaitable[None]] | None = None,
         elapsed_ms: int = 0,
+        turnstile: Turnstile | None = None,
     ) -> None:
         self.actor = actor
+        #: Passed before each action the provider emits: N turns' actions due at once
+        #: run in slices of the loop (host/core/turnstile.py).
+        self._turnstile = turnstile or Turnstile()
         #: How long the turn had run before this runner (a resumed turn): its
         #: duration counts from the turn's start, not from this runner's.
         self._elapsed_ms = elapsed_ms
@@ -284,6 +289,8 @@ class TurnRunner:
 
     async def emit(self, action: object) -> None:
         """Submit a server action for this turn (after any text still being coalesced)."""
+        if self._turnstile.closed():
+            await self._turnstile.wait()
         if self._coalesce_window <= 0:  # the hot path: no buffer, no lock
             if self.closed:
                 raise asyncio.CancelledError
@@ -328,6 +335,8 @@ class TurnRunner:
 
     async def _flush_later(self) -> None:
         await asyncio.sleep(self._coalesce_window)
+        if self._turnstile.closed():  # N turns' windows ending together
+            await self._turnstile.wait()
         self._flusher = None
         with contextlib.suppress(asyncio.CancelledError):
             await self.flush()
@@ -492,6 +501,8 @@ class TurnRunner:
             )
         if not self.closed:
             with contextlib.suppress(asyncio.CancelledError):
+                if self._turnstile.closed():  # N turns ending together
+                    await self._turnstile.wait()
                 await self.flush()  # coalesced text goes before the end of the turn
             self.closed = True
             await self.actor.submit_from_runner(self, final, final_action=True)

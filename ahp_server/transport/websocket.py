@@ -387,7 +387,10 @@ async def start_server(gateway: Gateway, *, edge: EdgeRelay | None = None) -> Se
             client=client,
         )
         try:
+            turnstile = host.turnstile
             async for frame in websocket:
+                if turnstile.closed():  # N clients' frames read at once: in slices
+                    await turnstile.wait()
                 await gateway.handle_frame(connection, frame)
         except ConnectionClosed:
             pass

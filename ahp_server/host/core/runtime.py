@@ -19,6 +19,7 @@ from typing import Any, Protocol
 from ahp_server.agents.base import AgentTerminal, FileChange, Provider, TurnRequest
 from ahp_server.config import Settings
 from ahp_server.host.core.sequencer import Hub
+from ahp_server.host.core.turnstile import Turnstile
 from ahp_server.workspace.roots import Roots
 
 __all__ = ["Counters", "Runtime"]
@@ -47,6 +48,11 @@ class Runtime(Protocol):
 
     @property
     def counters(self) -> Counters: ...
+
+    @property
+    def turnstile(self) -> Turnstile:
+        """Spreads bursts of ready work over turns of the loop (``turnstile.py``)."""
+        ...
 
     @property
     def roots(self) -> Roots:
