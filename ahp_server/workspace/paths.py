@@ -64,6 +64,7 @@ __all__ = [
     "confine_directory",
     "confine_entry",
     "confine_path",
+    "directory_path",
     "file_uri",
     "file_uri_to_path",
     "inside",
@@ -137,6 +138,16 @@ def file_uri_to_path(uri: str) -> str:
     if "\x00" in decoded:
         raise PathInvalid(f"{uri!r} contains an encoded NUL character")
     return decoded
+
+
+def directory_path(uri: str | None) -> str | None:
+    """A working directory's absolute path (``file:`` URI), or ``None`` when it is not one."""
+    if uri is None:
+        return None
+    try:
+        return file_uri_to_path(uri)
+    except (PathInvalid, ValueError):
+        return None
 
 
 def file_uri(path: str | Path) -> str:

@@ -107,7 +107,7 @@ from ahp_server.protocol.versions import (
 )
 from ahp_server.protocol.views import v0_7
 from ahp_server.store.base import newest_within
-from ahp_server.workspace.paths import PathInvalid, PathRefused, file_uri, file_uri_to_path
+from ahp_server.workspace.paths import PathInvalid, PathRefused, directory_path, file_uri
 
 __all__ = ["Commands"]
 
@@ -336,7 +336,7 @@ class Commands:
         """``createSession`` on the node placement picks by the session's working
         directory (``None``: this one). A node whose route cannot be opened is left
         out and the next candidate tried, each once (docs/scale-out.md "Placement")."""
-        directory = _directory_path(_first_directory(params))
+        directory = directory_path(_first_directory(params))
         tried: frozenset[str] = frozenset()
         while True:
             node = await router.owner("createSession", channel, directory=directory, exclude=tried)
@@ -972,7 +972,7 @@ class Commands:
         # row, epoch 1); one another node made under the same name is refused.
         if host.claim_session is not None and (
             not await host.claim_session(
-                uri, _directory_path(primary or (directories[0] if directories else None))
+                uri, directory_path(primary or (directories[0] if directories else None))
             )
             or uri in host.session_index
         ):
@@ -1346,16 +1346,6 @@ def _normal_channel(uri: str, what: str) -> None:
         raise InvalidParams(
             f"the {what} URI is not in RFC 3986 normal form: write it as {normal!r}"
         )
-
-
-def _directory_path(uri: str | None) -> str | None:
-    """A working directory's absolute path (``file:`` URI), or ``None`` when it is not one."""
-    if uri is None:
-        return None
-    try:
-        return file_uri_to_path(uri)
-    except (PathInvalid, ValueError):
-        return None
 
 
 class _Directories(msgspec.Struct):
