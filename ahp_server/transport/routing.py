@@ -155,6 +155,15 @@ class _Made(msgspec.Struct):
 _MADE = msgspec.json.Decoder(_Made)
 
 
+class _Moved(msgspec.Struct):
+    """What a ``moveChat`` answered: the session holding the chat now."""
+
+    session: str
+
+
+_MOVED = msgspec.json.Decoder(_Moved)
+
+
 @dataclass(slots=True, eq=False)
 class _Route:
     """One client connection's relayed connection to one owner."""
@@ -397,6 +406,11 @@ class Routes:
                 self._unknown.pop(channel, None)
             if method == "createSession":
                 self._owners[made.channel] = node  # where placement put it
+        elif method == "moveChat":
+            # The chat's session now, on the same node (the owner moves a chat only there).
+            session = _MOVED.decode(frame.result).session
+            self._host.chat_index[_MADE.decode(params).channel] = session
+            self._owners[session] = node
         return bytes(frame.result)
 
     async def notify(self, connection: Connection, node: str, method: str, params: bytes) -> None:

@@ -190,9 +190,10 @@ _ABSENT = frozenset(
 #: channel no longer reaches back to the owner's snapshot.
 _RESUBSCRIBE = 3
 
-#: Requests whose answer says a channel exists: forwarded from another node, they are
-#: answered once the catalogue has it (sharded mode).
-_CATALOGUED = frozenset({"createSession", "createChat"})
+#: Requests whose answer says a channel exists (``moveChat``: the chat's session, maybe
+#: a new one): forwarded from another node, they are answered once the catalogue has it
+#: (sharded mode).
+_CATALOGUED = frozenset({"createSession", "createChat", "moveChat"})
 
 _NULL = b"null"
 _EMPTY = b"{}"

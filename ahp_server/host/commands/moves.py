@@ -24,6 +24,14 @@ reordering chats" decide what follows:
   default chat (``movable: false`` from then on); the agent opens it as it
   opens any new session.
 
+Sharded mode (docs/scale-out.md "Built: routing"): ``moveChat`` is routed to
+the node owning the chat's session (``host/core/routing.py`` ``ROUTED``),
+which moves it as here. A chat moves only between sessions of that node: a
+``session`` destination another node owns is refused (``-32602``, nothing
+changed: the spec lets a host reject a destination it does not support), and
+a ``newSession`` destination is claimed by that node (its owner row) before
+the chat joins it.
+
 The chat changes session inside its own actor (the one writer of a chat), so
 no turn can start between the check and the move. The ownership row is
 written before either catalogue changes; a session that loads with a
@@ -46,7 +54,7 @@ from ahp_server.host.core.fanout import Connection
 from ahp_server.host.host import Host
 from ahp_server.host.sessions import new_session_actor
 from ahp_server.protocol import codec
-from ahp_server.protocol.errors import AhpErrorCode, InvalidParams, ProtocolError
+from ahp_server.protocol.errors import AhpErrorCode, InternalError, InvalidParams, ProtocolError
 from ahp_server.protocol.types import (
     ActiveTurn,
     ChatMovableChangedAction,
@@ -61,6 +69,7 @@ from ahp_server.protocol.types import (
     SessionChatsReorderedAction,
 )
 from ahp_server.protocol.uris import SESSION_SCHEME
+from ahp_server.workspace.paths import directory_path
 
 __all__ = ["ChatMoves", "directories_in", "placed"]
 
@@ -119,6 +128,7 @@ class ChatMoves:
         if not isinstance(destination, ChatMoveToSessionDestination):
             kind = getattr(destination, "kind", None) or "unknown"
             raise InvalidParams(f"destination kind {kind!r} is not supported by this host")
+        await self._check_here(destination.session)
         target = await host.session(destination.session)
         if target is None:
             raise ProtocolError(
@@ -138,6 +148,24 @@ class ChatMoves:
             await self._transfer(chat, target, after)
         log.info("chat moved", chat=chat.uri, session=target.uri, client_id=connection.client_id)
         return codec.encode(MoveChatResult(session=target.uri))
+
+    async def _check_here(self, session: str) -> None:
+        """Sharded mode: refuse (``-32602``) a destination ``session`` this node does not own.
+        Its chats, its catalogue and its agent are its owner's (docs/scale-out.md "Sharded
+        mode"): loaded here, they would have two writers. A session no node knows is left
+        to the caller (``-32001``)."""
+        host = self.host
+        router = host.router
+        if router is None or host.owns(session):
+            return
+        node = await router.owner("moveChat", session)  # reads the catalogue for it
+        if session not in host.session_index:
+            return  # no such session
+        where = "another node" if node is None else f"node {node}"
+        raise InvalidParams(
+            f"session {session} lives on {where} of this cluster: a chat moves only between "
+            "sessions of the node that owns it (or to a newSession destination)"
+        )
 
     async def _transfer(self, chat: ChatActor, target: SessionActor, after: str | None) -> None:
         """Move ``chat`` into ``target``: checked and rebound inside the chat's actor."""
@@ -189,6 +217,12 @@ class ChatMoves:
                     f"chat {chat.uri} has a turn running: cancel it or wait for its end, "
                     "then move the chat"
                 )
+            claim = host.claim_session
+            if claim is not None and not await claim(
+                uri, directory_path(directories[0] if directories else None)
+            ):
+                # Sharded mode: this node owns the new session from its first write.
+                raise InternalError(f"session {uri} could not be claimed: try again")
             made = new_session_actor(host, uri, source.state.provider, directories, connection.user)
             host.add_session(made)  # creating: its agent opens it below
             chat.session = made

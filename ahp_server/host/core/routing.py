@@ -24,7 +24,8 @@ __all__ = ["ROUTED", "Router", "Unreachable"]
 #: (``createSession``: the node placement picks; ``dispatchAction`` on the root
 #: channel: the root's owner; a terminal's: the node that made it, which reported it;
 #: a changeset's — ``invokeChangesetOperation`` too — its session's owner, a chat's
-#: changeset its chat's). Everything else — the handshake, ``createTerminal``,
+#: changeset its chat's; ``moveChat``: its chat's session's owner, which refuses a
+#: destination session of another node). Everything else — the handshake, ``createTerminal``,
 #: resources, resource watches — is this node's.
 ROUTED = frozenset(
     {
@@ -38,6 +39,7 @@ ROUTED = frozenset(
         "unsubscribe",
         "disposeTerminal",
         "invokeChangesetOperation",
+        "moveChat",
     }
 )
 
