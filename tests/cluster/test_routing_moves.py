@@ -1,4 +1,4 @@
-"""Routing in sharded mode: ``moveChat`` decided by the owner of the chat's session.
+"""Routing in sharded mode: ``moveChat`` and ``invokeChangesetOperation`` decided by the owner.
 
 Layer: tests (cluster, end to end). Sharded nodes in this process
 (``ShardedNode``) on the real PostgreSQL and the cluster tests' authenticated
@@ -6,9 +6,11 @@ Layer: tests (cluster, end to end). Sharded nodes in this process
 :class:`AhpClient` over real WebSockets. A client of one node moves a chat
 of a session another node owns (within that node, to a new session, refused
 towards a session of another node), bad input through another node gets a
-clear error and the connection stays. Assertions are on owner and catalogue
-rows, actors loaded per node, session catalogues and error codes; every wait
-is bounded by ``TIMEOUT``. docs/scale-out.md "Built: routing".
+clear error and the connection stays, and the owner answers a changeset
+operation that the client's node alone would answer otherwise. Assertions are
+on owner and catalogue rows, actors loaded per node, session catalogues and
+error codes; every wait is bounded by ``TIMEOUT``. docs/scale-out.md "Built:
+routing".
 """
 
 from __future__ import annotations
@@ -19,9 +21,11 @@ from pathlib import Path
 
 import pytest
 
+from ahp_server.agents.base import FileChange, TurnRequest
 from ahp_server.client import AhpClient, ConnectionClosedError, RemoteError
 from ahp_server.cluster.sharded import ShardedNode
-from ahp_server.protocol.types import ChatState, SessionState
+from ahp_server.protocol.types import ChangesetState, ChatState, SessionState
+from ahp_server.protocol.uris import turn_changeset
 from tests.cluster.helpers import PrivateNats, new_cluster_name
 from tests.cluster.test_routing import _alice_and_bob
 from tests.cluster.test_sharded import owners, running, session_of
@@ -205,3 +209,46 @@ async def test_a_move_forwarded_to_a_node_that_lost_the_session_changes_nothing(
         assert a.host.chat_index[chat] == first
         assert chat not in b.host.chats
         assert not on_a.closed
+
+
+async def test_the_owner_answers_a_changeset_operation_asked_through_another_node(
+    url: str, name: str, nats_bus: PrivateNats, tmp_path: Path
+) -> None:
+    """invokeChangesetOperation on the changeset of a turn of node-a's session, asked
+    through node-b: node-a answers — it holds the turn and the file it changed, and
+    offers no operation (-32602 naming it). node-b alone knows neither the turn nor
+    its changeset: answering itself, it would say -32008 (no changeset)."""
+    async with two_nodes(url, nats_bus, name) as (a, b, on_a, on_b):
+        chat = await on_a.open_chat("echo", timeout=TIMEOUT)
+        session = await session_of(url, chat)
+        await on_a.ask(chat, "hello", timeout=TIMEOUT)
+        turn = on_a.view(chat, ChatState).turns[0]
+        request = TurnRequest(session=session, chat=chat, turn_id=turn.id, message=turn.message)
+        changed = tmp_path / "one.txt"
+        await a.host.file_changed(request, FileChange(str(changed), after="one\n", created=True))
+        uri = turn_changeset(session, turn.id)
+        with pytest.raises(RemoteError) as refused:
+            await on_b.request(
+                "invokeChangesetOperation",
+                {"channel": uri, "operationId": "revert"},
+                timeout=TIMEOUT,
+            )
+        assert refused.value.code == INVALID_PARAMS, refused.value.message
+        assert f"changeset {uri} has no operation 'revert'" in refused.value.message
+        assert uri in a.host.workspace_channels  # node-a's, with the file
+        state = a.host.workspace_channels[uri].state
+        assert isinstance(state, ChangesetState)
+        assert len(state.files) == 1
+        assert uri not in b.host.workspace_channels
+        # The same request with a turn nobody has: node-a's not found, the client stays.
+        unknown = turn_changeset(session, "no-such-turn")
+        with pytest.raises(RemoteError) as missing:
+            await on_b.request(
+                "invokeChangesetOperation",
+                {"channel": unknown, "operationId": "revert"},
+                timeout=TIMEOUT,
+            )
+        assert missing.value.code == NOT_FOUND
+        assert not on_b.closed
+        assert b.routes is not None
+        assert b.routes.forwarded >= 2
