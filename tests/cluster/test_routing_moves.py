@@ -165,8 +165,9 @@ async def test_another_users_chat_does_not_move_through_another_node(
     url: str, name: str, nats_bus: PrivateNats, tmp_path: Path
 ) -> None:
     """Multi-user mode: alice's chat is on node-b. Through node-a, bob cannot move it
-    (-32009, node-b's answer) and stays connected; alice moves it to a new session,
-    which node-b makes and owns."""
+    (-32009, node-b's answer), nor move his own chat of node-a into alice's session
+    (-32009 before any word of its node), and stays connected; alice moves it to a new
+    session, which node-b makes and owns."""
     async with _alice_and_bob(url, nats_bus, name, tmp_path) as (_, b, alice_b, alice_a, bob_a):
         session = await session_of(url, await alice_b.open_chat("echo", timeout=TIMEOUT))
         chat = await alice_b.create_chat(session, timeout=TIMEOUT)
@@ -174,6 +175,14 @@ async def test_another_users_chat_does_not_move_through_another_node(
             await bob_a.move_chat(chat, timeout=TIMEOUT)
         assert refused.value.code == PERMISSION_DENIED
         assert await session_of(url, chat) == session
+        bobs = await bob_a.create_chat(
+            await session_of(url, await bob_a.open_chat("echo", timeout=TIMEOUT)),
+            timeout=TIMEOUT,
+        )
+        with pytest.raises(RemoteError) as not_his:
+            await bob_a.move_chat(bobs, session, timeout=TIMEOUT)
+        assert not_his.value.code == PERMISSION_DENIED, not_his.value.message
+        assert "node-b" not in not_his.value.message
         assert not bob_a.closed
         made = await alice_a.move_chat(chat, timeout=TIMEOUT)
         assert (await owners(url))[made] == ("node-b", 1)

@@ -128,7 +128,7 @@ class ChatMoves:
         if not isinstance(destination, ChatMoveToSessionDestination):
             kind = getattr(destination, "kind", None) or "unknown"
             raise InvalidParams(f"destination kind {kind!r} is not supported by this host")
-        await self._check_here(destination.session)
+        await self._check_here(connection, destination.session)
         target = await host.session(destination.session)
         if target is None:
             raise ProtocolError(
@@ -149,11 +149,11 @@ class ChatMoves:
         log.info("chat moved", chat=chat.uri, session=target.uri, client_id=connection.client_id)
         return codec.encode(MoveChatResult(session=target.uri))
 
-    async def _check_here(self, session: str) -> None:
+    async def _check_here(self, connection: Connection, session: str) -> None:
         """Sharded mode: refuse (``-32602``) a destination ``session`` this node does not own.
         Its chats, its catalogue and its agent are its owner's (docs/scale-out.md "Sharded
         mode"): loaded here, they would have two writers. A session no node knows is left
-        to the caller (``-32001``)."""
+        to the caller (``-32001``); another user's is ``-32009``, as on one host."""
         host = self.host
         router = host.router
         if router is None or host.owns(session):
@@ -161,6 +161,7 @@ class ChatMoves:
         node = await router.owner("moveChat", session)  # reads the catalogue for it
         if session not in host.session_index:
             return  # no such session
+        host.check_access(connection, session)  # its creator is in the catalogue's row
         where = "another node" if node is None else f"node {node}"
         raise InvalidParams(
             f"session {session} lives on {where} of this cluster: a chat moves only between "
