@@ -163,6 +163,8 @@ class ChatMoves:
             return  # no such session
         host.check_access(connection, session)  # its creator is in the catalogue's row
         where = "another node" if node is None else f"node {node}"
+        # MoveChatParams: the host "MAY reject unsupported destinations", and a
+        # rejection leaves ownership, catalogues and chat state unchanged.
         raise InvalidParams(
             f"session {session} lives on {where} of this cluster: a chat moves only between "
             "sessions of the node that owns it (or to a newSession destination)"
