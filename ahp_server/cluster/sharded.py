@@ -186,6 +186,7 @@ class ShardedNode:
                 turns=self._turns,
                 nodes=self.ownership.live_nodes,
                 roots=self.host.roots.allowed(None),
+                declared=self.ownership.declared_roots,
             )
             self.owner_relay = PrimaryRelay(
                 self._nc,

@@ -150,6 +150,12 @@ SELECT node, sessions, turns, roots, draining FROM cluster_nodes
 WHERE expires_at > now() AND NOT draining ORDER BY node
 """
 
+#: Every node that ever joined, with its roots and whether it is live now (the database's
+#: clock; a draining node is not): what routes a file request (docs/scale-out.md "Resources").
+_DECLARED = """
+SELECT node, roots, expires_at > now() AND NOT draining FROM cluster_nodes ORDER BY node
+"""
+
 #: Nodes whose lease expired (or who drained) and that still own sessions.
 _EXPIRED = """
 SELECT n.node FROM cluster_nodes n
@@ -487,6 +493,12 @@ class Ownership(Connected):
             )
             for r in rows
         ]
+
+    async def declared_roots(self) -> list[tuple[Node, bool]]:
+        """Every node's row with the roots it declared, live or not, and whether it is live
+        (lease unexpired, not draining): a dead node's roots name who serves a path."""
+        rows = await self._run("fetch", _DECLARED)
+        return [(Node(node=str(r[0]), roots=tuple(r[1])), bool(r[2])) for r in rows]
 
     async def expired_nodes(self) -> list[str]:
         """The nodes whose lease expired (or that drained) and that still own sessions:

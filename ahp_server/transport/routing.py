@@ -84,6 +84,7 @@ from ahp_server.transport.relay_format import (
     fresh_open,
     unpack_frames,
 )
+from ahp_server.transport.resource_routes import request_paths, serves, serving_node
 from ahp_server.workspace.paths import inside
 
 __all__ = ["Placement", "Routes", "StampedTransport"]
@@ -97,6 +98,8 @@ Placement = Literal["least-loaded", "local"]
 UNKNOWN_FOR = 1.0
 #: The most such channels remembered (past it, all are forgotten).
 UNKNOWN_MAX = 10_000
+#: Seconds the nodes' declared roots, read for a file request, are used without reading again.
+NODES_FOR = 1.0
 
 _ACTION = b'{"jsonrpc":"2.0","method":"action","params":'
 _REJECTED = b',"rejectionReason":'
@@ -212,8 +215,11 @@ class Routes:
         turns: Callable[[], int] = lambda: 0,
         nodes: Callable[[], Awaitable[list[Node]]] | None = None,
         roots: Sequence[str] = (),
+        declared: Callable[[], Awaitable[list[tuple[Node, bool]]]] | None = None,
     ) -> None:
         """``nodes``: the live nodes with their roots (``Ownership.live_nodes``);
+        ``declared``: every node's roots and whether it is live (``Ownership.declared_roots``:
+        where a file request goes);
         ``roots``: the roots this node serves; ``timeout``: seconds a request waits for
         its answer; ``open_timeout``: seconds a route opened for a ``createSession``
         waits for the node's answer before the next candidate is tried (default
@@ -236,6 +242,10 @@ class Routes:
         self._turns = turns
         self._roots = tuple(roots)
         self._live_nodes = nodes
+        self._declared = declared
+        #: The nodes' declared roots as last read (for :data:`NODES_FOR`), and when.
+        self._declared_rows: list[tuple[Node, bool]] = []
+        self._declared_at = -NODES_FOR
         self._warnings = BusWarnings()
         # Route numbers start anywhere in 48 bits at each start (as the relay's).
         self._ids = 0 if signer is None else secrets.randbits(48)
@@ -419,6 +429,28 @@ class Routes:
             route, b'{"jsonrpc":"2.0","method":%s,"params":%s}' % (codec.encode(method), params)
         )
         self.forwarded += 1
+
+    async def resource(self, connection: Connection, method: str, params: bytes) -> bytes | None:
+        paths = request_paths(params)
+        if all(serves(self._roots, path) for path in paths):
+            return None  # served here (a shared root, or one of this node's): no hop, no read
+        nodes = await self._declared_roots()
+        node = serving_node(method, paths, self.node, self._roots, nodes, self.alive)
+        if node is None:
+            return None
+        return await self.request(connection, node, method, params)
+
+    async def _declared_roots(self) -> list[tuple[Node, bool]]:
+        """Every node's declared roots and liveness, read at most every :data:`NODES_FOR` s."""
+        if self._declared is None:
+            return []
+        if time.monotonic() - self._declared_at >= NODES_FOR:
+            try:
+                self._declared_rows = await self._declared()
+            except StoreError as error:
+                raise InternalError(f"cannot read the nodes' roots ({error}): try again") from None
+            self._declared_at = time.monotonic()
+        return self._declared_rows
 
     async def caught_up(self, seq: int) -> bool:
         if seq <= self._feed.delivered:

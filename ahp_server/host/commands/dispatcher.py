@@ -33,7 +33,7 @@ from ahp_server.host.actors import (
 )
 from ahp_server.host.core import edge
 from ahp_server.host.core.fanout import CLOSE_SERVICE_RESTART, Connection, ConnState
-from ahp_server.host.core.routing import ROUTED, Router, Unreachable
+from ahp_server.host.core.routing import RESOURCES, ROUTED, Router, Unreachable
 from ahp_server.host.host import Host
 from ahp_server.host.sessions import new_default_chat, new_session_actor
 from ahp_server.protocol import codec
@@ -289,6 +289,14 @@ class Commands:
         routed: bytes | None = None
         if router is not None and method in ROUTED and fork is None:
             routed = await self._route(connection, router, method, params)
+        elif (
+            router is not None
+            and method in RESOURCES
+            and not connection.forwarded
+            and not isinstance(params, UnsetType)
+        ):
+            # A file request: to a node serving its paths (docs/scale-out.md "Built: routing").
+            routed = await router.resource(connection, method, bytes(params))
         if routed is not None:
             result: bytes = routed
         else:

@@ -18,15 +18,16 @@ from typing import Protocol
 from ahp_server.host.core.fanout import Connection
 from ahp_server.protocol.errors import InternalError
 
-__all__ = ["ROUTED", "Router", "Unreachable"]
+__all__ = ["RESOURCES", "ROUTED", "Router", "Unreachable"]
 
 #: The requests and notifications whose ``channel`` names what the owner decides
 #: (``createSession``: the node placement picks; ``dispatchAction`` on the root
 #: channel: the root's owner; a terminal's: the node that made it, which reported it;
 #: a changeset's — ``invokeChangesetOperation`` too — its session's owner, a chat's
 #: changeset its chat's; ``moveChat``: its chat's session's owner, which refuses a
-#: destination session of another node). Everything else — the handshake, ``createTerminal``,
-#: resources, resource watches — is this node's.
+#: destination session of another node). Everything else — the handshake,
+#: ``createTerminal`` — is this node's, and the file requests go by their paths
+#: (:data:`RESOURCES`).
 ROUTED = frozenset(
     {
         "subscribe",
@@ -40,6 +41,24 @@ ROUTED = frozenset(
         "disposeTerminal",
         "invokeChangesetOperation",
         "moveChat",
+    }
+)
+
+
+#: The requests that name files (WIRE-SUMMARY §4.1): answered by a node serving a root that
+#: holds their paths — this one when it does (``Router.resource``; docs/scale-out.md
+#: "Built: routing", resources).
+RESOURCES = frozenset(
+    {
+        "resourceRead",
+        "resourceWrite",
+        "resourceList",
+        "resourceCopy",
+        "resourceMove",
+        "resourceDelete",
+        "resourceResolve",
+        "resourceMkdir",
+        "resourceRequest",
     }
 )
 
@@ -96,6 +115,13 @@ class Router(Protocol):
     async def notify(self, connection: Connection, node: str, method: str, params: bytes) -> None:
         """Forward a notification (``dispatchAction``, ``unsubscribe``) to ``node``, in order
         with what this connection forwarded before."""
+        ...
+
+    async def resource(self, connection: Connection, method: str, params: bytes) -> bytes | None:
+        """A file request (:data:`RESOURCES`, ``params`` encoded, 1.0) answered by the node
+        serving its paths, as :meth:`request`; ``None``: this node serves them (or nobody
+        does: this node refuses them). Raises ``ProtocolError`` (-32603) when the nodes
+        serving a path are not answering, or no node serves both paths of a copy or move."""
         ...
 
     async def caught_up(self, seq: int) -> bool:

@@ -1,0 +1,205 @@
+"""File requests in sharded mode go to a node that serves their paths (transport/routing.py).
+
+Sharded nodes in this process (``ShardedNode``) on the real PostgreSQL and the
+cluster tests' authenticated ``nats-server``, each serving a root of its own (a
+directory under the test's ``tmp_path``: one machine, so "node-a's disk" is the
+directory only node-a declares); clients are :class:`AhpClient` over real
+WebSockets. Every wait is bounded by ``TIMEOUT``. docs/scale-out.md "Built:
+routing" (resources).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from ahp_server.client import AhpClient
+from ahp_server.cluster.sharded import ShardedNode
+from ahp_server.config import UserConfig
+from ahp_server.workspace.paths import file_uri
+from tests.cluster.helpers import PrivateNats, new_cluster_name
+from tests.cluster.test_routing import ALICE, BOB
+from tests.cluster.test_sharded import owners, settings
+from tests.e2e.test_roots import call, refused
+from tests.postgres import query, until
+
+TIMEOUT = 30.0
+
+
+@contextlib.asynccontextmanager
+async def _nodes(
+    url: str, nats_bus: PrivateNats, tmp_path: Path, **changes: Any
+) -> AsyncIterator[tuple[ShardedNode, ShardedNode, dict[str, Path]]]:
+    """A cluster of its own: node-a serving ``tmp_path/a`` only, node-b ``tmp_path/b`` only
+    (each with a ``project`` directory), and the roots by name; both aborted at the end."""
+    name = new_cluster_name()
+    roots = {n: tmp_path / n for n in ("a", "b")}
+    for root in roots.values():
+        (root / "project").mkdir(parents=True)
+    nodes: list[ShardedNode] = []
+    try:
+        for node_name, root in (("node-a", roots["a"]), ("node-b", roots["b"])):
+            configured = replace(
+                settings(url, nats_bus, name, node_name),
+                workspace_roots=(str(root),),
+                **changes,
+            )
+            nodes.append(ShardedNode(configured))
+            await nodes[-1].start()
+        yield nodes[0], nodes[1], roots
+    finally:
+        for node in nodes:
+            await node.abort()
+
+
+def _names(listed: Any) -> list[str]:
+    return [entry["name"] for entry in listed["entries"]]
+
+
+async def test_a_client_of_one_node_uses_the_files_only_another_node_serves(
+    url: str, nats_bus: PrivateNats, tmp_path: Path
+) -> None:
+    """A client of node-b reads, lists, writes, copies, moves, resolves and deletes files
+    in a session's directory that only node-a serves: each request is answered by
+    node-a (forwarded), what it writes is in node-a's root; node-a's configured root is
+    listed too (a folder picker), and a path in node-b's own root is answered by node-b
+    with no hop. A copy from node-b's root into node-a's is refused, naming both."""
+    async with (
+        _nodes(url, nats_bus, tmp_path) as (a, b, roots),
+        AhpClient.connect(a.urls[0]) as on_a,
+        AhpClient.connect(b.urls[0]) as on_b,
+    ):
+        project = roots["a"] / "project"
+        session = await on_a.create_session("echo", [file_uri(project)], timeout=TIMEOUT)
+        assert (await owners(url))[session] == ("node-a", 1)
+        (project / "notes.txt").write_text("on node-a's disk\n")
+        assert b.routes is not None
+        before = b.routes.forwarded
+
+        read = await call(on_b, "resourceRead", uri=file_uri(project / "notes.txt"))
+        assert read["data"] == "on node-a's disk\n"
+        assert _names(await call(on_b, "resourceList", uri=file_uri(project))) == ["notes.txt"]
+        await call(
+            on_b,
+            "resourceWrite",
+            uri=file_uri(project / "new.txt"),
+            data="written through node-b",
+            encoding="utf-8",
+        )
+        assert (project / "new.txt").read_text() == "written through node-b"
+        await call(on_b, "resourceMkdir", uri=file_uri(project / "sub"))
+        await call(
+            on_b,
+            "resourceCopy",
+            source=file_uri(project / "new.txt"),
+            destination=file_uri(project / "sub" / "copy.txt"),
+        )
+        await call(
+            on_b,
+            "resourceMove",
+            source=file_uri(project / "notes.txt"),
+            destination=file_uri(project / "sub" / "moved.txt"),
+        )
+        assert (project / "sub" / "copy.txt").read_text() == "written through node-b"
+        assert (project / "sub" / "moved.txt").read_text() == "on node-a's disk\n"
+        resolved = await call(on_b, "resourceResolve", uri=file_uri(project / "sub"))
+        assert resolved["type"] == "directory"
+        await call(on_b, "resourceDelete", uri=file_uri(project / "new.txt"))
+        assert not (project / "new.txt").exists()
+        await call(on_b, "resourceRequest", uri=file_uri(project / "sub"), read=True)
+        # node-a's configured root (no session there): what a folder picker lists.
+        assert _names(await call(on_b, "resourceList", uri=file_uri(roots["a"]))) == ["project"]
+        assert b.routes.forwarded - before == 10  # every one answered by node-a
+
+        # A path in node-b's own root: node-b answers it, no hop.
+        mine = roots["b"] / "project"
+        await on_b.create_session("echo", [file_uri(mine)], timeout=TIMEOUT)
+        (mine / "here.txt").write_text("on node-b's disk")
+        forwarded = b.routes.forwarded
+        read = await call(on_b, "resourceRead", uri=file_uri(mine / "here.txt"))
+        assert read["data"] == "on node-b's disk"
+        assert b.routes.forwarded == forwarded
+        # A copy between the two nodes' roots: refused, naming both nodes.
+        across = await refused(
+            on_b,
+            "resourceCopy",
+            source=file_uri(mine / "here.txt"),
+            destination=file_uri(project / "here.txt"),
+        )
+        assert across.code == -32603
+        assert "node-a" in across.message
+        assert "node-b" in across.message
+        assert not (project / "here.txt").exists()
+        assert not on_b.closed
+
+
+async def _lapsed(url: str, node: str) -> bool:
+    rows = await query(url, "SELECT expires_at <= now() FROM cluster_nodes WHERE node = $1", node)
+    return bool(rows[0][0])
+
+
+async def test_a_path_no_live_node_serves_is_refused_naming_it_and_the_client_stays(
+    url: str, nats_bus: PrivateNats, tmp_path: Path
+) -> None:
+    """node-a, the only node serving a/, stops: node-b's client asking for a file there is
+    refused with -32603 naming the directory and node-a, not closed, and its next
+    request is answered; a path in no node's root is refused as on one host (-32009)."""
+    async with (
+        _nodes(url, nats_bus, tmp_path) as (a, b, roots),
+        AhpClient.connect(a.urls[0]) as on_a,
+        AhpClient.connect(b.urls[0]) as on_b,
+    ):
+        project = roots["a"] / "project"
+        await on_a.create_session("echo", [file_uri(project)], timeout=TIMEOUT)
+        (project / "notes.txt").write_text("on node-a's disk")
+        await a.abort()  # no drain: its lease runs out
+        async with asyncio.timeout(TIMEOUT):
+            await until(lambda: _lapsed(url, "node-a"))
+        for method in ("resourceRead", "resourceList"):
+            gone = await refused(on_b, method, uri=file_uri(project / "notes.txt"))
+            assert gone.code == -32603
+            assert str(roots["a"]) in gone.message
+            assert "node-a" in gone.message
+        assert not on_b.closed
+        nowhere = await refused(on_b, "resourceRead", uri=file_uri(tmp_path / "elsewhere"))
+        assert nowhere.code == -32009
+        mine = roots["b"] / "project"
+        await on_b.create_session("echo", [file_uri(mine)], timeout=TIMEOUT)
+        assert _names(await call(on_b, "resourceList", uri=file_uri(mine))) == []
+        assert b.routes is not None
+        assert b.routes.failed == 0
+
+
+async def test_the_serving_node_decides_who_may_touch_a_file_reached_through_another_node(
+    url: str, nats_bus: PrivateNats, tmp_path: Path
+) -> None:
+    """Multi-user mode: alice's session is in b/, which only node-b serves. Through
+    node-a, alice reads and writes its files (node-b answers for her); bob is refused
+    both (-32009, node-b's decision with his identity), and nothing of his is written."""
+    users = (UserConfig("alice", ALICE), UserConfig("bob", BOB))
+    async with (
+        _nodes(url, nats_bus, tmp_path, users=users) as (a, b, roots),
+        AhpClient.connect(b.urls[0], token=ALICE) as alice_b,
+        AhpClient.connect(a.urls[0], token=ALICE) as alice_a,
+        AhpClient.connect(a.urls[0], token=BOB) as bob_a,
+    ):
+        project = roots["b"] / "project"
+        await alice_b.create_session("echo", [file_uri(project)], timeout=TIMEOUT)
+        (project / "secret.txt").write_text("alice's")
+        uri = file_uri(project / "secret.txt")
+        assert (await call(alice_a, "resourceRead", uri=uri))["data"] == "alice's"
+        await call(alice_a, "resourceWrite", uri=uri, data="alice's, edited", encoding="utf-8")
+        assert (project / "secret.txt").read_text() == "alice's, edited"
+        assert (await refused(bob_a, "resourceRead", uri=uri)).code == -32009
+        written = await refused(
+            bob_a, "resourceWrite", uri=file_uri(project / "bob.txt"), data="x", encoding="utf-8"
+        )
+        assert written.code == -32009
+        assert not (project / "bob.txt").exists()
+        assert not bob_a.closed
+        assert a.routes is not None
+        assert a.routes.forwarded >= 4  # alice's two and bob's two, all node-b's answers
