@@ -100,6 +100,8 @@ UNKNOWN_FOR = 1.0
 UNKNOWN_MAX = 10_000
 #: Seconds the nodes' declared roots, read for a file request, are used without reading again.
 NODES_FOR = 1.0
+#: The most resource watches made elsewhere whose node is remembered (the oldest forgotten).
+WATCHES_MAX = 10_000
 
 _ACTION = b'{"jsonrpc":"2.0","method":"action","params":'
 _REJECTED = b',"rejectionReason":'
@@ -246,6 +248,8 @@ class Routes:
         #: The nodes' declared roots as last read (for :data:`NODES_FOR`), and when.
         self._declared_rows: list[tuple[Node, bool]] = []
         self._declared_at = -NODES_FOR
+        #: Resource watches made on another node for a client of this one: that node.
+        self._watch_nodes: dict[str, str] = {}
         self._warnings = BusWarnings()
         # Route numbers start anywhere in 48 bits at each start (as the relay's).
         self._ids = 0 if signer is None else secrets.randbits(48)
@@ -312,6 +316,9 @@ class Routes:
         terminal = self._host.terminal_node(channel)
         if terminal is not None:
             return self._terminal_owner(channel, terminal)
+        watching = self._watch_nodes.get(channel)
+        if watching is not None:
+            return self._watch_owner(channel, watching)
         # A changeset is its session's channel (a chat's: its chat's, wherever that moved),
         # whichever node loaded it (docs/scale-out.md "Built: routing").
         channel = parse_chat_changeset(channel) or channel
@@ -366,6 +373,16 @@ class Routes:
             raise InternalError(
                 f"{channel} is a terminal of node {node}, which is not answering: "
                 "a terminal ends with its node"
+            )
+        return node
+
+    def _watch_owner(self, channel: str, node: str) -> str:
+        """The node a resource watch made through this one runs on: like a terminal, a
+        channel of no session that ends with its node (docs/scale-out.md "Built: routing")."""
+        if not self.alive(node):
+            raise InternalError(
+                f"{channel} is a resource watch of node {node}, which is not answering: "
+                "a watch ends with its node"
             )
         return node
 
@@ -438,7 +455,10 @@ class Routes:
         node = serving_node(method, paths, self.node, self._roots, nodes, self.alive)
         if node is None:
             return None
-        return await self.request(connection, node, method, params)
+        result = await self.request(connection, node, method, params)
+        if method == "createResourceWatch":
+            self._remember_watch(_MADE.decode(result).channel, node)
+        return result
 
     async def _declared_roots(self) -> list[tuple[Node, bool]]:
         """Every node's declared roots and liveness, read at most every :data:`NODES_FOR` s."""
@@ -451,6 +471,13 @@ class Routes:
                 raise InternalError(f"cannot read the nodes' roots ({error}): try again") from None
             self._declared_at = time.monotonic()
         return self._declared_rows
+
+    def _remember_watch(self, channel: str, node: str) -> None:
+        """``channel``, a watch ``node`` made for a client of this node: its ``subscribe`` and
+        ``unsubscribe`` go there (:meth:`owner`). Bounded: the oldest is forgotten first."""
+        if len(self._watch_nodes) >= WATCHES_MAX:
+            del self._watch_nodes[next(iter(self._watch_nodes))]
+        self._watch_nodes[channel] = node
 
     async def caught_up(self, seq: int) -> bool:
         if seq <= self._feed.delivered:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -20,6 +20,7 @@ from typing import Any
 from ahp_server.client import AhpClient
 from ahp_server.cluster.sharded import ShardedNode
 from ahp_server.config import UserConfig
+from ahp_server.protocol.types import ActionEnvelope, ResourceWatchChangedAction
 from ahp_server.workspace.paths import file_uri
 from tests.cluster.helpers import PrivateNats, new_cluster_name
 from tests.cluster.test_routing import ALICE, BOB
@@ -203,3 +204,52 @@ async def test_the_serving_node_decides_who_may_touch_a_file_reached_through_ano
         assert not bob_a.closed
         assert a.routes is not None
         assert a.routes.forwarded >= 4  # alice's two and bob's two, all node-b's answers
+
+
+class _Changes:
+    """The ``resourceWatch/changed`` items a client receives on one channel."""
+
+    def __init__(self, client: AhpClient, channel: str) -> None:
+        self.items: list[tuple[str, str]] = []
+        self._channel = channel
+        client.on_envelope(self._on_envelope)
+
+    def _on_envelope(self, envelope: ActionEnvelope) -> None:
+        action = envelope.action
+        if envelope.channel == self._channel and isinstance(action, ResourceWatchChangedAction):
+            self.items.extend((c.uri, c.type) for c in action.changes.items)
+
+
+async def _until(predicate: Callable[[], bool]) -> None:
+    """Wait (bounded) for what no envelope announces (a node's internals)."""
+    async with asyncio.timeout(TIMEOUT):
+        while not predicate():  # noqa: ASYNC110 - host internals: nothing to await
+            await asyncio.sleep(0.02)
+
+
+async def test_a_client_of_one_node_watches_a_directory_another_node_serves(
+    url: str, nats_bus: PrivateNats, tmp_path: Path
+) -> None:
+    """A client of node-b watches a directory only node-a serves: the watch is made and
+    runs on node-a, node-b's client subscribes to it through node-b, a file made on
+    node-a's disk reaches it as ``resourceWatch/changed`` on node-b's feed, and its
+    unsubscribe (forwarded) ends the watch on node-a."""
+    async with (
+        _nodes(url, nats_bus, tmp_path, watch_debounce_ms=100) as (a, b, roots),
+        AhpClient.connect(a.urls[0]) as on_a,
+        AhpClient.connect(b.urls[0]) as on_b,
+    ):
+        project = roots["a"] / "project"
+        await on_a.create_session("echo", [file_uri(project)], timeout=TIMEOUT)
+        made = await call(on_b, "createResourceWatch", uri=file_uri(project))
+        watch = made["channel"]
+        assert watch in a.host.workspace_channels
+        assert watch not in b.host.workspace_channels
+        await on_b.subscribe(watch, timeout=TIMEOUT)
+        changes = _Changes(on_b, watch)
+        (project / "seen.txt").write_text("x")
+        expected = (file_uri(project / "seen.txt"), "added")
+        await on_b.wait_for(lambda _: expected in changes.items, timeout=TIMEOUT)
+        await on_b.unsubscribe(watch, timeout=TIMEOUT)
+        await _until(lambda: watch not in a.host.workspace_channels)
+        assert not on_b.closed

@@ -52,6 +52,7 @@ from ahp_server.protocol.reducers import (
     reduce_annotations,
     reduce_changeset,
     reduce_chat,
+    reduce_resource_watch,
     reduce_session,
     reduce_terminal,
 )
@@ -77,6 +78,7 @@ from ahp_server.protocol.types import (
     InitializeParams,
     ListSessionsParams,
     ReconnectParams,
+    ResourceWatchState,
     SessionActiveClient,
     SessionChatAddedAction,
     SessionChatRemovedAction,
@@ -179,6 +181,7 @@ _REDUCERS: dict[type[Any], Callable[[Any, object, Callable[[], float]], Any]] = 
     AnnotationsState: reduce_annotations,
     ChangesetState: reduce_changeset,
     TerminalState: reduce_terminal,
+    ResourceWatchState: reduce_resource_watch,
 }
 
 #: Errors of a subscription forwarded within initialize / reconnect that make the

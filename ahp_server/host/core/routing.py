@@ -59,6 +59,7 @@ RESOURCES = frozenset(
         "resourceResolve",
         "resourceMkdir",
         "resourceRequest",
+        "createResourceWatch",
     }
 )
 
