@@ -176,7 +176,9 @@ class ShardedNode:
                 self._peers,
                 self._silent,
                 signer=signer,
-                max_bytes=settings.max_message_bytes,
+                # What comes back on a route is one frame for the client's outbox (a
+                # resourceRead's base64 answer, a snapshot): bounded as the outbox is.
+                max_bytes=settings.outbox_max_bytes,
                 check_every=settings.heartbeat,
                 # A node unheard for three heartbeats is taken for gone (cluster.heartbeat):
                 # placement tries the next one (docs/scale-out.md "Placement").

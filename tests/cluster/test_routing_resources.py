@@ -11,16 +11,22 @@ routing" (resources).
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 from collections.abc import AsyncIterator, Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from ahp_server.client import AhpClient
 from ahp_server.cluster.sharded import ShardedNode
 from ahp_server.config import UserConfig
+from ahp_server.protocol.errors import ProtocolError
 from ahp_server.protocol.types import ActionEnvelope, ResourceWatchChangedAction
+from ahp_server.store.ownership import Node
+from ahp_server.transport.resource_routes import request_paths, serving_node
 from ahp_server.workspace.paths import file_uri
 from tests.cluster.helpers import PrivateNats, new_cluster_name
 from tests.cluster.test_routing import ALICE, BOB
@@ -57,6 +63,36 @@ async def _nodes(
             await node.abort()
 
 
+@dataclass
+class _Project:
+    """Two nodes (:func:`_nodes`), a client of node-b, and a session in ``a/project`` made
+    through a client of node-a (so owned by node-a, which alone serves ``a/``)."""
+
+    a: ShardedNode
+    b: ShardedNode
+    roots: dict[str, Path]
+    on_b: AhpClient
+    session: str
+
+    @property
+    def project(self) -> Path:
+        return self.roots["a"] / "project"
+
+
+@contextlib.asynccontextmanager
+async def _project_on_a(
+    url: str, nats_bus: PrivateNats, tmp_path: Path, **changes: Any
+) -> AsyncIterator[_Project]:
+    async with (
+        _nodes(url, nats_bus, tmp_path, **changes) as (a, b, roots),
+        AhpClient.connect(a.urls[0]) as on_a,
+        AhpClient.connect(b.urls[0]) as on_b,
+    ):
+        directory = file_uri(roots["a"] / "project")
+        session = await on_a.create_session("echo", [directory], timeout=TIMEOUT)
+        yield _Project(a, b, roots, on_b, session)
+
+
 def _names(listed: Any) -> list[str]:
     return [entry["name"] for entry in listed["entries"]]
 
@@ -69,13 +105,8 @@ async def test_a_client_of_one_node_uses_the_files_only_another_node_serves(
     node-a (forwarded), what it writes is in node-a's root; node-a's configured root is
     listed too (a folder picker), and a path in node-b's own root is answered by node-b
     with no hop. A copy from node-b's root into node-a's is refused, naming both."""
-    async with (
-        _nodes(url, nats_bus, tmp_path) as (a, b, roots),
-        AhpClient.connect(a.urls[0]) as on_a,
-        AhpClient.connect(b.urls[0]) as on_b,
-    ):
-        project = roots["a"] / "project"
-        session = await on_a.create_session("echo", [file_uri(project)], timeout=TIMEOUT)
+    async with _project_on_a(url, nats_bus, tmp_path) as made:
+        b, roots, on_b, project, session = made.b, made.roots, made.on_b, made.project, made.session
         assert (await owners(url))[session] == ("node-a", 1)
         (project / "notes.txt").write_text("on node-a's disk\n")
         assert b.routes is not None
@@ -149,13 +180,8 @@ async def test_a_path_no_live_node_serves_is_refused_naming_it_and_the_client_st
     """node-a, the only node serving a/, stops: node-b's client asking for a file there is
     refused with -32603 naming the directory and node-a, not closed, and its next
     request is answered; a path in no node's root is refused as on one host (-32009)."""
-    async with (
-        _nodes(url, nats_bus, tmp_path) as (a, b, roots),
-        AhpClient.connect(a.urls[0]) as on_a,
-        AhpClient.connect(b.urls[0]) as on_b,
-    ):
-        project = roots["a"] / "project"
-        await on_a.create_session("echo", [file_uri(project)], timeout=TIMEOUT)
+    async with _project_on_a(url, nats_bus, tmp_path) as made:
+        a, b, roots, on_b, project = made.a, made.b, made.roots, made.on_b, made.project
         (project / "notes.txt").write_text("on node-a's disk")
         await a.abort()  # no drain: its lease runs out
         async with asyncio.timeout(TIMEOUT):
@@ -234,15 +260,10 @@ async def test_a_client_of_one_node_watches_a_directory_another_node_serves(
     runs on node-a, node-b's client subscribes to it through node-b, a file made on
     node-a's disk reaches it as ``resourceWatch/changed`` on node-b's feed, and its
     unsubscribe (forwarded) ends the watch on node-a."""
-    async with (
-        _nodes(url, nats_bus, tmp_path, watch_debounce_ms=100) as (a, b, roots),
-        AhpClient.connect(a.urls[0]) as on_a,
-        AhpClient.connect(b.urls[0]) as on_b,
-    ):
-        project = roots["a"] / "project"
-        await on_a.create_session("echo", [file_uri(project)], timeout=TIMEOUT)
-        made = await call(on_b, "createResourceWatch", uri=file_uri(project))
-        watch = made["channel"]
+    async with _project_on_a(url, nats_bus, tmp_path, watch_debounce_ms=100) as made:
+        a, b, on_b, project = made.a, made.b, made.on_b, made.project
+        created = await call(on_b, "createResourceWatch", uri=file_uri(project))
+        watch = created["channel"]
         assert watch in a.host.workspace_channels
         assert watch not in b.host.workspace_channels
         await on_b.subscribe(watch, timeout=TIMEOUT)
@@ -253,3 +274,66 @@ async def test_a_client_of_one_node_watches_a_directory_another_node_serves(
         await on_b.unsubscribe(watch, timeout=TIMEOUT)
         await _until(lambda: watch not in a.host.workspace_channels)
         assert not on_b.closed
+
+
+async def test_a_large_file_read_through_another_node_arrives_whole(
+    url: str, nats_bus: PrivateNats, tmp_path: Path
+) -> None:
+    """A read whose answer is larger than one client message (``max_message_bytes``) but
+    within the read cap comes back over the route whole; the client is not closed."""
+    async with _project_on_a(url, nats_bus, tmp_path) as made:
+        on_b, project = made.on_b, made.project
+        content = bytes(range(256)) * (5 * 1024 * 1024 // 256)  # 5 MiB: ~6.7 MiB of base64
+        (project / "large.bin").write_bytes(content)
+        read = await call(on_b, "resourceRead", uri=file_uri(project / "large.bin"))
+        assert base64.b64decode(read["data"]) == content
+        assert not on_b.closed
+
+
+# -- which node (transport/resource_routes.py, pure) --------------------------------------
+
+
+def test_the_node_serving_a_path_is_chosen_by_the_roots_it_declared() -> None:
+    """Here when this node serves every path; else the first live node by name serving them
+    all; a path in no root: here (refused as on one host); only silent nodes serving it, or
+    two paths no node serves both: -32603 naming them."""
+    nodes = [
+        (Node("node-c", roots=("/srv/a", "/srv/shared")), True),
+        (Node("node-b", roots=("/srv/a", "/srv/shared")), True),
+        (Node("node-d", roots=("/srv/d",)), False),
+        (Node("node-me", roots=("/srv/me", "/srv/shared")), True),
+    ]
+    mine = ("/srv/me", "/srv/shared")
+
+    def pick(*paths: str, alive: Callable[[str], bool] = lambda _: True) -> str | None:
+        return serving_node("resourceCopy", paths, "node-me", mine, nodes, alive)
+
+    assert pick("/srv/me/x") is None
+    assert pick("/srv/shared/x", "/srv/me/y") is None
+    assert pick("/srv/a/x") == "node-b"
+    assert pick("/srv/a/x", alive=lambda node: node != "node-b") == "node-c"
+    assert pick("/srv/shared/x", "/srv/a/y") == "node-b"  # serves both
+    assert pick("/srv/ab/x") is None  # a name that merely starts like a root
+    assert pick("/etc/passwd", "/srv/a/y") is None
+    with pytest.raises(ProtocolError) as silent:
+        pick("/srv/d/x")
+    assert silent.value.code == -32603
+    assert "/srv/d" in silent.value.message
+    assert "node-d" in silent.value.message
+    with pytest.raises(ProtocolError) as across:
+        pick("/srv/me/x", "/srv/a/y")
+    assert "node-me" in across.value.message
+    assert "node-b" in across.value.message
+
+
+def test_a_requests_paths_are_read_as_named_with_dots_folded() -> None:
+    assert request_paths(b'{"channel":"ahp-root://","uri":"file:///srv/a/../b/x%20y"}') == [
+        "/srv/b/x y"
+    ]
+    assert request_paths(b'{"source":"file:///srv/a/x","destination":"/srv/b/./y"}') == [
+        "/srv/a/x",
+        "/srv/b/y",
+    ]
+    assert request_paths(b'{"uri":"https://example.com/x"}') == []
+    assert request_paths(b'{"uri":"relative/x"}') == []
+    assert request_paths(b"not json") == []
