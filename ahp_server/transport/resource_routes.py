@@ -25,7 +25,7 @@ from ahp_server.protocol.errors import InternalError
 from ahp_server.store.ownership import Node
 from ahp_server.workspace.paths import PathInvalid, file_uri_to_path, inside
 
-__all__ = ["request_paths", "serving_node"]
+__all__ = ["request_paths", "serves", "serving_node"]
 
 
 class _Paths(msgspec.Struct):

@@ -31,6 +31,8 @@ New sessions are placed on the least-loaded live node (heartbeat load: running
 turns, then sessions, then this node); one whose route cannot be opened within
 ``open_timeout`` is :class:`~ahp_server.host.core.routing.Unreachable` — the
 client stays, and the next candidate is tried (docs/scale-out.md "Placement").
+File requests (``resource*``, ``createResourceWatch``) take the same routes to a node
+serving their paths, when this one does not (``resource_routes.py`` decides which).
 """
 
 from __future__ import annotations
