@@ -23,7 +23,12 @@ while its own heartbeat comes back through NATS,
   running turns end with ``chat/error``, as after a restart;
 * a feed stalled past ``cluster.feed_stall`` (a gap it cannot fill) closes this
   node's clients with 1012, to reconnect elsewhere, rather than skip a
-  number; a lease another process took, or a failed store, stops the node.
+  number; a lease another process took, or a failed store, stops the node;
+* a graceful stop drains the lease, then says so in a last heartbeat
+  (``leaving``): every other node takes it for gone at once — its routes
+  closed, its terminals ended, placement past it, its sessions taken over —
+  rather than after a lease of silence (docs/scale-out.md "Built: a graceful
+  stop announced").
 
 Requests for other nodes' sessions go over routes (``transport/routing.py``),
 new sessions to the least-loaded node serving their directory, and the root
@@ -150,6 +155,7 @@ class ShardedNode:
                 signer,
                 period=settings.heartbeat,
                 beat=self._beat,
+                on_leaving=self._left,
             )
             await self.heartbeat.start()
             # Wired before the host's first commit: every number is delivered in order.
@@ -280,6 +286,9 @@ class ShardedNode:
         if drain:
             with contextlib.suppress(StoreError):
                 await self.ownership.drain()
+            if self.heartbeat is not None:
+                # After the drain: a node told of it finds the lease expired, and takes over.
+                await self.heartbeat.leave()
         if self.owner_relay is not None:
             await self.owner_relay.stop()
         if self.routes is not None:
@@ -369,10 +378,21 @@ class ShardedNode:
         return {} if beat is None else beat.live_peers(self.settings.lease_ttl)
 
     def _silent(self, node: str) -> bool:
-        """Whether ``node`` was heard on the bus once but not within a lease since."""
+        """Whether ``node`` was heard on the bus once but not within a lease since, or
+        its last beat said it leaves."""
         beat = self.heartbeat
         heard = None if beat is None else beat.peers.get(node)
-        return heard is not None and time.monotonic() - heard[1] > self.settings.lease_ttl
+        return heard is not None and (
+            heard[0].leaving or time.monotonic() - heard[1] > self.settings.lease_ttl
+        )
+
+    def _left(self, node: str) -> None:
+        """``node`` stopped gracefully (its last beat): gone now, not after a lease. Its
+        routes close and cached owners go, its terminals leave the root (``Routes.check``);
+        its sessions, drained, are taken over now."""
+        if self.routes is not None:
+            self.routes.check()
+        self.membership.wake()
 
     def _bus_ok(self) -> bool:
         beat = self.heartbeat

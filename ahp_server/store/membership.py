@@ -26,7 +26,10 @@ back at raised epochs, fencing a previous process out), then every
   first reads the owner rows again: sessions taken over meanwhile leave the
   store's ``held`` map and go to the store's ``on_lost``, as a refused commit
   would have told.
-* **takes over** from every node whose lease expired (or that drained): at
+* **takes over** from every node whose lease expired (or that drained) — at
+  once, not at the next round, when :meth:`Membership.wake` is called (another
+  node said it leaves: its drain expired its lease already), and again at once
+  while a round so woken takes something: at
   most its *fair share* per dead node and round, ``ceil(sessions left / live
   nodes)``, so survivors taking over at once split the sessions (rows another
   survivor is taking are skipped, ``FOR UPDATE SKIP LOCKED``). Sessions taken
@@ -86,6 +89,8 @@ class Membership:
         self._bus_ok = bus_ok
         self._clock = clock
         self._task: asyncio.Task[None] | None = None
+        #: Set to run the next round now (:meth:`wake`).
+        self._woken = asyncio.Event()
         #: Sessions taken over by this node since it joined, and lease renewals.
         self.taken = 0
         self.renewals = 0
@@ -164,6 +169,11 @@ class Membership:
                 log.exception("on_lost failed")
         return lost
 
+    def wake(self) -> None:
+        """Run the next round now rather than after ``interval`` (a node said it leaves:
+        its drained sessions are taken over at once, docs/scale-out.md)."""
+        self._woken.set()
+
     async def stop(self, *, drain: bool = True) -> None:
         """End the loop; ``drain``: expire the lease now so the others take over at once."""
         task, self._task = self._task, None
@@ -178,7 +188,11 @@ class Membership:
     async def _run(self) -> None:
         gap = False  # a round without a renewal since the last one
         while True:
-            await asyncio.sleep(self.interval)
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self.interval):
+                    await self._woken.wait()
+            woken = self._woken.is_set()
+            self._woken.clear()
             if not self._bus_ok():
                 # Cut off from the bus: let the lease run out (docs/scale-out.md,
                 # "Failure cases", partitioned owner), and take nothing over.
@@ -205,6 +219,7 @@ class Membership:
                 gap = True
                 continue
             try:
-                await self.take_over_round()
+                if await self.take_over_round() and woken:
+                    self._woken.set()  # the next fair share at once, until none is left
             except StoreError as error:
                 log.warning("takeover round failed; trying again", error=str(error))

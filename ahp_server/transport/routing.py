@@ -537,8 +537,8 @@ class Routes:
         beats = self._peers()
         nodes = [me]
         for row in await self._nodes():
-            if row.node == self.node or row.node in exclude:
-                continue
+            if row.node == self.node or row.node in exclude or not self.alive(row.node):
+                continue  # a node that left or fell silent is no candidate
             beat = beats.get(row.node)
             sessions, turns = (
                 (row.sessions, row.turns) if beat is None else (beat.sessions, beat.turns)
@@ -711,15 +711,21 @@ class Routes:
     async def _tick(self) -> None:
         while True:
             await asyncio.sleep(self._check_every)
-            for route in list(self._by_id.values()):
-                if not self.alive(route.node):
-                    self._fail(route, "node silent")
-            for session in [s for s, n in self._owners.items() if not self.alive(n)]:
-                del self._owners[session]
-            silent = frozenset(n for n in self._host.node_terminals if not self.alive(n))
-            if silent != self._silent_nodes:
-                self._silent_nodes = silent
-                self._host.terminals_changed()  # a dead node's terminals leave the root
+            self.check()
+
+    def check(self) -> None:
+        """Act on the nodes no longer alive: their routes fail (clients closed, 1012),
+        cached owners on them go, their terminals leave the root. Every ``check_every``,
+        and at once when a node says it leaves (``ShardedNode``)."""
+        for route in list(self._by_id.values()):
+            if not self.alive(route.node):
+                self._fail(route, "node silent or gone")
+        for session in [s for s, n in self._owners.items() if not self.alive(n)]:
+            del self._owners[session]
+        silent = frozenset(n for n in self._host.node_terminals if not self.alive(n))
+        if silent != self._silent_nodes:
+            self._silent_nodes = silent
+            self._host.terminals_changed()  # a dead node's terminals leave the root
 
     # -- what comes back ----------------------------------------------------------------------
 
