@@ -28,7 +28,11 @@ while its own heartbeat comes back through NATS,
   (``leaving``): every other node takes it for gone at once — its routes
   closed, its terminals ended, placement past it, its sessions taken over —
   rather than after a lease of silence (docs/scale-out.md "Built: a graceful
-  stop announced").
+  stop announced");
+* the root channel's owner finds the sessions no node can serve — their owner
+  dead, their working directory on no live node — and has every node list them
+  failed until their owner, or a node serving their directory, is back
+  (docs/scale-out.md "Working directories").
 
 Requests for other nodes' sessions go over routes (``transport/routing.py``),
 new sessions to the least-loaded node serving their directory, and the root
@@ -66,6 +70,7 @@ from ahp_server.transport.notices import RootNotices
 from ahp_server.transport.relay import OwnerRole, PrimaryRelay
 from ahp_server.transport.relay_format import Signer, Subjects
 from ahp_server.transport.routing import Routes, stamped
+from ahp_server.workspace.paths import inside
 
 __all__ = ["ShardedNode"]
 
@@ -123,6 +128,10 @@ class ShardedNode:
         self.adopted = 0
         #: Set once the host has started: adoption waits for it.
         self._started = asyncio.Event()
+        #: The root owner's look for stranded sessions: every membership interval, and
+        #: at once when set (a node left, started, or the root was taken over).
+        self._look_again = asyncio.Event()
+        self._stranded_task: asyncio.Task[None] | None = None
 
     @property
     def urls(self) -> list[str]:
@@ -227,6 +236,7 @@ class ShardedNode:
             )
             self.host.root_notices = self.notices.publish
             self.host.node_alive = self.routes.alive
+            self.host.node_started = lambda node: self._look_again.set()
             # The root owner's envelopes keep this node's root state for its snapshots.
             self.host.hub.mirrors[ROOT] = lambda envelope: self.host.root.mirror(envelope)
             live = self.host.live_clients
@@ -242,6 +252,9 @@ class ShardedNode:
             # Told to the others, which tell theirs in turn: terminal requests are routed
             # to the node that reported the terminal (docs/scale-out.md "Built: routing").
             self.host.terminals_changed()
+            self._stranded_task = asyncio.get_running_loop().create_task(
+                self._watch_stranded(), name="ahp-stranded"
+            )
             self._started.set()
         except BaseException:
             await self._close_parts()
@@ -283,6 +296,11 @@ class ShardedNode:
         await self.store.abort()  # nothing more reaches the database from this node
 
     async def _close_parts(self, *, drain: bool = False) -> None:
+        task, self._stranded_task = self._stranded_task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
         if drain:
             with contextlib.suppress(StoreError):
                 await self.ownership.drain()
@@ -346,6 +364,7 @@ class ShardedNode:
                 await self.routes.catalogue()
             self.host.session_count_changed()
             self.host.terminals_changed()
+            self._look_again.set()
         self.adopted += len(sessions)
 
     def _lost(self, sessions: frozenset[str]) -> None:
@@ -393,6 +412,44 @@ class ShardedNode:
         if self.routes is not None:
             self.routes.check()
         self.membership.wake()
+        self._look_again.set()
+
+    # -- stranded sessions (docs/scale-out.md "Working directories") -------------------------
+
+    async def _watch_stranded(self) -> None:
+        """On the root channel's owner: every membership interval, and at once when asked,
+        the stranded sessions told to every node (``Host.set_stranded``; sent every time
+        while there are any, so a notice lost on the bus, or a node started since, is made
+        good; and once more when the last one is served again)."""
+        told: dict[str, str] | None = None  # what this node told last (None: nothing yet)
+        while True:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self.membership.interval):
+                    await self._look_again.wait()
+            self._look_again.clear()
+            if ROOT not in self.store.held:
+                continue  # only the root owner decides (RootActor: it writes the root)
+            try:
+                stranded = await self._stranded()
+            except StoreError as error:
+                log.warning("cannot read the stranded sessions", error=str(error))
+                continue
+            if stranded or stranded != told:
+                self.host.set_stranded(stranded)
+                told = stranded
+
+    async def _stranded(self) -> dict[str, str]:
+        """Sessions whose owner's lease expired and whose working directory no live node
+        serves: nobody can take them over (session -> why, naming directory and node)."""
+        roots = [root for node in await self.ownership.live_nodes() for root in node.roots]
+        return {
+            session: (
+                f"its working directory {directory} is on no live node: it cannot move until "
+                f"{owner} (or a node serving that directory) is back"
+            )
+            for session, owner, directory in await self.ownership.orphaned()
+            if not any(inside(directory, root) for root in roots)
+        }
 
     def _bus_ok(self) -> bool:
         beat = self.heartbeat

@@ -69,6 +69,7 @@ from ahp_server.protocol.types import (
     ConfigPropertySchema,
     ConfigSchema,
     Implementation,
+    PartialSessionSummary,
     RootActiveSessionsChangedAction,
     RootConfigState,
     RootState,
@@ -79,6 +80,7 @@ from ahp_server.protocol.types import (
     SessionChatRemovedAction,
     SessionRemovedParams,
     SessionState,
+    SessionStatus,
     SessionSummary,
     SessionSummaryChangedParams,
     TerminalClientClaim,
@@ -124,8 +126,24 @@ class _Terminals(msgspec.Struct, frozen=True):
     claimants: dict[str, str] = {}
 
 
-#: The ``root/session*`` notifications one node tells the others (sharded mode), by method.
+#: Sharded mode: the notice with which the root channel's owner tells every node which
+#: sessions are stranded (their owner dead, their directory on no live node).
+NODE_STRANDED = "node/stranded"
+#: The activity bits of ``SessionStatus`` (spec-1.0 state schema ``SessionStatus``:
+#: ``Idle`` … ``InputNeeded``); the others (``IsRead``, ``IsArchived``) are kept.
+_ACTIVITY_BITS = SessionStatus.Idle | SessionStatus.Error | SessionStatus.InputNeeded
+
+
+class _Stranded(msgspec.Struct, frozen=True):
+    #: Session -> why it cannot be served (names its directory and its dead owner).
+    sessions: dict[str, str]
+
+
+#: What one node tells the others (sharded mode), by method: the ``root/session*``
+#: notifications it sends, its terminals, and (the root owner) the stranded sessions.
 _NOTICES: dict[str, type[Any]] = {
+    NODE_TERMINALS: _Terminals,
+    NODE_STRANDED: _Stranded,
     "root/sessionAdded": SessionAddedParams,
     "root/sessionRemoved": SessionRemovedParams,
     "root/sessionSummaryChanged": SessionSummaryChangedParams,
@@ -317,6 +335,11 @@ class Host:
         self._node_claimants: dict[str, dict[str, str]] = {}
         self._claimants: dict[str, str] = {}
         self.node_alive: Callable[[str], bool] = lambda node: True
+        #: Sharded mode: told when another node says it (re)started (its ``hello``).
+        self.node_started: Callable[[str], None] = lambda node: None
+        #: Sharded mode: the sessions the root owner said are stranded, and why
+        #: (:meth:`set_stranded`): listed failed, whatever their stored summary says.
+        self.stranded: dict[str, str] = {}
         #: Asks for the root's terminal catalogue to be published again (the terminal
         #: service: ``TerminalService.catalogue_changed``).
         self.terminals_changed: Callable[[], None] = lambda: None
@@ -1063,26 +1086,27 @@ class Host:
     ) -> None:
         """Sharded mode: another node's ``root/session*`` notification, told to this node's
         root subscribers; the catalogue it keeps follows (and the count, on the root owner).
-        ``node/terminals``: that node's terminals, for the root's catalogue."""
-        if method == NODE_TERMINALS:
-            try:
-                told = codec.decode(params, _Terminals)
-            except ValueError:
-                log.warning("unreadable terminals from another node dropped", node=node)
-                return
-            self._node_told(node, told)
-            if self.owns(ROOT) or told.hello:
-                # A node that (re)started is told this node's terminals in turn: it routes
-                # requests for them here (docs/scale-out.md "Built: routing").
-                self.terminals_changed()
-            return
+        ``node/terminals``: that node's terminals, for the root's catalogue;
+        ``node/stranded``: the root owner's stranded sessions (:meth:`set_stranded`)."""
         kind = _NOTICES.get(method)
         if kind is None:
             return
         try:
             decoded = codec.decode(params, kind)
         except ValueError:  # msgspec's DecodeError and ValidationError are ValueErrors
-            log.warning("unreadable notice from another node dropped", method=method)
+            log.warning("unreadable notice from another node dropped", method=method, node=node)
+            return
+        if isinstance(decoded, _Terminals):
+            self._node_told(node, decoded)
+            if self.owns(ROOT) or decoded.hello:
+                # A node that (re)started is told this node's terminals in turn: it routes
+                # requests for them here (docs/scale-out.md "Built: routing").
+                self.terminals_changed()
+            if decoded.hello:
+                self.node_started(node)
+            return
+        if isinstance(decoded, _Stranded):
+            self.set_stranded(decoded.sessions, tell=False)
             return
         if isinstance(decoded, SessionAddedParams) and session not in self.session_index:
             self.session_index[session] = (decoded.summary.created_at, decoded.summary)
@@ -1091,6 +1115,55 @@ class Host:
         self.hub.notify(ROOT, method, decoded, only=lambda c: self.may_see_owned(c, owner))
         if not isinstance(decoded, SessionSummaryChangedParams):
             self.session_count_changed()
+
+    def set_stranded(self, stranded: dict[str, str], *, tell: bool = True) -> None:
+        """Sharded mode: ``stranded`` (session -> why) are the sessions no node can serve
+        now — their owner is dead and no live node serves their working directory
+        (docs/scale-out.md "Working directories"). Only the root channel's owner decides
+        it (``tell``: it tells the other nodes); every node tells its own root
+        subscribers each session that became stranded (``status`` Error, the reason as
+        its ``activity``) or was served again (its stored status and activity), with
+        ``root/sessionSummaryChanged``, and lists them so (:meth:`listed`)."""
+        if tell and self.root_notices is not None:
+            self.root_notices(NODE_STRANDED, _Stranded(sessions=stranded), "", None)
+        before, self.stranded = self.stranded, dict(stranded)
+        for session in sorted(before.keys() | stranded.keys()):
+            if before.get(session) == stranded.get(session) or session not in self.session_index:
+                continue
+            stored = self.session_index[session][1]
+            if session in stranded:
+                status = (0 if stored is None else stored.status & ~_ACTIVITY_BITS) | int(
+                    SessionStatus.Error
+                )
+                changes = PartialSessionSummary(status=status, activity=stranded[session])
+            elif stored is not None:
+                changes = PartialSessionSummary(
+                    status=stored.status,
+                    activity=None if isinstance(stored.activity, UnsetType) else stored.activity,
+                )
+            else:
+                continue
+            self._summary_changed(session, changes)
+
+    def _summary_changed(self, session: str, changes: PartialSessionSummary) -> None:
+        """Tell this node's root subscribers who may see ``session`` that its summary
+        changed (``root/sessionSummaryChanged``), and nobody else."""
+        owner = self.owner_of(session)
+        self.hub.notify(
+            ROOT,
+            "root/sessionSummaryChanged",
+            SessionSummaryChangedParams(channel=ROOT, session=session, changes=changes),
+            only=lambda c: self.may_see_owned(c, owner),
+        )
+
+    def listed(self, session: str, summary: SessionSummary) -> SessionSummary:
+        """``session``'s summary as ``listSessions`` gives it: failed while it is stranded
+        (:meth:`set_stranded`), else as it is."""
+        why = self.stranded.get(session)
+        if why is None:
+            return summary
+        status = (summary.status & ~_ACTIVITY_BITS) | int(SessionStatus.Error)
+        return msgspec.structs.replace(summary, status=status, activity=why)
 
     def add_chat(self, chat: ChatActor) -> None:
         """Register, store and start a new chat of a loaded session."""

@@ -163,6 +163,15 @@ WHERE n.expires_at <= now() AND EXISTS (SELECT 1 FROM session_owner o WHERE o.no
 ORDER BY n.node
 """
 
+#: Sessions with a working directory whose owner's lease expired (or who drained): the
+#: ones that stay with a dead node when no live node serves their directory.
+_ORPHANED = """
+SELECT o.session, o.node, o.directory FROM session_owner o
+JOIN cluster_nodes n ON n.node = o.node
+WHERE n.expires_at <= now() AND o.directory IS NOT NULL
+ORDER BY o.session
+"""
+
 # -- owner rows --------------------------------------------------------------------------------
 
 _CLAIM = """
@@ -504,6 +513,12 @@ class Ownership(Connected):
         """The nodes whose lease expired (or that drained) and that still own sessions:
         what :meth:`take_over` may take from."""
         return [str(r[0]) for r in await self._run("fetch", _EXPIRED)]
+
+    async def orphaned(self) -> list[tuple[str, str, str]]:
+        """``(session, owner, directory)`` of every session with a working directory whose
+        owner's lease expired (or that drained): taken over only by a node serving it."""
+        rows = await self._run("fetch", _ORPHANED)
+        return [(str(r[0]), str(r[1]), str(r[2])) for r in rows]
 
     # -- owner rows ------------------------------------------------------------------------
 

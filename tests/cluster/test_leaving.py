@@ -28,12 +28,15 @@ from ahp_server.cluster.sharded import ShardedNode
 from ahp_server.protocol.types import (
     CreateTerminalParams,
     SessionState,
+    SessionStatus,
+    SessionSummary,
     TerminalSessionClaim,
     TerminalState,
 )
 from ahp_server.store.sharded import ROOT
 from ahp_server.transport.node_heartbeat import heartbeat_subject
 from ahp_server.transport.relay_format import Signer
+from ahp_server.workspace.paths import file_uri
 from tests.cluster.helpers import PrivateNats, new_cluster_name
 from tests.cluster.test_routing import terminals
 from tests.cluster.test_sharded import owners, session_of, settings
@@ -270,3 +273,78 @@ async def test_a_node_restarted_under_its_name_is_routed_to_again(
                 await second.abort()
         finally:
             await bus.close()
+
+
+def _status_told(client: AhpClient, session: str) -> list[dict[str, Any]]:
+    """The summary changes ``client`` was told about ``session`` (``root/sessionSummaryChanged``)
+    that set its status, oldest first."""
+    return [
+        n.params["changes"]
+        for n in list(client.notifications)
+        if n.method == "root/sessionSummaryChanged"
+        and n.params.get("session") == session
+        and "status" in n.params.get("changes", {})
+    ]
+
+
+async def _listed(client: AhpClient, session: str) -> SessionSummary:
+    listed = await client.list_sessions(timeout=TIMEOUT)
+    return next(s for s in listed.items if s.resource == session)
+
+
+async def test_a_session_only_a_dead_node_could_serve_is_listed_failed_until_it_is_back(
+    url: str, name: str, nats_bus: PrivateNats, tmp_path: Path
+) -> None:
+    """docs/scale-out.md "Working directories": node-a (the root owner) serves a/, node-b
+    serves b/. node-b's session in b/ cannot move when node-b stops: node-a's root
+    subscriber is told it failed (status Error, its activity naming the directory and
+    node-b) and ``listSessions`` on node-a says so; node-b started again under its name
+    takes it back, and the session is told and listed as it was."""
+    roots = {r: tmp_path / r for r in ("a", "b")}
+    for root in roots.values():
+        (root / "project").mkdir(parents=True)
+
+    def node(name_: str, root: str) -> ShardedNode:
+        configured = replace(
+            _settings(url, nats_bus, name, name_, tmp_path), workspace_roots=(str(roots[root]),)
+        )
+        return ShardedNode(configured)
+
+    a = node("node-a", "a")
+    await a.start()
+    b = node("node-b", "b")
+    await b.start()
+    again: ShardedNode | None = None
+    directory = str(roots["b"] / "project")
+    try:
+        async with AhpClient.connect(a.urls[0], subscriptions=[ROOT]) as on_a:
+            async with AhpClient.connect(b.urls[0]) as on_b:
+                session = await on_b.create_session(
+                    "echo", [file_uri(roots["b"] / "project")], timeout=TIMEOUT
+                )
+                async with asyncio.timeout(TIMEOUT):
+                    await until(lambda: _true(session in a.host.session_index))
+            assert (await owners(url))[session] == ("node-b", 1)
+            before = await _listed(on_a, session)
+            assert not before.status & SessionStatus.Error
+            await b.stop()
+            await on_a.wait_for(lambda c: bool(_status_told(c, session)), timeout=SOON)
+            failed = _status_told(on_a, session)[-1]
+            assert failed["status"] & SessionStatus.Error
+            assert directory in failed["activity"]
+            assert "node-b" in failed["activity"]
+            listed = await _listed(on_a, session)
+            assert listed.status & SessionStatus.Error
+            assert listed.activity == failed["activity"]
+            assert (await owners(url))[session] == ("node-b", 1)  # nobody could take it
+            again = node("node-b", "b")
+            await again.start()  # holds its session again, at epoch 2
+            await on_a.wait_for(lambda c: len(_status_told(c, session)) >= 2, timeout=SOON)
+            restored = _status_told(on_a, session)[-1]
+            assert restored["status"] == before.status
+            assert (await _listed(on_a, session)).status == before.status
+            assert isinstance(await on_a.subscribe(session, timeout=TIMEOUT), SessionState)
+    finally:
+        for started in (a, b, again):
+            if started is not None and started._nc is not None:
+                await started.abort()

@@ -1114,7 +1114,7 @@ class Commands:
             if actor is not None:
                 out.append(actor.summary)
             elif stored is not None:
-                out.append(stored)
+                out.append(self.host.listed(uri, stored))  # failed while stranded (sharded)
         return out
 
     async def list_sessions(self, connection: Connection, params: ListSessionsParams) -> bytes:
