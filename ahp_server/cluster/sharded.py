@@ -401,9 +401,9 @@ class ShardedNode:
         its last beat said it leaves."""
         beat = self.heartbeat
         heard = None if beat is None else beat.peers.get(node)
-        return heard is not None and (
-            heard[0].leaving or time.monotonic() - heard[1] > self.settings.lease_ttl
-        )
+        if beat is None or heard is None:
+            return False
+        return beat.left(node) or time.monotonic() - heard[1] > self.settings.lease_ttl
 
     def _left(self, node: str) -> None:
         """``node`` stopped gracefully (its last beat): gone now, not after a lease. Its

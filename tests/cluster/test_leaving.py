@@ -135,7 +135,8 @@ async def _bus(nats_bus: PrivateNats) -> Any:
 async def test_a_node_stopped_gracefully_is_gone_for_the_others_at_once(
     url: str, name: str, nats_bus: PrivateNats, tmp_path: Path
 ) -> None:
-    """node-b stops gracefully with a 60 s lease. Within 5 s: node-a's and node-c's
+    """node-b stops gracefully with a 60 s lease. Within 5 s: a client of node-c routed to
+    its session is closed with 1012; node-a's and node-c's
     clients are told its terminal ended with it (-32603 naming node-b), the root state
     (node-a's) lists it no more, placement's load no longer counts it, and its session is
     found on the survivor that took it over, at epoch 2, by a client of node-c.
@@ -147,9 +148,11 @@ async def test_a_node_stopped_gracefully_is_gone_for_the_others_at_once(
         async with (
             AhpClient.connect(a.urls[0], subscriptions=[ROOT]) as on_a,
             AhpClient.connect(c.urls[0]) as on_c,
+            AhpClient.connect(c.urls[0]) as routed,
         ):
             async with AhpClient.connect(b.urls[0]) as on_b:
                 terminal, session = await _terminal_and_session(url, on_b)
+            await routed.subscribe(session, timeout=TIMEOUT)  # a route to node-b
             await _told(a, terminal, "node-b")
             await _told(c, terminal, "node-b")
             await on_a.wait_for(lambda client: terminal in terminals(client), timeout=TIMEOUT)
@@ -160,6 +163,8 @@ async def test_a_node_stopped_gracefully_is_gone_for_the_others_at_once(
                 await until(lambda: _true("node-b" in beats.live_peers(LEASE)))
             await b.stop()
             await _gone([a, c], "node-b")
+            await routed.wait_closed(timeout=SOON)  # its route closed, as a dead node's
+            assert routed.close_code == 1012
             await _ended_with(on_c, terminal, "node-b")
             await _ended_with(on_a, terminal, "node-b")
             await on_a.wait_for(lambda client: terminal not in terminals(client), timeout=SOON)
