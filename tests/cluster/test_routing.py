@@ -525,6 +525,9 @@ async def test_a_node_that_lost_a_session_lets_it_go_and_its_clients_follow_the_
             words = " ".join(f"w{i}" for i in range(400))
             await client.send_message(chat, f"/slow 20 {words}", timeout=TIMEOUT)
             await client.wait_for(lambda c: "w10" in answer(c, chat), timeout=TIMEOUT)
+            # Cut off: node-a renews no more (a renewal between the lapse below and
+            # node-b's round would make node-a live again, and node-b's fair share half).
+            await a.membership.stop(drain=False)
             await query(
                 url,
                 "UPDATE cluster_nodes SET expires_at = now() - interval '1 s' WHERE node = $1",
