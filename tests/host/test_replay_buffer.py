@@ -127,3 +127,17 @@ async def test_turns_that_end_together_are_packed_one_per_turn_of_the_loop() -> 
         await asyncio.sleep(0)
     assert [len(hub._replay[c].packed) for c in channels] == [1] * 5  # each once
     assert [seq for seq, _ in hub._replay[channels[2]].since(0)] == list(range(200, 220))
+
+
+def test_with_no_event_loop_a_turns_end_is_packed_at_once() -> None:
+    """An actor driven by plain calls (the reducer property tests) ends a turn with no
+    loop running: ``Hub.pack_replay`` packs at once rather than fail (it raised
+    ``RuntimeError: no running event loop``), and the buffer replays the same."""
+    hub = Hub(replay_max_envelopes=10_000, replay_max_bytes=10_000_000)
+    channel = "ahp-chat:/c0"
+    buffer = hub._replay[channel] = ReplayBuffer(10_000, 10_000_000)
+    for seq in range(1, 21):
+        buffer.append(seq, b'{"n":%d}' % seq)
+    hub.pack_replay(channel)
+    assert len(hub._replay[channel].packed) == 1
+    assert [seq for seq, _ in hub._replay[channel].since(0)] == list(range(1, 21))

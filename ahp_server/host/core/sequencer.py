@@ -500,7 +500,16 @@ class Hub:
             return
         self._to_pack[channel] = None
         if len(self._to_pack) == 1:
-            asyncio.get_running_loop().call_soon(self._pack_next)
+            self._pack_soon()
+
+    def _pack_soon(self) -> None:
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # no loop (an actor driven by plain calls): no turn to wait for
+            while self._to_pack:
+                self._pack_next()
+            return
+        loop.call_soon(self._pack_next)
 
     def _pack_next(self) -> None:
         channel = next(iter(self._to_pack))
