@@ -61,7 +61,7 @@ from ahp_server.host.core.sequencer import Hub
 from ahp_server.host.core.turnstile import Turnstile
 from ahp_server.host.sessions import CREATING, AgentSessions
 from ahp_server.protocol import codec
-from ahp_server.protocol.errors import AhpErrorCode, ProtocolError
+from ahp_server.protocol.errors import AhpErrorCode, InternalError, ProtocolError
 from ahp_server.protocol.reducers import reduce_chat, reduce_session
 from ahp_server.protocol.types import (
     ActionEnvelope,
@@ -1228,6 +1228,7 @@ class Host:
         if rebuilt is None:
             return None
         actor, loaded = rebuilt
+        await self._delivered_through(uri, loaded)
         self.hub.seed_replay(uri, loaded.log_floor, ((s, e) for s, _, e in loaded.envelopes))
         self.sessions[uri] = actor
         actor.start()
@@ -1235,6 +1236,22 @@ class Host:
         if self._catalogue_drift(actor):
             self.spawn(self._mend_catalogue(actor))
         return actor
+
+    async def _delivered_through(self, uri: str, loaded: LoadedChannel) -> None:
+        """Sharded mode: a channel read from the shared log may hold numbers this node
+        has not delivered yet — another node committed them and this node's feed is still
+        filling them in (a record lost on the bus, docs/scale-out.md "Failure cases").
+        Loaded now, its replay and snapshot would give a client those numbers, and the
+        feed would then deliver them to it again: wait (bounded) until delivery has
+        passed them. ``InternalError`` ("try again") when it does not in time."""
+        last = max((seq for seq, _, _ in loaded.envelopes), default=loaded.snapshot_seq)
+        last = max(last, loaded.snapshot_seq)
+        if self.router is None or last <= self.hub.delivered_seq:
+            return
+        if not await self.router.caught_up(last):
+            raise InternalError(
+                f"{uri}: this node has not yet received everything committed for it: try again"
+            )
 
     def _catalogue_drift(self, session: SessionActor) -> bool:
         """Whether a ready session's chat catalogue disagrees with the ownership rows:
@@ -1266,6 +1283,7 @@ class Host:
         if rebuilt is None:
             return None
         actor, loaded = rebuilt
+        await self._delivered_through(uri, loaded)
         self.hub.seed_replay(uri, loaded.log_floor, ((s, e) for s, _, e in loaded.envelopes))
         self.chats[uri] = actor
         session.chats[uri] = actor
