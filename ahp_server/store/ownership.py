@@ -4,9 +4,10 @@ Layer: store (asyncpg on the event loop, imported lazily as in ``postgres.py``;
 no host or protocol types). Issue 32, docs/scale-out.md "Sharded mode
 (design)": every session (and the root, ``ahp-root://``) is owned by one node
 at a time, and a node that lost a session can never commit for it again. This
-module is that layer on its own — the store's group commit uses it
-(``store/sharded.py``); the cluster loop and placement in the host are not
-wired yet.
+module is that layer on its own: the store's group commit uses it
+(``store/sharded.py``), the node's membership loop (``store/membership.py``)
+renews and takes over through it, and routing reads placement and the nodes'
+roots from it (``transport/routing.py``).
 
 Tables (section "Ownership: a node lease, an owner row per session, epochs"),
 created with ``CREATE TABLE IF NOT EXISTS`` in the connection's ``search_path``

@@ -26,7 +26,8 @@ A route that fails — the owner went silent or restarted, the relay lost a
 message, an answer did not come within ``timeout`` — closes the client with
 1012: it reconnects (to any node) and replays from its last number, as after a
 node's loss. Owners are found in PostgreSQL (``ShardedStore.locate``) and
-cached per session until a route to that node fails or its heartbeat stops.
+cached per session until a route to that node fails, its heartbeat stops, or it says
+it leaves (a graceful stop, ``Routes.check``).
 New sessions are placed on the least-loaded live node (heartbeat load: running
 turns, then sessions, then this node); one whose route cannot be opened within
 ``open_timeout`` is :class:`~ahp_server.host.core.routing.Unreachable` — the
