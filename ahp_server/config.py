@@ -348,6 +348,11 @@ class Settings:
     #: (also how long a ``reconnect`` from a node further ahead waits); longer
     #: than ``feed_grace``.
     feed_stall: float = 5.0
+    #: Sharded mode: the commit window (``storage.commit_window_ms`` is the
+    #: single node's). Each commit there is a PostgreSQL round trip and a feed
+    #: record that every node reads, so concurrent streams share a commit
+    #: within this many milliseconds: the longest it delays a delivery.
+    sharded_commit_window_ms: float = 10.0
     #: NATS credentials of this node (or ``nats://user:password@host`` in
     #: ``bus``; not both). The password is never logged or printed.
     bus_user: str | None = None
@@ -428,6 +433,7 @@ _KEYS: dict[str, tuple[str, str]] = {
     "cluster.relay_inbox": ("relay_inbox", "posint"),
     "cluster.feed_grace": ("feed_grace", "posfloat"),
     "cluster.feed_stall": ("feed_stall", "posfloat"),
+    "cluster.commit_window_ms": ("sharded_commit_window_ms", "nonnegfloat"),
     "cluster.bus_user": ("bus_user", "optstr"),
     "cluster.bus_password": ("bus_password", "secret"),
     "cluster.bus_password_file": ("bus_password", "secretfile"),

@@ -178,6 +178,7 @@ async def _generate(
     ready: Any,
     go: EventType,
     wait_s: float,
+    ramp_s: float = 0.0,
 ) -> dict[str, Any]:
     limit = asyncio.Semaphore(16)
     streams: list[tuple[Receiver, str, list[Receiver]]] = []  # (owner, chat or group, all)
@@ -211,7 +212,10 @@ async def _generate(
     cpu = time.process_time()
     started = time.perf_counter()
     text = f"/slow {ms:g} " + " ".join(f"k{k}z" for k in range(words))
-    for owner, target, _ in streams:
+    for k, (owner, target, _) in enumerate(streams):
+        if ramp_s > 0:  # open loop: stream k starts at its own instant of the ramp
+            due = started + ramp_s * k / len(streams)
+            await asyncio.sleep(max(0.0, due - time.perf_counter()))
         if kind == "floor":
             command = {"op": "paced", "group": target, "n": words, "ms": ms}
             command |= {"frame": FLOOR_FRAME, "end": FLOOR_END}
@@ -257,9 +261,12 @@ def _worker(
     go: EventType,
     results: Any,
     timeout: float,
+    ramp_s: float = 0.0,
 ) -> None:
     try:
-        result = asyncio.run(_generate(kind, url, chats, variant, words, ms, ready, go, timeout))
+        result = asyncio.run(
+            _generate(kind, url, chats, variant, words, ms, ready, go, timeout, ramp_s)
+        )
     except BaseException as failure:
         ready.put(os.getpid())
         results.put({"error": f"{type(failure).__name__}: {failure}"})

@@ -44,6 +44,7 @@ from typing import Any
 
 import asyncpg
 
+from bench.cgroup import CpuBudget
 from bench.suite import Wire, cpu_seconds, gather_limited, progress, text_of
 
 ROOT_DIR = Path(__file__).resolve().parent.parent
@@ -71,6 +72,7 @@ class NodeProcess:
     process: subprocess.Popen[bytes]
     log: Path
     url: str
+    budget: CpuBudget | None = None
 
     def events(self) -> list[dict[str, Any]]:
         found = []
@@ -123,16 +125,22 @@ def cluster(
     *,
     mode: str = "primary",
     cores: Sequence[int] | None = None,
+    cpu: float | None = None,
+    settings: str = "",
 ) -> Iterator[list[NodeProcess]]:
     """``n`` node processes of one new cluster; the first to start becomes the primary
     (``mode`` "sharded": every node owns the sessions its clients make). ``cores``: node
-    ``i`` pinned to core ``cores[i]`` (``taskset``)."""
+    ``i`` pinned to core ``cores[i]`` (``taskset``). ``cpu``: each node held to that
+    much of one core by a cgroup quota (``bench/cgroup.py``). ``settings``: more TOML
+    for every node's configuration file: keys of its last table, ``[cluster]``,
+    then tables of its own."""
     config = tmp / "node.toml"
     config.write_text(
         "[server]\nping_interval = 0\n"
         "[limits]\nmax_connections = 10000\nmax_connections_per_ip = 10000\n"
         "max_subscriptions = 1000000\ndispatch_rate = 1000000.0\ndispatch_burst = 1000000\n"
-        f'[cluster]\nlease_ttl = 3.0\nheartbeat = 0.5\nmode = "{mode}"\nplacement = "local"\n',
+        f'[cluster]\nlease_ttl = 3.0\nheartbeat = 0.5\nmode = "{mode}"\nplacement = "local"\n'
+        + settings,
         encoding="utf-8",
     )
     nodes: list[NodeProcess] = []
@@ -149,6 +157,7 @@ def cluster(
                 "AHP_SERVER_CLUSTER_SECRET": "bench-cluster-secret-0123456789",
             }
             pin = [] if cores is None else ["taskset", "-c", str(cores[i % len(cores)])]
+            budget = None if cpu is None else CpuBudget(f"ahp-bench-{name}-n{i}", cpu)
             with open(log, "wb") as out:
                 process = subprocess.Popen(
                     [
@@ -174,7 +183,9 @@ def cluster(
                     stderr=out,
                     env=env,
                 )
-            nodes.append(NodeProcess(f"n{i}", process, log, f"ws://127.0.0.1:{port}"))
+            nodes.append(NodeProcess(f"n{i}", process, log, f"ws://127.0.0.1:{port}", budget))
+            if budget is not None:
+                budget.add(process.pid)
         _wait_ready(nodes)
         yield nodes
     finally:
@@ -187,6 +198,8 @@ def cluster(
             except subprocess.TimeoutExpired:
                 node.process.kill()
                 node.process.wait()
+            if node.budget is not None:
+                node.budget.close()
 
 
 async def _drop_record(cluster: str) -> None:

@@ -8,8 +8,12 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+import sys
+import time
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from bench.persistence import Sizes, format_report, run
 from bench.suite import Sizes as SuiteSizes
@@ -338,6 +342,35 @@ def test_scaleout_benchmark_spreads_chats_and_times_a_failover(tmp_path: Path) -
     assert positive(failover["served_again_s"])
     assert failover["survivors_whole"]
     assert "failover" in format_report(results)
+
+
+def test_a_cpu_budget_holds_a_busy_process_to_its_share_of_a_core() -> None:
+    """``bench/cgroup.py`` (``bench.scaleout --node-cpu``): a process spinning in a budget
+    of 0.2 core gets at most that (and a tick of slack), and the group counts the time
+    it was held back. Needs a writable cgroup cpu controller (root)."""
+    import subprocess
+    import uuid
+
+    from bench import cgroup
+    from bench.suite import cpu_seconds
+
+    if not cgroup.available():
+        pytest.skip("no writable cgroup cpu controller")
+    budget = cgroup.CpuBudget(f"ahp-test-{uuid.uuid4().hex[:8]}", 0.2)
+    spin = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        budget.add(spin.pid)
+        before, started = cpu_seconds(spin.pid), time.monotonic()
+        time.sleep(1.5)
+        used = cpu_seconds(spin.pid) - before
+        wall = time.monotonic() - started
+        assert used <= 0.2 * wall + 0.05, (used, wall)
+        assert budget.throttled_s() > 0
+    finally:
+        spin.kill()
+        spin.wait()
+        budget.close()
+    assert not budget.path.exists()
 
 
 async def _postgres_answers() -> None:

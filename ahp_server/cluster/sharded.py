@@ -92,7 +92,7 @@ class ShardedNode:
         self.store = ShardedStore(
             store,
             self.node_id,
-            commit_window=settings.commit_window_ms / 1000,
+            commit_window=settings.sharded_commit_window_ms / 1000,
             commit_timeout=settings.commit_timeout,
         )
         self.app = App(settings, providers=providers, clock=clock, store=self.store)
@@ -180,6 +180,7 @@ class ShardedNode:
                 stall=settings.feed_stall,
                 on_stall=self._stalled,
             )
+            self.host.metric_sources.append(self.feed.metrics)
             subjects = Subjects(settings.cluster_name)
             self.routes = Routes(
                 self._nc,

@@ -94,9 +94,12 @@ from ahp_server.store.sqlite import SqliteStore
 from ahp_server.workspace.paths import file_uri
 from ahp_server.workspace.roots import Roots
 
-__all__ = ["DB_FILE", "Host", "HostFailed", "WorkspaceService"]
+__all__ = ["DB_FILE", "Host", "HostFailed", "MetricFamily", "WorkspaceService"]
 
 log = structlog.get_logger(__name__)
+
+#: One ``/metrics`` family: name, type ("counter", "gauge"), help, ``[(labels, value)]``.
+MetricFamily = tuple[str, str, str, list[tuple[str, float]]]
 
 #: What every encoded ``root/terminalsChanged`` envelope holds (a cheap first test).
 _TERMINALS_CHANGED = b'"root/terminalsChanged"'
@@ -311,6 +314,9 @@ class Host:
         self.failed = asyncio.Event()
         self._failure_close = ""  # the close reason clients get then
         self.counters = Counters()
+        #: More ``/metrics`` families from outside the host (a sharded node's
+        #: feed): each call answers ``(name, type, help, [(labels, value), …])``.
+        self.metric_sources: list[Callable[[], list[MetricFamily]]] = []
         self._background: set[asyncio.Task[Any]] = set()
         #: Sharded mode (docs/scale-out.md): whether this node owns a session now —
         #: only those are recovered here — and how a new session is claimed before

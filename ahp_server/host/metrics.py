@@ -158,4 +158,7 @@ def render(host: Host) -> str:
         [("", len(asyncio.all_tasks()))],
     )
     metric("ahp_server_seq", "gauge", "The last serverSeq assigned.", [("", hub.server_seq)])
+    for source in host.metric_sources:
+        for name, kind, help_text, samples in source():
+            metric(name, kind, help_text, samples)
     return "\n".join(lines) + "\n"

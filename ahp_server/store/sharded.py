@@ -413,6 +413,15 @@ class ShardedStore(PostgresStore):
         conn = self._writer_conn
         entries = [(row[1], row[2], row[3]) for _, row, _, _ in batch if row is not None]
         held = {s: self.held[s] for s in sessions}
+        if entries and all(row is not None or write is None for write, row, _, _ in batch):
+            # Envelopes only (a stream's hot path): the fenced, numbering
+            # statement is atomic by itself — one round trip, not the three of
+            # BEGIN, it and COMMIT (as ``PostgresStore._commit``'s fast path).
+            base = await commit_batch(conn, self.node, held, len(entries), batch_segments(entries))
+            last = self._last
+            for n, (channel, _, _) in enumerate(entries, base + 1):
+                last[channel] = n
+            return base
         async with conn.transaction():
             base = 0
             if entries:

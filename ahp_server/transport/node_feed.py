@@ -30,6 +30,7 @@ from typing import Any
 import structlog
 
 from ahp_server.host.core.sequencer import Hub
+from ahp_server.host.host import MetricFamily
 from ahp_server.store.group import Callback
 from ahp_server.store.ownership import LogReader
 from ahp_server.store.sharded import Local, ShardedStore
@@ -102,6 +103,49 @@ class NodeFeed:
     def delivered(self) -> int:
         """The node's watermark: every number up to it is delivered."""
         return self.reader.next_seq - 1
+
+    def metrics(self) -> list[MetricFamily]:
+        """The feed's counts for ``/metrics`` (docs/scale-out.md "Operating it")."""
+        stats = self.reader.stats
+        return [
+            (
+                "ahp_feed_records_total",
+                "counter",
+                "Feed records heard that verified and decoded (other nodes' and this one's echo).",
+                [("", stats.records)],
+            ),
+            (
+                "ahp_feed_rejected_total",
+                "counter",
+                "Feed messages dropped: not signed with the cluster's key, or not a record.",
+                [("", stats.rejected)],
+            ),
+            (
+                "ahp_feed_delivered_total",
+                "counter",
+                "serverSeq numbers delivered in order, and of those read from the log "
+                "(missing on the bus past cluster.feed_grace).",
+                [('{via="any"}', stats.delivered), ('{via="log"}', stats.repaired)],
+            ),
+            (
+                "ahp_feed_log_reads_total",
+                "counter",
+                "Range reads of the log to fill gaps, by outcome.",
+                [('{outcome="ok"}', stats.repairs), ('{outcome="failed"}', stats.repair_failures)],
+            ),
+            (
+                "ahp_feed_stalls_total",
+                "counter",
+                "Times delivery stayed blocked past cluster.feed_stall (clients closed with 1012).",
+                [("", stats.stalls)],
+            ),
+            (
+                "ahp_feed_delivered_seq",
+                "gauge",
+                "The node's watermark: every serverSeq up to it is delivered.",
+                [("", self.delivered)],
+            ),
+        ]
 
     def when(self, seq: int, callback: Callable[[], None]) -> None:
         """Call ``callback`` once every number up to ``seq`` is delivered (now, if it is)."""

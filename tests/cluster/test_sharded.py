@@ -26,6 +26,7 @@ from msgspec import UnsetType
 from ahp_server.client import AhpClient
 from ahp_server.cluster.sharded import ShardedNode
 from ahp_server.config import Settings
+from ahp_server.host.metrics import render
 from ahp_server.protocol.types import ChatState
 from ahp_server.store.sharded import ROOT
 from ahp_server.transport.feed import FeedPublisher
@@ -182,6 +183,57 @@ async def heard(publisher: FeedPublisher, seq: int, node: ShardedNode) -> None:
             await asyncio.sleep(0.05)
 
 
+def metric(node: ShardedNode, name: str) -> float:
+    """One sample of the node's ``/metrics`` (its text, as served), by name and labels."""
+    for line in render(node.host).splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[-1])
+    raise AssertionError(f"no {name} in /metrics")
+
+
+async def test_concurrent_streams_share_commits_within_the_cluster_window_and_the_feed_is_counted(
+    cluster: tuple[str, str], nats_bus: PrivateNats
+) -> None:
+    """``cluster.commit_window_ms``: two chats streaming at once on node-a commit at most
+    once per window (plus the commits a client waits for: its own actions, at once);
+    node-b delivers every one of those numbers from the feed, and says so in /metrics."""
+    url, name = cluster
+    window = 0.1
+    async with (
+        running(url, nats_bus, name, "node-a", sharded_commit_window_ms=window * 1000) as a,
+        running(url, nats_bus, name, "node-b") as b,
+        AhpClient.connect(a.urls[0]) as client,
+    ):
+        chats = [await client.open_chat("echo", timeout=TIMEOUT) for _ in range(2)]
+        words = " ".join(f"w{i}" for i in range(150))
+        before = a.store.commits
+        started = asyncio.get_running_loop().time()
+        answers = await asyncio.gather(
+            *(client.ask(chat, f"/slow 2 {words}", timeout=TIMEOUT) for chat in chats)
+        )
+        seconds = asyncio.get_running_loop().time() - started
+        commits = a.store.commits - before
+        assert all(text.split() == words.split() for text in answers)
+        # 300 words (and the turns' other actions) in at most one commit per window,
+        # whatever this machine's speed; a few more for what clients wait on.
+        assert commits <= seconds / window + 12, (commits, seconds)
+        # node-b heard node-a's records and delivered every number up to node-a's last.
+        assert b.feed is not None
+        assert a.feed is not None
+        last = a.feed.delivered
+        caught_up = asyncio.Event()
+        b.feed.when(last, caught_up.set)
+        await asyncio.wait_for(caught_up.wait(), TIMEOUT)
+        assert metric(b, "ahp_feed_delivered_seq") >= last
+        assert metric(b, "ahp_feed_records_total") >= 1
+        assert (
+            metric(b, 'ahp_feed_delivered_total{via="any"}')
+            >= last - metric(b, 'ahp_feed_delivered_total{via="log"}') - 1
+        )
+        assert metric(b, "ahp_feed_stalls_total") == 0
+        assert metric(b, "ahp_feed_rejected_total") == 0
+
+
 async def test_each_node_bounds_a_stalled_feed_by_its_own_configured_feed_stall(
     cluster: tuple[str, str], nats_bus: PrivateNats
 ) -> None:
@@ -209,6 +261,7 @@ async def test_each_node_bounds_a_stalled_feed_by_its_own_configured_feed_stall(
                 assert on_a.close_code == 1012
                 assert a.feed.reader.stats.stalls == 1
                 assert b.feed.reader.stats.stalls == 0
+                assert metric(a, "ahp_feed_stalls_total") == 1  # /metrics tells
                 assert not on_b.closed
                 assert a.feed.next_seq < ahead  # nothing was skipped
     finally:
