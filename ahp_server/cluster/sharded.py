@@ -65,7 +65,7 @@ from ahp_server.store.membership import Membership
 from ahp_server.store.ownership import LogReader, Ownership
 from ahp_server.store.sharded import ROOT, ShardedStore
 from ahp_server.transport.node_feed import NodeFeed
-from ahp_server.transport.node_heartbeat import Beat, NodeHeartbeat
+from ahp_server.transport.node_heartbeat import Beat, NodeHeartbeat, fitting_roots
 from ahp_server.transport.notices import RootNotices
 from ahp_server.transport.relay import OwnerRole, PrimaryRelay
 from ahp_server.transport.relay_format import Signer, Subjects
@@ -97,6 +97,8 @@ class ShardedNode:
         )
         self.app = App(settings, providers=providers, clock=clock, store=self.store)
         self.host = self.app.host
+        self._declared_roots = fitting_roots(self.host.roots.allowed(None))
+        self.host.cluster_roots = self.cluster_roots
         # The roots this node serves (every user's): where its sessions' directories
         # may lie, what placement and takeover go by (docs/scale-out.md).
         self.ownership = Ownership(
@@ -389,7 +391,18 @@ class ShardedNode:
             sessions=len(self.store.held),
             turns=self._turns(),
             seq=self._delivered(),
+            roots=self._declared_roots,
         )
+
+    def cluster_roots(self) -> tuple[str, ...]:
+        """The workspace roots of this node, then those of every other node heard within
+        a lease (their beats), each once: the folder suggestions of the root state
+        (``Host.cluster_roots``; a session in any of them is placed on a node serving
+        it, and its files are routed there)."""
+        seen = dict.fromkeys(self.host.roots.allowed(None))
+        for beat in self._peers().values():
+            seen.update(dict.fromkeys(beat.roots))
+        return tuple(seen)
 
     def _peers(self) -> dict[str, Beat]:
         """The other nodes heard on the bus within a lease (``lease_ttl``: a node silent

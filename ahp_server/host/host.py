@@ -314,6 +314,9 @@ class Host:
         self.failed = asyncio.Event()
         self._failure_close = ""  # the close reason clients get then
         self.counters = Counters()
+        #: Sharded mode: every live node's workspace roots (``ShardedNode.cluster_roots``),
+        #: offered as the root state's ``workspaceRoots`` (:meth:`root_view`).
+        self.cluster_roots: Callable[[], Sequence[str]] | None = None
         #: More ``/metrics`` families from outside the host (a sharded node's
         #: feed): each call answers ``(name, type, help, [(labels, value), …])``.
         self.metric_sources: list[Callable[[], list[MetricFamily]]] = []
@@ -934,16 +937,36 @@ class Host:
         )
 
     def root_view(self, connection: Connection, state: RootState) -> RootState:
-        """The root state as ``connection`` may see it: only its user's terminals.
+        """The root state as ``connection`` may see it: only its user's terminals; in a
+        sharded cluster, every live node's roots as ``workspaceRoots``.
 
         Multi-user mode (docs/protocol.md "Identity and ownership"): the root
-        channel is shared, its terminal catalogue is not.
+        channel is shared, its terminal catalogue is not. Sharded mode
+        (docs/scale-out.md "Working directories"): the stored value names the
+        roots of the node that wrote the root state; a client of any node is
+        offered every live node's (:attr:`cluster_roots`), since a session in any
+        of them is placed on a node serving it.
         """
+        state = self._cluster_roots_view(state)
         terminals = state.terminals
         if self.sees_everything(connection) or isinstance(terminals, UnsetType):
             return state
         mine = tuple(t for t in terminals if self.may_see_claim(connection, t.claim))
         return state if len(mine) == len(terminals) else replace(state, terminals=mine)
+
+    def _cluster_roots_view(self, state: RootState) -> RootState:
+        """``state`` with ``config.values.workspaceRoots`` the cluster's (sharded mode)."""
+        roots = self.cluster_roots
+        config = state.config
+        if roots is None or isinstance(config, UnsetType):
+            return state
+        if "workspaceRoots" not in config.values:
+            return state  # multi-user mode: each user has their own
+        uris = [file_uri(root) for root in roots()]
+        if uris == config.values["workspaceRoots"]:
+            return state
+        values = {**config.values, "workspaceRoots": uris}
+        return replace(state, config=replace(config, values=values))
 
     def _root_envelope_view(self, connection: Connection, envelope: bytes) -> bytes:
         """``Hub.views`` for the root channel: ``root/terminalsChanged`` as ``connection``

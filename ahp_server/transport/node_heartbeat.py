@@ -43,7 +43,7 @@ import contextlib
 import secrets
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import msgspec
@@ -53,7 +53,7 @@ from nats.errors import Error as NatsError
 from ahp_server.transport.relay import BusWarnings, send, unsealed
 from ahp_server.transport.relay_format import Signer
 
-__all__ = ["MAX_PEERS", "Beat", "NodeHeartbeat", "heartbeat_subject"]
+__all__ = ["MAX_PEERS", "Beat", "NodeHeartbeat", "fitting_roots", "heartbeat_subject"]
 
 log = structlog.get_logger(__name__)
 
@@ -62,15 +62,20 @@ _Msg = Any
 
 #: Nodes a heartbeat remembers (a cluster is far smaller; the bound keeps memory fixed).
 MAX_PEERS = 1_024
-#: The largest beat accepted: a node name and three numbers fit in far less.
-MAX_BEAT_BYTES = 1_024
+#: The largest beat accepted: a node name, a few numbers and its roots
+#: (:data:`MAX_BEAT_ROOTS_BYTES`) fit in it.
+MAX_BEAT_BYTES = 16_384
+#: The most a beat's ``roots`` may take (their JSON): a node with more, or longer,
+#: declares the first that fit (the folder suggestions are suggestions).
+MAX_BEAT_ROOTS_BYTES = 12_288
 #: Incarnations that left (node, incarnation) remembered, the oldest forgotten first.
 MAX_DEPARTED = 4 * MAX_PEERS
 
 
 class Beat(msgspec.Struct, frozen=True):
     """One node's heartbeat: its name, its load, its delivered watermark; the process
-    (``incarnation``) that sent it, and whether it is that process's last (``leaving``)."""
+    (``incarnation``) that sent it, whether it is that process's last (``leaving``), and
+    the workspace roots it serves (absolute paths; :func:`fitting_roots`)."""
 
     node: str
     n: int = 0
@@ -79,10 +84,23 @@ class Beat(msgspec.Struct, frozen=True):
     seq: int = 0
     incarnation: str = ""
     leaving: bool = False
+    roots: tuple[str, ...] = ()
 
 
 _encode = msgspec.json.Encoder().encode
 _decode = msgspec.json.Decoder(Beat).decode
+
+
+def fitting_roots(roots: Sequence[str]) -> tuple[str, ...]:
+    """The first of ``roots`` whose JSON fits :data:`MAX_BEAT_ROOTS_BYTES`, in order."""
+    kept: list[str] = []
+    size = 2
+    for root in roots:
+        size += len(_encode(root)) + 1
+        if size > MAX_BEAT_ROOTS_BYTES:
+            break
+        kept.append(root)
+    return tuple(kept)
 
 
 def heartbeat_subject(cluster: str, node: str) -> str:

@@ -19,12 +19,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from msgspec import UnsetType
 
 from ahp_server.client import AhpClient
 from ahp_server.cluster.sharded import ShardedNode
 from ahp_server.config import UserConfig
 from ahp_server.protocol.errors import ProtocolError
-from ahp_server.protocol.types import ActionEnvelope, ResourceWatchChangedAction
+from ahp_server.protocol.types import ActionEnvelope, ResourceWatchChangedAction, RootState
 from ahp_server.store.ownership import Node
 from ahp_server.transport.resource_routes import request_paths, serving_node
 from ahp_server.workspace.paths import file_uri
@@ -337,3 +338,44 @@ def test_a_requests_paths_are_read_as_named_with_dots_folded() -> None:
     assert request_paths(b'{"uri":"https://example.com/x"}') == []
     assert request_paths(b'{"uri":"relative/x"}') == []
     assert request_paths(b"not json") == []
+
+
+async def test_a_client_of_any_node_is_offered_every_live_nodes_roots(
+    url: str, nats_bus: PrivateNats, tmp_path: Path
+) -> None:
+    """The root state's ``workspaceRoots`` (the page's folder suggestions and Browse…) as a
+    client of node-b sees it: node-b's root, then node-a's, which node-b heard in node-a's
+    heartbeat; a folder of node-a's root, chosen there, makes a session node-a owns. Once
+    node-a's beat says it leaves, a new subscriber is offered node-b's root only."""
+    async with _nodes(url, nats_bus, tmp_path) as (a, b, roots):
+        beat = b.heartbeat
+        assert beat is not None
+
+        async def hears_a() -> bool:
+            return "node-a" in beat.live_peers(60.0)
+
+        async with asyncio.timeout(TIMEOUT):
+            await until(hears_a)
+        async with AhpClient.connect(b.urls[0], subscriptions=["ahp-root://"]) as on_b:
+            offered = _offered(on_b)
+            assert offered == [file_uri(roots["b"]), file_uri(roots["a"])]
+            directory = file_uri(roots["a"] / "project")
+            assert directory.startswith(offered[1])
+            session = await on_b.create_session("echo", [directory], timeout=TIMEOUT)
+            assert (await owners(url))[session] == ("node-a", 1)
+        await a.stop()
+
+        async def a_left() -> bool:
+            return not await hears_a()
+
+        async with asyncio.timeout(TIMEOUT):
+            await until(a_left)
+        async with AhpClient.connect(b.urls[0], subscriptions=["ahp-root://"]) as again:
+            assert _offered(again) == [file_uri(roots["b"])]
+
+
+def _offered(client: AhpClient) -> list[str]:
+    """The root state's ``workspaceRoots``, as ``client`` sees it."""
+    config = client.view("ahp-root://", RootState).config
+    assert not isinstance(config, UnsetType)
+    return list(config.values["workspaceRoots"])

@@ -14,7 +14,14 @@ from typing import Any
 import msgspec
 import nats
 
-from ahp_server.transport.node_heartbeat import Beat, NodeHeartbeat, heartbeat_subject
+from ahp_server.transport.node_heartbeat import (
+    MAX_BEAT_BYTES,
+    MAX_BEAT_ROOTS_BYTES,
+    Beat,
+    NodeHeartbeat,
+    fitting_roots,
+    heartbeat_subject,
+)
 from ahp_server.transport.relay_format import Signer
 from tests.cluster.helpers import nats_or_skip, new_cluster_name
 from tests.postgres import until
@@ -110,7 +117,7 @@ async def test_forged_misnamed_malformed_and_replayed_beats_count_for_nothing(
         (subject_a, Signer(b"another secret", cluster).seal(subject_a, body_b)),  # forged
         (subject_a, signer.seal(subject_a, body_b)),  # b's beat on a's subject
         (subject_a, signer.seal(subject_a, b"{not json")),  # malformed
-        (subject_a, signer.seal(subject_a, b"[" * 2000)),  # oversize
+        (subject_a, signer.seal(subject_a, b"[" * (MAX_BEAT_BYTES + 1))),  # oversize
     ]
     for subject, data in sends:
         await raw.publish(subject, data)
@@ -142,3 +149,31 @@ async def test_a_node_cut_off_the_bus_stops_hearing_itself_until_it_is_back(
     async with asyncio.timeout(TIMEOUT):
         await until(lambda: _ready(a.heard_within(0.5) and "node-a" in b.live_peers(0.5)))
     assert b.peers["node-a"][0].n > before  # a new beat, not one buffered from before
+
+
+def test_a_beat_declares_the_roots_that_fit_in_order_and_stays_within_its_bound() -> None:
+    """``fitting_roots``: every root while they fit, in order; past
+    ``MAX_BEAT_ROOTS_BYTES`` the first that fit (a prefix), so a beat carrying them, a
+    long node name and large numbers still fits ``MAX_BEAT_BYTES`` (a receiver's bound)."""
+    few = ("/srv/a", "/srv/b", "/home/ü")
+    assert fitting_roots(few) == few
+    many = tuple(f"/srv/projects/{'x' * 200}/{k}" for k in range(200))
+    kept = fitting_roots(many)
+    assert 0 < len(kept) < len(many)
+    assert kept == many[: len(kept)]
+    assert len(msgspec.json.encode(kept)) <= MAX_BEAT_ROOTS_BYTES
+    beat = Beat(
+        node="n" * 128,
+        n=2**62,
+        sessions=2**62,
+        turns=2**62,
+        seq=2**62,
+        incarnation="f" * 16,
+        leaving=True,
+        roots=kept,
+    )
+    encoded = msgspec.json.encode(beat)
+    assert len(encoded) <= MAX_BEAT_BYTES
+    assert msgspec.json.decode(encoded, type=Beat).roots == kept
+    # An older node's beat (no roots) still decodes: it declares none.
+    assert msgspec.json.decode(b'{"node":"old","n":1}', type=Beat).roots == ()
