@@ -45,6 +45,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -65,7 +66,7 @@ from ahp_server.store.membership import Membership
 from ahp_server.store.ownership import LogReader, Ownership
 from ahp_server.store.sharded import ROOT, ShardedStore
 from ahp_server.transport.node_feed import NodeFeed
-from ahp_server.transport.node_heartbeat import Beat, NodeHeartbeat, fitting_roots
+from ahp_server.transport.node_heartbeat import MAX_PEERS, Beat, NodeHeartbeat, fitting_roots
 from ahp_server.transport.notices import RootNotices
 from ahp_server.transport.relay import OwnerRole, PrimaryRelay
 from ahp_server.transport.relay_format import Signer, Subjects
@@ -119,6 +120,10 @@ class ShardedNode:
         )
         self.feed: NodeFeed | None = None
         self.heartbeat: NodeHeartbeat | None = None
+        #: When this node began hearing the bus (monotonic; ``None``: not yet).
+        self._listening_since: float | None = None
+        #: Nodes never heard on the bus, by when this node was first asked about them.
+        self._unheard: OrderedDict[str, float] = OrderedDict()
         #: This node's routes to other nodes' sessions, and its end of theirs.
         self.routes: Routes | None = None
         self.owner_relay: PrimaryRelay | None = None
@@ -169,6 +174,7 @@ class ShardedNode:
                 on_leaving=self._left,
             )
             await self.heartbeat.start()
+            self._listening_since = time.monotonic()
             # Wired before the host's first commit: every number is delivered in order.
             self.feed = NodeFeed(
                 self.host.hub,
@@ -412,12 +418,29 @@ class ShardedNode:
 
     def _silent(self, node: str) -> bool:
         """Whether ``node`` was heard on the bus once but not within a lease since, or
-        its last beat said it leaves."""
+        its last beat said it leaves, or it was never heard for three heartbeats since
+        this node first asked about it, while listening all along (docs/scale-out.md
+        "Failure cases": a node cut off the bus before any other heard it — its lease in
+        the database still running — is silent then, not answering routes by timeout)."""
         beat = self.heartbeat
-        heard = None if beat is None else beat.peers.get(node)
-        if beat is None or heard is None:
+        if beat is None:
             return False
-        return beat.left(node) or time.monotonic() - heard[1] > self.settings.lease_ttl
+        now = time.monotonic()
+        heard = beat.peers.get(node)
+        if heard is not None:
+            self._unheard.pop(node, None)
+            return beat.left(node) or now - heard[1] > self.settings.lease_ttl
+        grace = 3 * self.settings.heartbeat  # a node starting beats at once, then each period
+        since = self._listening_since
+        if since is None or now - since <= grace:
+            return False  # this node may not have heard anyone yet
+        first = self._unheard.get(node)
+        if first is None:
+            self._unheard[node] = now
+            while len(self._unheard) > MAX_PEERS:
+                self._unheard.popitem(last=False)
+            return False
+        return now - first > grace
 
     def _left(self, node: str) -> None:
         """``node`` stopped gracefully (its last beat): gone now, not after a lease. Its

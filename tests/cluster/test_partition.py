@@ -15,8 +15,10 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 from dataclasses import replace
+from typing import Any
 
 from ahp_server.client import AhpClient
+from ahp_server.client.errors import ClientError, RemoteError
 from ahp_server.cluster.sharded import ShardedNode
 from ahp_server.protocol.types import ChatState
 from tests.cluster.helpers import PrivateNats, new_cluster_name
@@ -157,13 +159,55 @@ async def test_a_node_cut_off_from_the_bus_loses_its_sessions_and_serves_again_w
         await cut.aclose()
 
 
+async def test_a_node_cut_off_before_any_other_heard_it_is_taken_for_silent_not_waited_on(
+    url: str, nats_bus: PrivateNats
+) -> None:
+    """node-a makes a session and is cut off the bus; node-b starts after that, so it never
+    hears node-a, whose lease in PostgreSQL still runs (60 s). Once node-b has listened
+    for three heartbeats and was first asked about node-a three heartbeats before, a
+    client of node-b asking for node-a's session is told at once that node-a is not
+    answering (-32603), while node-a still owns it. Before, node-b took a node never
+    heard for one starting: every request waited for a route that could not open, until
+    the lease ran out (the loop below would time out)."""
+    name = new_cluster_name()
+    cut = BusCut(int(nats_bus.url.rsplit(":", 1)[1]))
+    await cut.start()
+    try:
+        async with (
+            _through(cut, url, nats_bus, name, "node-a", lease_ttl=60.0) as a,
+            AhpClient.connect(a.urls[0]) as on_a,
+        ):
+            chat = await on_a.open_chat("echo", timeout=TIMEOUT)
+            session = await session_of(url, chat)
+            cut.sever()
+            async with running(url, nats_bus, name, "node-b", lease_ttl=60.0) as b:
+                refused: RemoteError | None = None
+                async with asyncio.timeout(TIMEOUT):
+                    while refused is None:
+                        async with AhpClient.connect(b.urls[0]) as on_b:
+                            try:
+                                await on_b.subscribe(chat, timeout=TIMEOUT)
+                            except RemoteError as error:
+                                if "not answering" in error.message:
+                                    refused = error
+                            except ClientError:
+                                pass  # its route to node-a failed: the client was closed
+                assert refused.code == -32603
+                assert session in refused.message
+                assert "node-a" not in _peers(b)  # never heard
+                assert (await owners(url))[session] == ("node-a", 1)  # its lease still runs
+    finally:
+        await cut.aclose()
+
+
 @contextlib.asynccontextmanager
 async def _through(
-    cut: BusCut, url: str, bus: PrivateNats, cluster: str, node: str
+    cut: BusCut, url: str, bus: PrivateNats, cluster: str, node: str, **changes: Any
 ) -> AsyncIterator[ShardedNode]:
-    """A started sharded node reaching the bus through ``cut``, aborted at the end."""
+    """A started sharded node reaching the bus through ``cut`` (``changes``: other
+    settings), aborted at the end."""
     started = ShardedNode(
-        replace(settings(url, bus, cluster, node), bus=f"nats://127.0.0.1:{cut.port}")
+        replace(settings(url, bus, cluster, node), bus=f"nats://127.0.0.1:{cut.port}", **changes)
     )
     await started.start()
     try:
