@@ -407,7 +407,8 @@ class ShardedNode:
         it, and its files are routed there)."""
         seen = dict.fromkeys(self.host.roots.allowed(None))
         for beat in self._peers().values():
-            seen.update(dict.fromkeys(beat.roots))
+            # A peer's word: only absolute paths (a file: URI needs one).
+            seen.update(dict.fromkeys(r for r in beat.roots if r.startswith("/")))
         return tuple(seen)
 
     def _peers(self) -> dict[str, Beat]:

@@ -105,7 +105,7 @@ class NodeFeed:
         return self.reader.next_seq - 1
 
     def metrics(self) -> list[MetricFamily]:
-        """The feed's counts for ``/metrics`` (docs/scale-out.md "Operating it")."""
+        """The feed's counts for ``/metrics`` (docs/deploy.md "Sharded mode")."""
         stats = self.reader.stats
         return [
             (

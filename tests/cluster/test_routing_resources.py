@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -27,6 +28,7 @@ from ahp_server.config import UserConfig
 from ahp_server.protocol.errors import ProtocolError
 from ahp_server.protocol.types import ActionEnvelope, ResourceWatchChangedAction, RootState
 from ahp_server.store.ownership import Node
+from ahp_server.transport.node_heartbeat import Beat
 from ahp_server.transport.resource_routes import request_paths, serving_node
 from ahp_server.workspace.paths import file_uri
 from tests.cluster.helpers import PrivateNats, new_cluster_name
@@ -363,6 +365,12 @@ async def test_a_client_of_any_node_is_offered_every_live_nodes_roots(
             assert directory.startswith(offered[1])
             session = await on_b.create_session("echo", [directory], timeout=TIMEOUT)
             assert (await owners(url))[session] == ("node-a", 1)
+        # A peer's roots are its word: a relative one (no file: URI) is left out, not fatal.
+        beat.peers["node-x"] = (Beat(node="node-x", roots=("relative", "/srv/x")), time.monotonic())
+        async with AhpClient.connect(b.urls[0], subscriptions=["ahp-root://"]) as on_x:
+            assert _offered(on_x)[-1] == "file:///srv/x"
+            assert len(_offered(on_x)) == 3
+        del beat.peers["node-x"]
         await a.stop()
 
         async def a_left() -> bool:
