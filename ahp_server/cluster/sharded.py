@@ -27,8 +27,8 @@ while its own heartbeat comes back through NATS,
 * a graceful stop drains the lease, then says so in a last heartbeat
   (``leaving``): every other node takes it for gone at once — its routes
   closed, its terminals ended, placement past it, its sessions taken over —
-  rather than after a lease of silence (docs/scale-out.md "Built: a graceful
-  stop announced");
+  rather than after a lease of silence (docs/scale-out.md "A graceful stop
+  announced");
 * the root channel's owner finds the sessions no node can serve — their owner
   dead, their working directory on no live node — and has every node list them
   failed until their owner, or a node serving their directory, is back
@@ -37,7 +37,7 @@ while its own heartbeat comes back through NATS,
 Requests for other nodes' sessions go over routes (``transport/routing.py``),
 new sessions to the least-loaded node serving their directory, and the root
 owner merges every node's part of the root state (``transport/notices.py``).
-What it does not do yet: docs/scale-out.md "Built: the sharded node".
+What it does not do yet: docs/scale-out.md "What it does not do yet".
 """
 
 from __future__ import annotations
@@ -259,7 +259,7 @@ class ShardedNode:
             await self.owner_relay.start()
             await self.notices.start()
             # Told to the others, which tell theirs in turn: terminal requests are routed
-            # to the node that reported the terminal (docs/scale-out.md "Built: routing").
+            # to the node that reported the terminal (docs/scale-out.md "Routing").
             self.host.terminals_changed()
             self._stranded_task = asyncio.get_running_loop().create_task(
                 self._watch_stranded(), name="ahp-stranded"

@@ -1129,7 +1129,7 @@ class Host:
             self._node_told(node, decoded)
             if self.owns(ROOT) or decoded.hello:
                 # A node that (re)started is told this node's terminals in turn: it routes
-                # requests for them here (docs/scale-out.md "Built: routing").
+                # requests for them here (docs/scale-out.md "Routing").
                 self.terminals_changed()
             if decoded.hello:
                 self.node_started(node)

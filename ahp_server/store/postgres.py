@@ -118,7 +118,7 @@ ALTER TABLE session_owner ADD COLUMN IF NOT EXISTS directory TEXT;
 """
 
 #: Schema 6: the node that made each terminal (sharded mode: a node that starts loads only
-#: its own, docs/scale-out.md "Built: routing"); NULL for every other channel.
+#: its own, docs/scale-out.md "Routing"); NULL for every other channel.
 CHANNEL_NODE = """
 ALTER TABLE channels ADD COLUMN IF NOT EXISTS node TEXT;
 """

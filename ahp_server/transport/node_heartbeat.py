@@ -24,7 +24,7 @@ parse, or names another node than its subject is dropped (counted in
 :attr:`NodeHeartbeat.dropped`). At most :data:`MAX_PEERS` nodes are
 remembered, the oldest forgotten first.
 
-**Leaving** (docs/scale-out.md "Built: a graceful stop announced"). A node
+**Leaving** (docs/scale-out.md "A graceful stop announced"). A node
 stopping gracefully sends one last beat with ``leaving`` (:meth:`NodeHeartbeat.leave`,
 after its lease was drained), so the others take it for gone at once instead of
 after a lease of silence (:meth:`NodeHeartbeat.left`; ``on_leaving`` is told).

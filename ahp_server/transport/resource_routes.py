@@ -1,8 +1,8 @@
 """Sharded mode: which node answers a file request (``resource*``, ``createResourceWatch``).
 
 Layer: transport (pure: no I/O). ``transport/routing.py``'s ``Routes.resource`` reads the
-nodes' rows, asks :func:`serving_node` and forwards; docs/scale-out.md "Built: routing"
-(resources) says why it decides so.
+nodes' rows, asks :func:`serving_node` and forwards; docs/scale-out.md "Resources"
+says why it decides so.
 
 A file lies on the disks of the nodes that declare a root holding it (their
 ``cluster_nodes`` row: ``workspace.roots`` and every user's ``roots``). Every node

@@ -323,7 +323,7 @@ class Routes:
         if watching is not None:
             return self._watch_owner(channel, watching)
         # A changeset is its session's channel (a chat's: its chat's, wherever that moved),
-        # whichever node loaded it (docs/scale-out.md "Built: routing").
+        # whichever node loaded it (docs/scale-out.md "Routing").
         channel = parse_chat_changeset(channel) or channel
         session = self._host.session_of_channel(channel)
         if session is not None:
@@ -371,7 +371,7 @@ class Routes:
     def _terminal_owner(self, channel: str, node: str) -> str:
         """The node that reported the terminal ``channel`` (its ``node/terminals`` notice):
         a terminal is a channel of no session, and lives and ends with its node
-        (docs/scale-out.md "Built: routing")."""
+        (docs/scale-out.md "Routing")."""
         if not self.alive(node):
             raise InternalError(
                 f"{channel} is a terminal of node {node}, which is not answering: "
@@ -381,7 +381,7 @@ class Routes:
 
     def _watch_owner(self, channel: str, node: str) -> str:
         """The node a resource watch made through this one runs on: like a terminal, a
-        channel of no session that ends with its node (docs/scale-out.md "Built: routing")."""
+        channel of no session that ends with its node (docs/scale-out.md "Routing")."""
         if not self.alive(node):
             raise InternalError(
                 f"{channel} is a resource watch of node {node}, which is not answering: "

@@ -6,7 +6,7 @@ over real WebSockets. The lease is long (``LEASE``, 60 s) and every wait after
 a stop is bounded by ``SOON`` (5 s), far below it: what happens within that
 bound cannot be the lease running out or a heartbeat falling silent — only
 the stopping node's announcement (its last heartbeat, ``leaving``) explains
-it. docs/scale-out.md "Built: a graceful stop announced".
+it. docs/scale-out.md "A graceful stop announced".
 """
 
 from __future__ import annotations

@@ -729,7 +729,7 @@ async def _told(node: ShardedNode, terminal: str, owner: str) -> None:
 async def test_a_client_of_one_node_drives_a_terminal_another_node_made(
     url: str, name: str, nats_bus: PrivateNats, tmp_path: Path
 ) -> None:
-    """docs/scale-out.md "Built: routing": a terminal made on node-a (claimed by a client:
+    """docs/scale-out.md "Routing": a terminal made on node-a (claimed by a client:
     of no session at all) is subscribed to, written to, resized, left and disposed of by
     a client of node-b — each request forwarded to node-a, which runs the terminal; its
     output reaches node-b's client on node-b's feed."""
@@ -874,7 +874,7 @@ async def test_a_node_that_restarts_is_told_the_other_nodes_terminals(
 async def test_a_client_of_one_node_reads_the_changesets_of_a_session_another_node_owns(
     url: str, name: str, nats_bus: PrivateNats, tmp_path: Path
 ) -> None:
-    """docs/scale-out.md "Built: routing": a changeset is its session's channel, so a
+    """docs/scale-out.md "Routing": a changeset is its session's channel, so a
     client of node-b subscribing to the changesets of node-a's session (the chat's, the
     turn's, the session's) is answered by node-a — the files its agent changed — and
     node-b loads no changeset of its own; a file changed later reaches node-b's client

@@ -9,8 +9,8 @@ towards a session of another node), bad input through another node gets a
 clear error and the connection stays, and the owner answers a changeset
 operation that the client's node alone would answer otherwise. Assertions are
 on owner and catalogue rows, actors loaded per node, session catalogues and
-error codes; every wait is bounded by ``TIMEOUT``. docs/scale-out.md "Built:
-routing".
+error codes; every wait is bounded by ``TIMEOUT``. docs/scale-out.md
+"Routing".
 """
 
 from __future__ import annotations

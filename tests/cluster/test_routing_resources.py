@@ -4,8 +4,8 @@ Sharded nodes in this process (``ShardedNode``) on the real PostgreSQL and the
 cluster tests' authenticated ``nats-server``, each serving a root of its own (a
 directory under the test's ``tmp_path``: one machine, so "node-a's disk" is the
 directory only node-a declares); clients are :class:`AhpClient` over real
-WebSockets. Every wait is bounded by ``TIMEOUT``. docs/scale-out.md "Built:
-routing" (resources).
+WebSockets. Every wait is bounded by ``TIMEOUT``. docs/scale-out.md
+"Resources".
 """
 
 from __future__ import annotations

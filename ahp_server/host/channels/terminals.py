@@ -762,7 +762,7 @@ class TerminalService:
         """Load every stored terminal as an exited one (their processes are gone).
 
         In sharded mode ``rows`` holds this node's terminals only (``ShardedStore.channels``):
-        another node's may still run (docs/scale-out.md "Built: routing").
+        another node's may still run (docs/scale-out.md "Routing").
         """
         for row in rows:
             if row.kind == KIND:

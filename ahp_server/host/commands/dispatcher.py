@@ -298,7 +298,7 @@ class Commands:
             and not connection.forwarded
             and not isinstance(params, UnsetType)
         ):
-            # A file request: to a node serving its paths (docs/scale-out.md "Built: routing").
+            # A file request: to a node serving its paths (docs/scale-out.md "Routing").
             routed = await router.resource(connection, method, bytes(params))
         if routed is not None:
             result: bytes = routed

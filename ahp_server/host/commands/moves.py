@@ -24,7 +24,7 @@ reordering chats" decide what follows:
   default chat (``movable: false`` from then on); the agent opens it as it
   opens any new session.
 
-Sharded mode (docs/scale-out.md "Built: routing"): ``moveChat`` is routed to
+Sharded mode (docs/scale-out.md "Routing"): ``moveChat`` is routed to
 the node owning the chat's session (``host/core/routing.py`` ``ROUTED``),
 which moves it as here. A chat moves only between sessions of that node: a
 ``session`` destination another node owns is refused (``-32602``, nothing

@@ -47,7 +47,7 @@ ROUTED = frozenset(
 
 #: The requests that name files (WIRE-SUMMARY §4.1): answered by a node serving a root that
 #: holds their paths — this one when it does (``Router.resource``; docs/scale-out.md
-#: "Built: routing", resources).
+#: "Resources").
 RESOURCES = frozenset(
     {
         "resourceRead",
