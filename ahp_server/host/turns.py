@@ -248,7 +248,9 @@ class TurnRunner:
         self._coalesce_window = coalesce_ms / 1000
         self._pending: _Pending | None = None
         self._pending_order: list[_Pending] = []
-        self._flusher: asyncio.Task[None] | None = None
+        #: What sends the text being coalesced when its window ends: a timer, or
+        #: the task it started when the send could not be done in the timer's callback.
+        self._flusher: asyncio.TimerHandle | asyncio.Task[None] | None = None
 
     # -- lifecycle (called by the actor) ------------------------------------------------------
 
@@ -331,11 +333,33 @@ class TurnRunner:
         else:
             pending[2].append(text)
         if self._flusher is None:
+            loop = asyncio.get_running_loop()
+            self._flusher = loop.call_later(self._coalesce_window, self._window_ended)
+
+    def _window_ended(self) -> None:
+        """Send the coalesced text: in this callback when the chat takes it at once
+        (the usual case: one piece of text, an idle chat, room in this turn of the
+        loop), else from a task that waits for its turn like any other send."""
+        self._flusher = None
+        pending = self._pending
+        if (
+            pending is not None
+            and not self._pending_order
+            and not self.closed
+            and not self._send_lock.locked()
+            and not self._turnstile.closed()  # N turns' windows ending together
+        ):
+            kind, part_id, texts = pending
+            action = kind(turn_id=self.turn_id, part_id=part_id, content="".join(texts))
+            self._pending = None
+            if self.actor.offer_from_runner(self, action):
+                return
+            self._pending = pending  # not taken: nothing was applied
+        if self._pending is not None or self._pending_order:
             self._flusher = asyncio.get_running_loop().create_task(self._flush_later())
 
     async def _flush_later(self) -> None:
-        await asyncio.sleep(self._coalesce_window)
-        if self._turnstile.closed():  # N turns' windows ending together
+        if self._turnstile.closed():
             await self._turnstile.wait()
         self._flusher = None
         with contextlib.suppress(asyncio.CancelledError):
