@@ -55,6 +55,7 @@ KINDS = {
     "durability": '`"normal"` or `"full"`',
     "clustermode": '`"primary"` or `"sharded"`',
     "placement": '`"least-loaded"` or `"local"`',
+    "eventloop": '`"auto"`, `"uvloop"` or `"asyncio"`',
     "logformat": '`"console"`, `"json"` or `"auto"`',
     "loglevel": '`"debug"`, `"info"`, `"warning"` or `"error"`',
     "agentname": "lower-case letters, digits, `-` and `_`",

@@ -157,6 +157,11 @@ class Settings:
     #: Seconds a client has to complete the HTTP upgrade (the opening
     #: handshake); a slow-loris client that stalls mid-request is dropped.
     handshake_timeout: float = 10.0
+    #: The event loop the daemon runs on (docs/performance.md "The knobs"):
+    #: ``"auto"``, uvloop where it is installed (a dependency on Linux and
+    #: macOS) else asyncio's own; ``"uvloop"`` (the start fails without it);
+    #: ``"asyncio"``.
+    event_loop: str = "auto"
     #: Seconds a client's active-client entries outlive its last connection;
     #: then ``session/activeClientRemoved`` and its client tool calls fail
     #: (WIRE-SUMMARY §3.4). A reconnect within the grace keeps them.
@@ -378,6 +383,7 @@ _KEYS: dict[str, tuple[str, str]] = {
     "server.ping_interval": ("ping_interval", "optposfloat"),
     "server.ping_timeout": ("ping_timeout", "optposfloat"),
     "server.handshake_timeout": ("handshake_timeout", "posfloat"),
+    "server.event_loop": ("event_loop", "eventloop"),
     "server.active_client_grace": ("active_client_grace", "nonnegfloat"),
     "storage.data_dir": ("data_dir", "optstr"),
     "storage.store": ("store", "storeurl"),
@@ -451,6 +457,7 @@ ENVIRONMENT: dict[str, str] = {
     "AHP_SERVER_ALLOWED_ORIGINS": "server.allowed_origins",
     "AHP_SERVER_TRUSTED_PROXIES": "server.trusted_proxies",
     "AHP_SERVER_WEB_UI": "server.web_ui",
+    "AHP_SERVER_EVENT_LOOP": "server.event_loop",
     "AHP_SERVER_DATA_DIR": "storage.data_dir",
     "AHP_SERVER_STORE": "storage.store",
     "AHP_SERVER_BUS": "cluster.bus",
@@ -654,6 +661,10 @@ def _check(key: str, kind: str, value: object) -> object:
     if kind == "placement":
         if value not in ("least-loaded", "local"):
             raise fail('"least-loaded" or "local"')
+        return value
+    if kind == "eventloop":
+        if value not in ("auto", "uvloop", "asyncio"):
+            raise fail('"auto", "uvloop" or "asyncio"')
         return value
     if kind == "durability":
         if value not in ("normal", "full"):

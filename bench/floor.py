@@ -30,6 +30,10 @@ Frames are sent with ``broadcast()`` (no per-send await); every 64 frames the
 sender yields to the loop and, if a receiver's socket buffer holds over 1 MiB,
 waits for it to drain: a bare server with the same kind of back-pressure a
 real host needs.
+
+It runs on the event loop the host's default picks (``server.event_loop =
+"auto"``: uvloop where installed; ``--loop`` chooses), so a ratio to it is the
+protocol's work, not the loop's.
 """
 
 from __future__ import annotations
@@ -41,6 +45,8 @@ import json
 from collections.abc import Sequence
 
 from websockets.asyncio.server import ServerConnection, broadcast, serve
+
+from ahp_server.eventloop import run
 
 BATCH = 64
 HIGH_WATER = 1 << 20
@@ -131,9 +137,10 @@ async def main_async(port: int) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.floor", description=__doc__)
     parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--loop", choices=("auto", "uvloop", "asyncio"), default="auto")
     args = parser.parse_args(argv)
     with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(main_async(args.port))
+        run(main_async(args.port), args.loop)
     return 0
 
 

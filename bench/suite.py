@@ -41,6 +41,10 @@ from bench.persistence import machine_info, publish_results
 __all__ = ["FULL", "QUICK", "Sizes", "format_report", "main", "run"]
 
 ROOT_DIR = Path(__file__).resolve().parent.parent
+#: The event loop the host and the floor run on (``server.event_loop``; the
+#: floor's ``--loop``): ``AHP_BENCH_EVENT_LOOP``, "auto" by default as in the
+#: daemon, so host and floor always share one.
+EVENT_LOOP = os.environ.get("AHP_BENCH_EVENT_LOOP", "auto")
 RESULTS = ROOT_DIR / "bench" / "results" / "suite.json"
 ROOT = "ahp-root://"
 VERSIONS = ["0.7.0"]
@@ -192,6 +196,7 @@ def host_process(
             "[server]",
             # keepalive pings would only add noise to idle-connection figures
             "ping_interval = 0",
+            f"event_loop = {json.dumps(EVENT_LOOP)}",
         ]
         if coalesce_ms is not None and coalescing_supported():
             lines.append(f"coalesce_ms = {float(coalesce_ms)}")
@@ -262,7 +267,7 @@ def floor_process() -> Iterator[str]:
         out = Path(tmp) / "floor.out"
         with open(out, "wb") as handle:
             process = subprocess.Popen(
-                [sys.executable, "-m", "bench.floor", "--port", "0"],
+                [sys.executable, "-m", "bench.floor", "--port", "0", "--loop", EVENT_LOOP],
                 cwd=ROOT_DIR,
                 stdin=subprocess.DEVNULL,
                 stdout=handle,

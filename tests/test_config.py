@@ -351,6 +351,40 @@ def test_serve_refuses_a_missing_root_and_names_it(tmp_path: Path) -> None:
     ]
 
 
+def test_serve_refuses_uvloop_where_it_is_not_installed(tmp_path: Path) -> None:
+    blocked = tmp_path / "blocked"
+    (blocked / "uvloop").mkdir(parents=True)
+    (blocked / "uvloop" / "__init__.py").write_text("raise ImportError('not here')\n")
+    result = run_cli(
+        "serve",
+        "--data-dir",
+        ":memory:",
+        "--port",
+        "0",
+        env={"PYTHONPATH": str(blocked), "AHP_SERVER_EVENT_LOOP": "uvloop"},
+    )
+    assert result.returncode == 2
+    assert result.stderr.splitlines() == [
+        "ahp-server: invalid configuration: server.event_loop: "
+        '"uvloop" is not installed: pip install uvloop'
+    ]
+
+
+def test_the_event_loop_setting_takes_three_values(tmp_path: Path) -> None:
+    for value in ("auto", "uvloop", "asyncio"):
+        path = tmp_path / f"{value}.toml"
+        path.write_text(f'[server]\nevent_loop = "{value}"\n', encoding="utf-8")
+        assert load_settings(path, environ={}).event_loop == value
+    assert Settings().event_loop == "auto"
+    path = tmp_path / "bad.toml"
+    path.write_text('[server]\nevent_loop = "trio"\n', encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"server\.event_loop"):
+        load_settings(path, environ={})
+    with pytest.raises(ConfigError, match=r"server\.event_loop: must be .*not 'fast'"):
+        load_settings(None, environ={"AHP_SERVER_EVENT_LOOP": "fast"})
+    assert load_settings(None, environ={"AHP_SERVER_EVENT_LOOP": "asyncio"}).event_loop == "asyncio"
+
+
 # -- [[users]] (multi-user mode, issue 16) ------------------------------------------------------
 
 

@@ -74,6 +74,8 @@ from ahp_server.client import (
 )
 from ahp_server.cluster import ClusterNode, NodeFailed, ShardedNode
 from ahp_server.config import ConfigError, Settings, load_settings, machine_problems
+from ahp_server.eventloop import loop_name
+from ahp_server.eventloop import run as run_loop
 from ahp_server.host.host import DB_FILE, HostFailed
 from ahp_server.logging import configure_logging
 from ahp_server.protocol import PROTOCOL_VERSION
@@ -435,7 +437,13 @@ async def serve(settings: Settings) -> None:
     tune_gc()
     stop = _stop_on_signals()  # before "listening": a SIGTERM from then on stops it gracefully
     for url in app.urls:
-        log.info("listening", url=url, version=PROTOCOL_VERSION, **page_of(settings, url))
+        log.info(
+            "listening",
+            url=url,
+            version=PROTOCOL_VERSION,
+            loop=loop_name(),
+            **page_of(settings, url),
+        )
     log.info("workspace roots", roots=list(app.host.roots.default))
     waits = [asyncio.ensure_future(stop.wait()), asyncio.ensure_future(app.host.failed.wait())]
     try:
@@ -469,6 +477,7 @@ async def serve_cluster(settings: Settings) -> None:
             "listening",
             url=url,
             version=PROTOCOL_VERSION,
+            loop=loop_name(),
             node=node.node_id,
             **page_of(settings, url),
         )
@@ -854,7 +863,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # An agent's program may be installed later: its sessions fail until then.
         log.warning("agent program not found", key=found.key, problem=found.message)
     try:
-        asyncio.run(serve(settings))
+        run_loop(serve(settings), settings.event_loop)
     except ConfigError as error:
         print(f"ahp-server: invalid configuration: {error}", file=sys.stderr)
         return 2

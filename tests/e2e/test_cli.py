@@ -228,6 +228,27 @@ async def test_serve_without_the_web_ui_logs_no_page(tmp_path: Path) -> None:
         await daemon.close()
 
 
+@pytest.mark.parametrize(
+    ("env", "loop"),
+    [({}, "uvloop"), ({"AHP_SERVER_EVENT_LOOP": "asyncio"}, "asyncio")],
+    ids=["default", "asyncio"],
+)
+async def test_the_daemon_streams_on_the_event_loop_its_setting_names(
+    tmp_path: Path, env: dict[str, str], loop: str
+) -> None:
+    daemon = Daemon(tmp_path / "data", env=env)
+    try:
+        url = await daemon.start()
+        (listening,) = log_events(daemon, "listening")
+        assert listening["loop"] == loop
+        async with AhpClient.connect(url) as client:
+            chat = await client.open_chat()
+            words = " ".join(f"w{i}" for i in range(40))
+            assert await client.ask(chat, f"/slow 1 {words}", timeout=TIMEOUT) == words
+    finally:
+        await daemon.close()
+
+
 def _ipv6_loopback() -> bool:
     try:
         with socket.socket(socket.AF_INET6) as probe:
