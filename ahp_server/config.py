@@ -204,9 +204,9 @@ class Settings:
     #: "full" (also survives power loss). docs/durability.md.
     synchronous: str = "normal"
     #: With "normal": commit at most once per this many milliseconds while
-    #: several chats stream at once (grouping their tokens); a lone stream and
-    #: a client's own action are committed at once. The longest it delays a
-    #: delivery. 0: every loop turn.
+    #: several chats stream at once (grouping their tokens); a lone stream
+    #: (unless it commits 16 times within a window) and a client's own action
+    #: are committed at once. The longest it delays a delivery. 0: every loop turn.
     commit_window_ms: float = 2.0
     #: With PostgreSQL (``storage.store``): seconds one commit may take. A
     #: database that stops answering without closing the connection (a network

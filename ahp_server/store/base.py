@@ -43,8 +43,12 @@ __all__ = [
 
 #: The commit window groups writes while two chats have written within this
 #: many seconds of each other (their streams run at once); otherwise a lone
-#: stream's writes commit at once.
+#: stream's writes commit at once ...
 CONCURRENT_FOR = 0.1
+#: ... unless it commits this many times within one window: a stream that fast
+#: (tokens as fast as the loop turns, not a model's 40 a second, nor a client's
+#: turns one after another) is grouped too, until it pauses for a window.
+BURST = 16
 
 
 class CommitWindow:
@@ -55,10 +59,12 @@ class CommitWindow:
     only wait: so it applies while envelopes of two chats have been queued
     within :data:`CONCURRENT_FOR` of each other, and not otherwise. Channels
     other than chats (a session's, the root) do not count: one turn writes
-    its chat and its session.
+    its chat and its session. A lone stream that commits :data:`BURST` times
+    within one window is held too (a commit per delta would cost it far more
+    than the window's wait), until a window passes without a commit.
     """
 
-    __slots__ = ("_chat", "_mixed_at", "last_commit", "window")
+    __slots__ = ("_burst", "_burst_from", "_chat", "_fast", "_mixed_at", "last_commit", "window")
 
     def __init__(self, window: float) -> None:
         self.window = window
@@ -66,6 +72,11 @@ class CommitWindow:
         self.last_commit = 0.0
         self._chat: str | None = None
         self._mixed_at = -CONCURRENT_FOR
+        #: Commits counted since ``_burst_from`` (a window's span), and whether
+        #: the stream is a fast one (held until it pauses).
+        self._burst = 0
+        self._burst_from = 0.0
+        self._fast = False
 
     def wrote(self, channel: str, now: Callable[[], float]) -> None:
         """An envelope of ``channel`` was queued (the hot path: a compare, mostly)."""
@@ -79,10 +90,22 @@ class CommitWindow:
         return now - self._mixed_at < CONCURRENT_FOR
 
     def delay(self, now: float) -> float:
-        """Seconds the commit of a write queued ``now`` waits (0: at once)."""
-        if not self.concurrent(now):
+        """Seconds the commit of a write queued ``now`` waits (0: at once).
+
+        Called once per commit, by the first write after the last one.
+        """
+        window = self.window
+        if now - self.last_commit >= window:  # a pause: whatever came before is over
+            self._fast = False
+            self._burst, self._burst_from = 1, now
+        elif not self._fast:
+            if now - self._burst_from >= window:
+                self._burst, self._burst_from = 0, now
+            self._burst += 1
+            self._fast = self._burst >= BURST
+        if not (self._fast or self.concurrent(now)):
             return 0.0
-        return self.last_commit + self.window - now
+        return self.last_commit + window - now
 
 
 class StoreError(Exception):

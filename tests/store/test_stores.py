@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from ahp_server.store.base import StoreError
+from ahp_server.store.base import BURST, StoreError
 from tests.store.conftest import Backend
 
 TIMEOUT = 10.0
@@ -318,6 +318,40 @@ async def test_a_lone_stream_is_not_held_by_the_commit_window(backend: Backend) 
     store.commit_soon()
     async with asyncio.timeout(TIMEOUT):
         await store.flush()
+    await store.close()
+
+
+async def test_a_lone_stream_as_fast_as_the_loop_turns_is_grouped_until_it_pauses(
+    backend: Backend,
+) -> None:
+    """One chat writing an envelope every loop iteration (tokens as fast as the
+    loop turns): after ``BURST`` commits within a window the window holds it,
+    so 200 envelopes are not 200 commits. Once it pauses for a window, two
+    writes each waited for commit at once again (a lone turn's latency)."""
+    window = 1.0
+    store = backend.make(commit_window=window)
+    await store.start()
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    for seq in range(1, 201):
+        store.append_envelope(seq, "ahp-chat:/c", 1.0, b"{}", lambda: None)
+        await asyncio.sleep(0)
+    elapsed = loop.time() - started
+    # BURST at once, then one per window at most (however slow the machine ran)
+    assert store.commits <= BURST + 1 + int(elapsed / window)
+    store.commit_soon()
+    async with asyncio.timeout(TIMEOUT):
+        await store.flush()
+    assert store.backlog == 0
+    await asyncio.sleep(window * 1.1)  # a pause of a window: no longer held
+    before = store.commits
+    started = loop.time()
+    for seq in (201, 202):
+        store.append_envelope(seq, "ahp-chat:/c", 1.0, b"{}", lambda: None)
+        async with asyncio.timeout(TIMEOUT):
+            await store.flush()
+    assert loop.time() - started < window  # held, the second would wait a window
+    assert store.commits == before + 2
     await store.close()
 
 
