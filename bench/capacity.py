@@ -68,7 +68,7 @@ FLOOR_END = (
     '"origin":null}}'
 )
 POSTGRES = os.environ.get("AHP_BENCH_POSTGRES", "postgres://postgres@127.0.0.1:5432/test")
-FULL_NS = (50, 100, 200, 300, 400, 500, 600)
+FULL_NS = (50, 100, 200, 300, 400, 500, 600, 800, 1000)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

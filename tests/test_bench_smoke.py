@@ -475,3 +475,15 @@ def test_capacity_measures_every_series_and_computes_the_knee(tmp_path: Path) ->
     report = format_capacity(results)
     for text in ("knee", "memory-1", "floor-1"):
         assert text in report
+    # the capacity curve (bench/plot.py) is drawn from this run's JSON: a line per series,
+    # a point per N measured
+    from xml.etree import ElementTree
+
+    from bench.plot import capacity_svg
+
+    lines = ElementTree.fromstring(capacity_svg(results)).findall(
+        "{http://www.w3.org/2000/svg}polyline"
+    )
+    assert [len(line.attrib["points"].split()) for line in lines] == [
+        len(rows) for rows in results["series"].values()
+    ]
