@@ -32,11 +32,13 @@ Schema (versioned, forward-migrated; a newer schema is refused):
 * ``meta(key, value)`` — ``schema_version`` and ``server_seq``, the high-water
   mark as of the last deletion of log rows that could have held the newest
   number: a channel's deletion raises it to that channel's newest number in
-  the same transaction. The store opens at the highest of it, the newest log
-  row (the last by row id: rows go in ``serverSeq`` order) and the newest
-  snapshot (pruning keeps the log after the previous snapshot, so a pruned
-  number is at most a snapshot's) — so numbering never goes back. (Schemas
-  1–6 raised it with a trigger on every log row: a page written per commit.)
+  the same transaction; and as of the last transaction of several log
+  segments, whose ranges may overlap (:data:`_RAISE_HIGH_WATER`). The store
+  opens at the highest of it, the newest log row (the last by row id: rows go
+  in ``serverSeq`` order) and the newest snapshot (pruning keeps the log
+  after the previous snapshot, so a pruned number is at most a snapshot's) —
+  so numbering never goes back. (Schemas 1–6 raised it with a trigger on
+  every log row: a page written per commit.)
 * ``channels`` — one row per session and chat: kind, owning session, creation
   time, a session's summary (for ``listSessions`` without loading anything),
   what it was in the middle of (column ``active_turn``: a chat's running turn,
@@ -267,6 +269,19 @@ _INSERT_SEGMENT = "INSERT INTO log (channel, first_seq, last_seq, entries) VALUE
 #: Replaying the tail: a row already there (which should not happen) is kept, and counted.
 _INSERT_SEGMENT_AGAIN = _INSERT_SEGMENT.replace("INSERT", "INSERT OR IGNORE", 1)
 _SET_TAIL = "INSERT OR REPLACE INTO meta VALUES ('tail', ?)"
+#: A transaction of several segments raises ``meta.server_seq`` to their newest number.
+#: Segments of one commit overlap (a chat's run 10-12 beside its session's 11), so
+#: the row with the highest ``first_seq`` need not hold the newest number: read
+#: alone at open, it would number the next envelope 12 again.
+_RAISE_HIGH_WATER = (
+    "UPDATE meta SET value = max(CAST(value AS INTEGER), ?) WHERE key = 'server_seq'"
+)
+
+
+def _raise_high_water(conn: sqlite3.Connection, rows: Sequence[tuple[Any, ...]]) -> None:
+    """Within a transaction inserting ``rows`` (log segments): see :data:`_RAISE_HIGH_WATER`."""
+    if len(rows) > 1:
+        conn.execute(_RAISE_HIGH_WATER, (max(int(row[2]) for row in rows),))
 
 
 def _tail_position(conn: sqlite3.Connection) -> Position | None:
@@ -291,6 +306,7 @@ def complete_copy(copy: sqlite3.Connection, database: Path) -> int:
     found = replay(database, _tail_position(copy))
     copy.execute("BEGIN IMMEDIATE")
     copy.executemany(_INSERT_SEGMENT_AGAIN, found.rows)
+    _raise_high_water(copy, found.rows)
     copy.execute("DELETE FROM meta WHERE key = 'tail'")
     copy.execute("COMMIT")
     return len(found.rows)
@@ -570,6 +586,7 @@ class SqliteStore(GroupCommit, Store):
                 rows=len(found.rows),
                 inserted=conn.total_changes - before,
             )
+        _raise_high_water(conn, found.rows)
         if new is not None:
             conn.execute(_SET_TAIL, (new.encode(),))
         conn.execute("COMMIT")
@@ -879,6 +896,7 @@ class SqliteStore(GroupCommit, Store):
             conn.execute("BEGIN IMMEDIATE")
             if rows:
                 conn.executemany(_INSERT_SEGMENT, rows)
+                _raise_high_water(conn, rows)
             for write in writes:
                 write(conn)
             conn.execute(_SET_TAIL, (position,))
@@ -1131,6 +1149,7 @@ class SqliteStore(GroupCommit, Store):
         conn.execute("BEGIN IMMEDIATE")
         if runs:
             conn.executemany(_INSERT_SEGMENT, runs)
+            _raise_high_water(conn, runs)
         for write in writes:
             write(conn)
         conn.execute("COMMIT")

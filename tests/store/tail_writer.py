@@ -2,7 +2,8 @@
 
 Run as ``python tail_writer.py <database> '<steps JSON>'``. Each step is one
 of ``["channel", uri]``, ``["envelopes", first, last]`` (each committed on
-its own loop turn), ``["client", id]``, ``["copy", path]`` (a raw SQLite
+its own loop turn), ``["interleaved", first]`` (three envelopes in one
+commit: the chat's, its session's, the chat's), ``["client", id]``, ``["copy", path]`` (a raw SQLite
 copy of the database as it is: a state older than the tail, as a restored
 backup or a lost WAL would leave), ``["file_limit", extra_bytes]`` (writes
 past the tail file's size plus that fail, as on a full disk). It prints one
@@ -25,6 +26,7 @@ from ahp_server.store.base import StoreError
 from ahp_server.store.sqlite import SqliteStore
 
 CHAT = "ahp-chat:/c"
+SESSION = "ahp-session:/s"
 
 
 async def main(database: Path, steps: list[list[object]]) -> None:
@@ -44,6 +46,9 @@ async def main(database: Path, steps: list[list[object]]) -> None:
                         )
                         store.commit_soon()
                         await asyncio.sleep(0)
+                case ["interleaved", int(first)]:
+                    for seq, channel in ((first, CHAT), (first + 1, SESSION), (first + 2, CHAT)):
+                        store.append_envelope(seq, channel, 1.0, b"{}", delivered.append, seq)
                 case ["client", str(client_id)]:
                     store.put_client(client_id, "0.7.0")
                 case ["copy", str(path)]:

@@ -548,6 +548,42 @@ async def test_schema_7_drops_the_trigger_and_keeps_the_mark(tmp_path: Path) -> 
     assert SqliteStore(path).open() == 5  # from the log now
 
 
+async def interleaved_commit(store: SqliteStore, first: int) -> None:
+    """One commit of a chat's envelope, its session's, then the chat's again: two
+    log segments whose ranges overlap (the chat's first..first+2, the session's
+    first+1), the newest number in the segment with the lower ``first_seq``."""
+    for seq, channel in ((first, "ahp-chat:/c"), (first + 1, "ahp-session:/s")):
+        store.append_envelope(seq, channel, 1.0, b"{}", lambda: None)
+    store.append_envelope(first + 2, "ahp-chat:/c", 1.0, b"{}", lambda: None)
+    async with asyncio.timeout(TIMEOUT):
+        await store.flush()
+
+
+@pytest.mark.parametrize("synchronous", ["normal", "full"])
+async def test_a_store_reopens_above_the_newest_number_of_overlapping_segments(
+    tmp_path: Path, synchronous: str
+) -> None:
+    """The row with the highest ``first_seq`` (the session's, 11) is not the one
+    with the newest number (the chat's, 12): a store opening at 11 would number
+    the next envelope 12 again, a number clients already hold."""
+    path = tmp_path / "ahp.db"
+    store = SqliteStore(path, synchronous=synchronous)
+    store.open()
+    await interleaved_commit(store, 10)
+    await store.close()
+    conn = sqlite3.connect(path)
+    assert conn.execute(
+        "SELECT channel, first_seq, last_seq FROM log ORDER BY first_seq"
+    ).fetchall() == [
+        ("ahp-chat:/c", 10, 12),
+        ("ahp-session:/s", 11, 11),
+    ]
+    conn.close()
+    again = SqliteStore(path, synchronous=synchronous)
+    assert again.open() == 12
+    await again.close()
+
+
 # -- the log's tail (store/tail.py): commits of envelopes only -------------------------------
 
 WRITER = Path(__file__).with_name("tail_writer.py")
@@ -597,6 +633,29 @@ async def test_a_kill_9_keeps_every_envelope_the_tail_took(tmp_path: Path) -> No
     assert after != before
     assert await loaded_seqs(store) == list(range(1, 301))
     await store.close()
+
+
+async def test_a_kill_9_after_overlapping_segments_reopens_above_their_newest_number(
+    tmp_path: Path,
+) -> None:
+    """The same overlap, left in the tail by a killed process: the fold at open
+    raises the mark to the newest number too (and an online copy's)."""
+    path = tmp_path / "ahp.db"
+    result = write_and_die(path, [["channel", CHAT], ["interleaved", 10]])
+    assert result["delivered"] == [10, 11, 12]
+    assert logged_seqs(path) == []  # only in the tail
+    copy = sqlite3.connect(tmp_path / "copy.db", isolation_level=None)
+    source = sqlite3.connect(path)
+    source.backup(copy)
+    source.close()
+    assert complete_copy(copy, path) == 2
+    copy.close()
+    store = SqliteStore(path)
+    assert store.open() == 12
+    await store.close()
+    copied = SqliteStore(tmp_path / "copy.db")
+    assert copied.open() == 12
+    await copied.close()
 
 
 async def test_a_full_durability_start_folds_a_tail_left_by_a_normal_run(tmp_path: Path) -> None:
