@@ -93,28 +93,29 @@ async def until_texts(sink: Sink, count: int) -> None:
             await sink.arrived.wait()
 
 
-async def test_a_window_s_text_is_taken_at_once_by_a_chat_with_room() -> None:
-    sink, provider = Sink(), Words([["first ", "a ", "b "], ["c ", "d "]])
+async def two_windows(sink: Sink) -> None:
+    """A turn writing "first a b", then "c d", each group's window ending on its own."""
+    provider = Words([["first ", "a ", "b "], ["c ", "d "]])
     turn = runner(sink, provider)
     turn.start()
     for sent in (1, 2):
         await until_texts(sink, sent)
         provider.go_on.set()
     await turn.wait()
+
+
+async def test_a_window_s_text_is_taken_at_once_by_a_chat_with_room() -> None:
+    sink = Sink()
+    await two_windows(sink)
     assert isinstance(sink.got[0][1], ChatResponsePartAction)  # the part opens with "first "
     assert texts(sink) == [("offer", "a b "), ("offer", "c d ")]
     assert isinstance(sink.got[-1][1], ChatTurnCompleteAction)
 
 
 async def test_a_window_ending_while_the_chat_is_busy_is_submitted_in_order() -> None:
-    sink, provider = Sink(), Words([["first ", "a ", "b "], ["c ", "d "]])
+    sink = Sink()
     sink.taking = False  # every offer refused: nothing may be lost or reordered
-    turn = runner(sink, provider)
-    turn.start()
-    for sent in (1, 2):
-        await until_texts(sink, sent)
-        provider.go_on.set()
-    await turn.wait()
+    await two_windows(sink)
     assert texts(sink) == [("submit", "a b "), ("submit", "c d ")]
     kinds = [type(action).__name__ for _, action in sink.got]
     assert kinds[-1] == "ChatTurnCompleteAction"
