@@ -516,14 +516,26 @@ class AgentProcess:
 
 def _start_failure(error: OSError, config: AgentConfig, cwd: str | None) -> str:
     """Why the agent's process could not be spawned: its working directory (the child
-    could not enter it; Python names it as the error's file) or else its command."""
-    if cwd is not None and error.filename == cwd:
-        if isinstance(error, FileNotFoundError):
+    could not enter it) or else its command.
+
+    asyncio's own loop names the directory as the error's file; uvloop (libuv)
+    names no file, so there the directory is looked at: one the child cannot
+    enter is the reason.
+    """
+    if cwd is not None and (
+        error.filename == cwd or (error.filename is None and not _enterable(cwd))
+    ):
+        if not os.path.exists(cwd):
             return f"its working directory {cwd} does not exist"
-        if isinstance(error, NotADirectoryError):
+        if not os.path.isdir(cwd):
             return f"its working directory {cwd} is not a directory"
         return f"its working directory {cwd}: {error.strerror or error}"
     return f"{_command_line(config)}: {error.strerror or error}"
+
+
+def _enterable(path: str) -> bool:
+    """Whether a child process could make ``path`` its working directory."""
+    return os.path.isdir(path) and os.access(path, os.X_OK)
 
 
 def _text(raw: bytes | None) -> str | None:

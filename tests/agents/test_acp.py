@@ -19,8 +19,10 @@ from typing import Any
 import pytest
 from msgspec import UNSET, UnsetType
 
+from ahp_server.agents.acp import _start_failure
 from ahp_server.client import AhpClient, TurnFailedError, turn_error
 from ahp_server.config import AgentConfig, Settings
+from ahp_server.eventloop import run as run_loop
 from ahp_server.protocol.edits import side_text
 from ahp_server.protocol.types import (
     ActiveTurn,
@@ -672,6 +674,35 @@ async def test_a_working_directory_that_is_gone_fails_the_start_naming_it(
             )
     finally:
         await started.running.stop()
+
+
+@pytest.mark.parametrize("loop", ["asyncio", "uvloop"])
+def test_a_missing_working_directory_is_named_on_either_event_loop(
+    tmp_path: Path, loop: str
+) -> None:
+    # A real spawn into a directory that does not exist, on each loop the daemon
+    # can run on (server.event_loop): asyncio's names the directory as the error's
+    # file, uvloop's names none. Either way the directory is the reason given, and
+    # a spawn that fails for its program still blames the program.
+    missing = tmp_path / "gone"
+
+    async def spawn(program: str, cwd: Path) -> OSError:
+        try:
+            process = await asyncio.create_subprocess_exec(program, "-c", "pass", cwd=str(cwd))
+        except OSError as error:
+            return error
+        await process.wait()
+        raise AssertionError(f"{program} started in {cwd}")
+
+    error = run_loop(spawn(sys.executable, missing), loop)
+    assert _start_failure(error, agent(), str(missing)) == (
+        f"its working directory {missing} does not exist"
+    )
+    no_program = str(tmp_path / "no-such-program")
+    error = run_loop(spawn(no_program, tmp_path), loop)
+    why = _start_failure(error, agent(), str(tmp_path))
+    assert "working directory" not in why
+    assert why.startswith(sys.executable)  # the agent's command line, as configured
 
 
 # -- processes are reaped ----------------------------------------------------------------------
