@@ -95,6 +95,26 @@ class WebSocketTransport:
         # Already-encoded UTF-8 JSON, sent as a text frame without re-decoding.
         await self._ws.send(frame, text=True)
 
+    def write_now(self, frame: bytes) -> bool:
+        """Frame and write ``frame`` now when the socket takes it without waiting
+        (``Connection.send``: its writer is idle); False, nothing written, otherwise."""
+        ws = self._ws
+        protocol = ws.protocol
+        if (
+            protocol.state is State.OPEN
+            and not protocol.extensions
+            and not protocol.writes
+            and not protocol.expect_continuation_frame
+            and not ws.paused  # the socket's buffer is over its high-water mark
+            and not ws.transport.is_closing()
+        ):
+            try:
+                ws.transport.write(_text_header(len(frame)) + frame)
+            except (OSError, RuntimeError):  # the writer's path meets it too, and closes
+                return False
+            return True
+        return False
+
     async def send_texts(self, frames: list[bytes]) -> None:
         ws = self._ws
         protocol = ws.protocol

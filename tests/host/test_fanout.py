@@ -9,6 +9,7 @@ import asyncio
 from ahp_server.host.core.fanout import (
     CLOSE_OVER_BUDGET_REASON,
     CLOSE_SLOW_CONSUMER,
+    WRITE_NOW_MAX_BYTES,
     Connection,
     ConnState,
     OutboxBudget,
@@ -192,3 +193,107 @@ async def test_reads_leave_headroom_so_a_small_answer_is_not_the_one_evicted() -
     for conn in (small, reader):
         await conn.stop()
     assert budget.used == 0
+
+
+# -- an idle writer's frame skips the queue ------------------------------------------------------
+
+
+class DirectTransport(StuckTransport):
+    """A transport that can also take a frame without waiting (``write_now``), when ``open``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.flowing.set()
+        self.open = True
+        #: What went which way, in order: ("now" | "batch", frames).
+        self.writes: list[tuple[str, list[bytes]]] = []
+
+    def write_now(self, frame: bytes) -> bool:
+        if not self.open:
+            return False
+        self.writes.append(("now", [frame]))
+        self.sent.append(frame)
+        return True
+
+    async def send_texts(self, frames: list[bytes]) -> None:
+        await self.flowing.wait()
+        self.writes.append(("batch", list(frames)))
+        self.sent.extend(frames)
+
+
+def direct() -> tuple[Connection, DirectTransport]:
+    transport = DirectTransport()
+    conn = Connection(transport, max_frames=1000, max_bytes=10_000, budget=OutboxBudget(None))
+    conn.start()
+    return conn, transport
+
+
+async def test_the_first_frame_of_a_turn_goes_at_once_and_the_rest_leave_in_one_batch() -> None:
+    conn, transport = direct()
+    await settle()  # the writer is parked
+    assert conn.send(b"1")
+    assert transport.writes == [("now", [b"1"])]  # written inside send(): no task woke
+    assert conn.queued_frames == 0
+    assert conn.send(b"2")
+    assert conn.send(b"3")
+    assert conn.queued_frames == 2  # the same turn of the loop: queued
+    await settle()
+    assert transport.writes == [("now", [b"1"]), ("batch", [b"2", b"3"])]
+    assert conn.send(b"4")  # a later turn, the writer parked again
+    assert transport.writes[-1] == ("now", [b"4"])
+    assert transport.sent == [b"1", b"2", b"3", b"4"]
+    assert conn.frames_sent == 4
+    await conn.stop()
+
+
+async def test_a_frame_never_overtakes_one_queued_or_leaving() -> None:
+    conn, transport = direct()
+    await settle()
+    transport.flowing.clear()  # the socket stops taking batches
+    transport.open = False  # and frames now
+    assert conn.send(b"1")  # refused at once: queued for the writer
+    await settle()  # the writer holds [1], stuck
+    assert conn.held_bytes == 1
+    transport.open = True
+    for _ in range(3):
+        await asyncio.sleep(0)  # new turns of the loop: the queue is not empty
+        assert conn.send(b"x")
+    assert [how for how, _ in transport.writes] == []
+    transport.flowing.set()
+    await settle()
+    assert transport.sent == [b"1", b"x", b"x", b"x"]
+    assert all(how == "batch" for how, _ in transport.writes)
+    assert conn.held_bytes == 0
+    await conn.stop()
+
+
+async def test_a_closing_connection_writes_nothing_at_once() -> None:
+    conn, transport = direct()
+    await settle()
+    conn.close(1000, "bye")
+    assert not conn.send(b"late")
+    await settle()
+    assert transport.sent == []
+    await conn.stop()
+
+
+async def test_a_large_frame_waits_in_the_outbox_counted_against_the_budget() -> None:
+    """Bytes handed over at once are not counted: only small frames may skip the queue."""
+    budget = OutboxBudget(None)
+    transport = DirectTransport()
+    conn = Connection(transport, max_frames=1000, max_bytes=1 << 20, budget=budget)
+    conn.start()
+    await settle()
+    big = b"x" * (WRITE_NOW_MAX_BYTES + 1)
+    transport.flowing.clear()
+    assert conn.send(big)
+    assert budget.used == len(big)  # queued, counted
+    await settle()
+    assert conn.held_bytes == len(big)  # the writer's batch, still counted while it leaves
+    transport.flowing.set()
+    await settle()
+    assert transport.writes == [("batch", [big])]
+    assert budget.used == 0
+    assert conn.send(b"x" * WRITE_NOW_MAX_BYTES)  # the largest that may skip it
+    assert transport.writes[-1][0] == "now"
+    await conn.stop()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ipaddress
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
@@ -13,6 +14,7 @@ from websockets.asyncio.server import ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
 
 from ahp_server.client import AhpClient
+from ahp_server.host.core.fanout import Connection
 from ahp_server.protocol.types import ChatDeltaAction
 from ahp_server.transport.websocket import WebSocketTransport, forwarded_client
 from tests.conftest import RunningHost
@@ -20,19 +22,25 @@ from tests.conftest import RunningHost
 TIMEOUT = 30.0
 
 
+def count_writes(connection: Connection) -> list[int]:
+    """The size of every ``write()`` the connection's socket transport gets from now on."""
+    socket_transport: Any = connection.transport._ws.transport  # type: ignore[attr-defined]
+    writes: list[int] = []
+    write = socket_transport.write
+
+    def counting(data: bytes) -> None:
+        writes.append(len(data))
+        write(data)
+
+    socket_transport.write = counting
+    return writes
+
+
 async def test_a_batch_of_frames_is_one_write(running_host: RunningHost) -> None:
     async with AhpClient.connect(running_host.url) as client:
         chat = await client.open_chat()
         (connection,) = running_host.host.connections
-        socket_transport: Any = connection.transport._ws.transport  # type: ignore[attr-defined]
-        writes: list[int] = []
-        write = socket_transport.write
-
-        def counting(data: bytes) -> None:
-            writes.append(len(data))
-            write(data)
-
-        socket_transport.write = counting
+        writes = count_writes(connection)
         deltas: list[object] = []
         client.on_envelope(
             lambda e: deltas.append(e) if isinstance(e.action, ChatDeltaAction) else None
@@ -49,6 +57,23 @@ async def test_a_batch_of_frames_is_one_write(running_host: RunningHost) -> None
 
 #: Payload sizes around every header form of RFC 6455 §5.2 (7-bit, 16-bit, 64-bit lengths).
 SIZES = (0, 1, 125, 126, 127, 65_535, 65_536, 70_000)
+
+
+async def _received(
+    handler: Callable[[ServerConnection], Awaitable[None]], compression: str | None
+) -> list[str | bytes]:
+    """Serve one connection with ``handler``; every message a client got until it closed."""
+    async with serve(handler, "127.0.0.1", 0, compression=compression, max_size=None) as server:
+        port = server.sockets[0].getsockname()[1]
+        received: list[str | bytes] = []
+        async with websockets.connect(
+            f"ws://127.0.0.1:{port}", compression=compression, max_size=None
+        ) as client:
+            with contextlib.suppress(ConnectionClosed):
+                async with asyncio.timeout(TIMEOUT):
+                    async for message in client:
+                        received.append(message)
+    return received
 
 
 async def _served(
@@ -71,17 +96,7 @@ async def _served(
         await transport.send_texts(frames)
         await ws.close()
 
-    async with serve(handler, "127.0.0.1", 0, compression=compression, max_size=None) as server:
-        port = server.sockets[0].getsockname()[1]
-        received: list[str | bytes] = []
-        async with websockets.connect(
-            f"ws://127.0.0.1:{port}", compression=compression, max_size=None
-        ) as client:
-            with contextlib.suppress(ConnectionClosed):
-                async with asyncio.timeout(TIMEOUT):
-                    async for message in client:
-                        received.append(message)
-        return received, errors
+    return await _received(handler, compression), errors
 
 
 async def test_frames_of_every_length_form_arrive_intact() -> None:
@@ -100,6 +115,59 @@ async def test_a_closing_connection_refuses_the_batch() -> None:
     received, errors = await _served([b'{"late":true}'], compression=None, close_first=True)
     assert received == []
     assert len(errors) == 1  # ConnectionClosed, as the library raises it
+
+
+async def _write_now(compression: str | None) -> tuple[list[bool], list[str | bytes]]:
+    """Serve one connection that hands frames to ``write_now``: what it answered, what came."""
+    answers: list[bool] = []
+    big = b'{"big":"' + b"y" * 70_000 + b'"}'  # a 64-bit length header (RFC 6455 §5.2)
+
+    async def handler(ws: ServerConnection) -> None:
+        transport = WebSocketTransport(ws)
+        answers.append(transport.write_now(b'{"n":1}'))
+        ws.pause_writing()  # what the event loop calls when the socket's buffer is full
+        answers.append(transport.write_now(b'{"n":2}'))  # it would have to wait: declined
+        ws.resume_writing()
+        answers.append(transport.write_now(big))
+        await ws.close()
+
+    return answers, await _received(handler, compression)
+
+
+async def test_write_now_frames_what_the_socket_takes_at_once_and_declines_the_rest() -> None:
+    answers, received = await _write_now(compression=None)
+    assert answers == [True, False, True]
+    assert received == ['{"n":1}', '{"big":"' + "y" * 70_000 + '"}']  # text frames, intact
+
+
+async def test_write_now_leaves_compressed_connections_to_the_library() -> None:
+    answers, received = await _write_now(compression="deflate")
+    assert answers == [False, False, False]
+    assert received == []
+
+
+async def test_an_idle_connection_gets_a_frame_in_the_call_that_sends_it(
+    running_host: RunningHost,
+) -> None:
+    """Connection.send with the writer parked: written before send() returns, the
+    frames after it in the same turn of the loop in one batch, all in order."""
+    async with websockets.connect(running_host.url) as client:
+        async with asyncio.timeout(TIMEOUT):
+            while not running_host.host.connections:  # noqa: ASYNC110 - nothing to await
+                await asyncio.sleep(0.01)
+        (connection,) = running_host.host.connections
+        writes = count_writes(connection)
+        for _ in range(5):
+            await asyncio.sleep(0)  # the writer parks
+        frames = [b'{"jsonrpc":"2.0","method":"x","params":{"n":%d}}' % i for i in range(4)]
+        assert connection.send(frames[0])
+        assert writes == [len(frames[0]) + 2]  # header and frame, one write, inside send()
+        for frame in frames[1:]:
+            assert connection.send(frame)
+        assert connection.queued_frames == 3
+        received = [await asyncio.wait_for(client.recv(), TIMEOUT) for _ in frames]
+        assert received == [frame.decode() for frame in frames]
+        assert writes == [len(frames[0]) + 2, sum(len(f) + 2 for f in frames[1:])]
 
 
 PROXIES = [ipaddress.ip_network("10.0.0.0/8"), ipaddress.ip_network("fd00::/8")]

@@ -9,6 +9,15 @@ drains the outbox in order into the transport, so frames for a connection are
 never reordered and a slow socket never slows the actor that produced the
 frame.
 
+The idle case skips the queue: when the writer is parked (nothing queued,
+nothing being written) and the transport takes frames without waiting
+(``write_now``), the first frame of a turn of the event loop, if small
+(``WRITE_NOW_MAX_BYTES``), is handed to it at once — what the writer would
+do a turn later, without waking it (docs/performance.md "Capacity"). Frames
+that follow in the same turn of the loop are queued and leave in one batch,
+as before. Order is unchanged: a frame only skips the queue when the queue
+is empty and no batch is leaving.
+
 Full-outbox policy (docs/architecture.md): a connection that falls more than
 ``outbox_max_frames`` frames or ``outbox_max_bytes`` bytes behind is a slow
 consumer. Its outbox is dropped and it is closed with **1013 (Try Again
@@ -34,7 +43,7 @@ import contextlib
 import enum
 import itertools
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Protocol
 
 import structlog
@@ -45,6 +54,7 @@ __all__ = [
     "CLOSE_POLICY",
     "CLOSE_SERVICE_RESTART",
     "CLOSE_SLOW_CONSUMER",
+    "WRITE_NOW_MAX_BYTES",
     "ConnState",
     "Connection",
     "OutboxBudget",
@@ -80,6 +90,12 @@ def close_reason(text: str) -> str:
 
 #: The writer sends at most this much per write (then waits for the socket).
 _BATCH_FRAMES = 512
+#: The largest frame that may skip the queue. Bytes handed to the transport at
+#: once are not counted against the outbox budget: what one connection's
+#: transport buffer may hold so is this, past its high-water mark (below it,
+#: the connection's own buffers, docs/reliability.md "Memory"); a larger frame
+#: waits in the outbox, counted, until the writer has written and drained it.
+WRITE_NOW_MAX_BYTES = 16 * 1024
 _BATCH_BYTES = 1024 * 1024
 
 
@@ -101,6 +117,10 @@ class Transport(Protocol):
     def abort(self) -> None:
         """Drop the connection now, and whatever it has not yet written."""
         ...
+
+    # Optional: ``write_now(frame) -> bool`` hands one frame to the socket without
+    # waiting, or returns False (nothing written) when it would have to wait or
+    # the connection is not in a state to take it (Connection.send).
 
 
 class OutboxBudget:
@@ -129,6 +149,10 @@ class OutboxBudget:
         self._waiting: deque[asyncio.Future[None]] = deque()
         #: Connections holding bytes now.
         self._holders: set[Connection] = set()
+        #: Connections a frame skipped the queue for in this turn of the loop
+        #: (Connection.send): their next frames in the turn queue, to leave in one
+        #: batch. Emptied at the start of the next turn.
+        self.wrote_now: set[Connection] = set()
 
     def add(self, connection: Connection, size: int) -> None:
         self.used += size
@@ -262,6 +286,8 @@ class Connection:
         #: is busy, and takes a new frame on its next round without a wake-up).
         self._parked: asyncio.Future[None] | None = None
         self._writer: asyncio.Task[None] | None = None
+        #: The transport's non-waiting write, if it has one (see the module's docstring).
+        self._write_now: Callable[[bytes], bool] | None = getattr(transport, "write_now", None)
         self._closer: asyncio.Task[None] | None = None
         self._on_drained: asyncio.Future[None] | None = None
         self.close_code: int | None = None
@@ -304,6 +330,19 @@ class Connection:
         """Queue one encoded frame; never blocks. False when the frame was dropped."""
         if self.state is ConnState.CLOSING:
             return False
+        if (
+            self._parked is not None
+            and self._write_now is not None
+            and len(frame) <= WRITE_NOW_MAX_BYTES
+        ):
+            # The writer is idle: its outbox is empty and nothing is leaving.
+            hot = self._budget.wrote_now
+            if self not in hot and self._write_now(frame):
+                if not hot:  # the first in this turn of the loop: forget them in the next
+                    self._parked.get_loop().call_soon(hot.clear)
+                hot.add(self)
+                self.frames_sent += 1
+                return True
         self._outbox.append(frame)
         self._outbox_bytes += len(frame)
         self._budget.add(self, len(frame))
