@@ -68,7 +68,10 @@ FLOOR_END = (
     '"origin":null}}'
 )
 POSTGRES = os.environ.get("AHP_BENCH_POSTGRES", "postgres://postgres@127.0.0.1:5432/test")
-FULL_NS = (50, 100, 200, 300, 400, 500, 600, 800, 1000)
+#: Steps of 50 up to 500, where the host's knees and the three-subscriber floor's
+#: lie: a knee ratio is read to that step (with steps of 100, 200 against 300
+#: could only read 0.67, 250 against 300 not at all).
+FULL_NS = (50, 100, 150, 200, 250, 300, 350, 400, 450, 500, 600, 800, 1000)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
