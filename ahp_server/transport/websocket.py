@@ -95,36 +95,34 @@ class WebSocketTransport:
         # Already-encoded UTF-8 JSON, sent as a text frame without re-decoding.
         await self._ws.send(frame, text=True)
 
-    def write_now(self, frame: bytes) -> bool:
-        """Frame and write ``frame`` now when the socket takes it without waiting
-        (``Connection.send``: its writer is idle); False, nothing written, otherwise."""
-        ws = self._ws
-        protocol = ws.protocol
-        if (
-            protocol.state is State.OPEN
-            and not protocol.extensions
-            and not protocol.writes
-            and not protocol.expect_continuation_frame
-            and not ws.paused  # the socket's buffer is over its high-water mark
-            and not ws.transport.is_closing()
-        ):
-            try:
-                ws.transport.write(_text_header(len(frame)) + frame)
-            except (OSError, RuntimeError):  # the writer's path meets it too, and closes
-                return False
-            return True
-        return False
-
-    async def send_texts(self, frames: list[bytes]) -> None:
-        ws = self._ws
-        protocol = ws.protocol
-        if (
+    def _frames_itself(self) -> bool:
+        """Whether this transport may frame text itself: the connection is open, with
+        no permessage-deflate and nothing of the library's own waiting to go first."""
+        protocol = self._ws.protocol
+        return (
             protocol.state is State.OPEN
             and not protocol.extensions  # no permessage-deflate negotiated
             and not protocol.writes  # nothing of the library's own waits to go first
             and not protocol.expect_continuation_frame
-            and not ws.transport.is_closing()
-        ):
+            and not self._ws.transport.is_closing()
+        )
+
+    def write_now(self, frame: bytes) -> bool:
+        """Frame and write ``frame`` now when the socket takes it without waiting
+        (``Connection.send``: its writer is idle); False, nothing written, otherwise."""
+        ws = self._ws
+        if ws.paused or not self._frames_itself():  # paused: over its high-water mark
+            return False
+        try:
+            ws.transport.write(_text_header(len(frame)) + frame)
+        except (OSError, RuntimeError):  # the writer's path meets it too, and closes
+            return False
+        return True
+
+    async def send_texts(self, frames: list[bytes]) -> None:
+        ws = self._ws
+        protocol = ws.protocol
+        if self._frames_itself():
             # The hot path: unmasked, unfragmented server text frames (RFC 6455
             # §5.2) framed here and written with one write() for the batch. The
             # library would frame each through its Frame objects and write each

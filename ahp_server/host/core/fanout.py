@@ -90,13 +90,13 @@ def close_reason(text: str) -> str:
 
 #: The writer sends at most this much per write (then waits for the socket).
 _BATCH_FRAMES = 512
+_BATCH_BYTES = 1024 * 1024
 #: The largest frame that may skip the queue. Bytes handed to the transport at
 #: once are not counted against the outbox budget: what one connection's
 #: transport buffer may hold so is this, past its high-water mark (below it,
 #: the connection's own buffers, docs/reliability.md "Memory"); a larger frame
 #: waits in the outbox, counted, until the writer has written and drained it.
 WRITE_NOW_MAX_BYTES = 16 * 1024
-_BATCH_BYTES = 1024 * 1024
 
 
 class Transport(Protocol):
