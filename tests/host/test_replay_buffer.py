@@ -4,6 +4,7 @@ stretch changes what it holds in memory, never what a replay returns."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import sys
 
 from hypothesis import given
@@ -65,7 +66,7 @@ def test_a_replay_returns_what_was_appended_since_whatever_was_packed(
 
 def test_a_packed_turn_holds_a_fraction_of_its_envelopes() -> None:
     """400 deltas of one turn, as the host encodes them: packed, under a tenth of the
-    memory they held loose (each a bytes object in a tuple)."""
+    memory they held loose (each a bytes object and its seq)."""
     buffer = ReplayBuffer(4096, 4 * 1024 * 1024)
     for seq in range(1, 401):
         buffer.append(
@@ -74,7 +75,7 @@ def test_a_packed_turn_holds_a_fraction_of_its_envelopes() -> None:
             b'"action":{"type":"chat/delta","turnId":"5d0c9a8e-7b1f-4d3e-8f2a-1c6e9b0d4a7f",'
             b'"partId":"md-1","content":"word%d "},"timestamp":1764979200%03d}' % (seq, seq, seq),
         )
-    loose = sum(sys.getsizeof(entry) + sys.getsizeof(entry[1]) for entry in buffer.entries)
+    loose = sum(sys.getsizeof(s) + sys.getsizeof(e) for s, e in buffer.since(0))
     before = buffer.since(0)
     buffer.pack()
     assert buffer.since(0) == before
@@ -86,7 +87,29 @@ def test_a_packed_turn_holds_a_fraction_of_its_envelopes() -> None:
     for seq in range(401, 401 + PACK_AT_LEAST - 1):
         buffer.append(seq, b"{}")
     buffer.pack()  # too few to be worth it: they stay loose
-    assert len(buffer.entries) == PACK_AT_LEAST - 1
+    assert len(buffer.envelopes) == len(buffer.seqs) == PACK_AT_LEAST - 1
+
+
+def test_appending_leaves_nothing_for_the_garbage_collector() -> None:
+    """An appended envelope adds no object the collector tracks: a streaming chat
+    records one per delta, and each would be scanned by every collection while
+    the turn lasts (docs/performance.md "Capacity": collections of 20–100 ms at
+    N = 300–450 when the buffer held a tuple per delta)."""
+    buffer = ReplayBuffer(10_000, 64 * 1024 * 1024)
+    envelopes = [envelope(seq, 120) for seq in range(1, 5_001)]
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        gc.collect()
+        before = gc.get_count()[0]
+        for seq, data in enumerate(envelopes, start=1):
+            buffer.append(seq, data)
+        added = gc.get_count()[0] - before
+    finally:
+        if enabled:
+            gc.enable()
+    assert added < 50, f"{added} tracked objects for {len(envelopes)} envelopes"
+    assert buffer.since(4_998) == [(4_999, envelopes[-2]), (5_000, envelopes[-1])]
 
 
 async def test_the_host_packs_a_turns_envelopes_once_it_has_ended(
@@ -103,7 +126,7 @@ async def test_the_host_packs_a_turns_envelopes_once_it_has_ended(
         assert await client.ask(chat, f"/slow 0 {words}") == words
         assert buffer.packed, "the ended turn is packed"
         assert buffer.count > before + 200
-        assert len(buffer.entries) < PACK_AT_LEAST
+        assert len(buffer.seqs) < PACK_AT_LEAST
         assert [seq for seq, _ in buffer.since(0)] == sorted(seq for seq, _ in buffer.since(0))
 
 

@@ -171,8 +171,13 @@ class ReplayBuffer:
 
     max_envelopes: int
     max_bytes: int
-    #: The newest envelopes, loose.
-    entries: deque[tuple[int, bytes]] = field(default_factory=deque)
+    #: The newest envelopes, loose: their ``serverSeq``s and their bytes, side by
+    #: side. Two deques rather than one of ``(seq, envelope)`` pairs: a pair is a
+    #: new object the garbage collector tracks, one per delta, that lives as long
+    #: as the turn — enough of them to make its collections long under load
+    #: (docs/performance.md "Capacity"); an int and a bytes object it never scans.
+    seqs: deque[int] = field(default_factory=deque)
+    envelopes: deque[bytes] = field(default_factory=deque)
     #: Older stretches, packed, oldest first.
     packed: deque[_Packed] = field(default_factory=deque)
     #: Envelopes held, loose and packed, and their encoded bytes.
@@ -182,7 +187,8 @@ class ReplayBuffer:
     floor: int = 0
 
     def append(self, seq: int, envelope: bytes) -> None:
-        self.entries.append((seq, envelope))
+        self.seqs.append(seq)
+        self.envelopes.append(envelope)
         self.count += 1
         self.size += len(envelope)
         while self.count > self.max_envelopes or self.size > self.max_bytes:
@@ -191,26 +197,25 @@ class ReplayBuffer:
                 self.count -= len(block.seqs)
                 self.size -= block.size
                 self.floor = block.seqs[-1]
-            elif self.entries:
-                evicted_seq, evicted = self.entries.popleft()
+            elif self.seqs:
                 self.count -= 1
-                self.size -= len(evicted)
-                self.floor = evicted_seq
+                self.size -= len(self.envelopes.popleft())
+                self.floor = self.seqs.popleft()
             else:
                 break
 
     def pack(self) -> None:
         """Compress the loose envelopes together (a stretch that has ended)."""
-        if len(self.entries) < PACK_AT_LEAST:
+        if len(self.seqs) < PACK_AT_LEAST:
             return
-        seqs, ends, chunks, end = array("q"), array("q"), [], 0
-        for seq, envelope in self.entries:
-            seqs.append(seq)
+        ends, end = array("q"), 0
+        for envelope in self.envelopes:
             end += len(envelope)
             ends.append(end)
-            chunks.append(envelope)
-        self.packed.append(_Packed(seqs, ends, zlib.compress(b"".join(chunks), 1), end))
-        self.entries.clear()
+        data = zlib.compress(b"".join(self.envelopes), 1)
+        self.packed.append(_Packed(array("q", self.seqs), ends, data, end))
+        self.seqs.clear()
+        self.envelopes.clear()
 
     def covers(self, last_seen: int) -> bool:
         """True when every envelope after ``last_seen`` is still held."""
@@ -218,7 +223,12 @@ class ReplayBuffer:
 
     def since(self, last_seen: int) -> list[tuple[int, bytes]]:
         out = [entry for block in self.packed for entry in block.since(last_seen)]
-        out.extend(entry for entry in self.entries if entry[0] > last_seen)
+        if self.seqs and self.seqs[-1] > last_seen:
+            out.extend(
+                (seq, envelope)
+                for seq, envelope in zip(self.seqs, self.envelopes, strict=True)
+                if seq > last_seen
+            )
         return out
 
 
