@@ -35,6 +35,7 @@ __all__ = [
     "Callback",
     "GroupCommit",
     "Row",
+    "merge_segments",
     "segments",
 ]
 
@@ -79,6 +80,56 @@ def segments(rows: list[Row]) -> list[tuple[str, int, int, bytes]]:
         (channel, entries[0][0], entries[-1][0], encode(entries))
         for channel, entries in by_channel.items()
     ]
+
+
+#: A merged log row holds at most about this many bytes of entries (:func:`merge_segments`).
+MERGED_SEGMENT_BYTES = 64 * 1024
+
+
+def merge_segments(
+    runs: list[tuple[str, int, int, bytes]], max_bytes: int = MERGED_SEGMENT_BYTES
+) -> list[tuple[str, int, int, bytes]]:
+    """Many commits' segments as few rows: each channel's consecutive segments
+    joined into one, up to about ``max_bytes`` of entries a row, in order of
+    their first ``serverSeq``.
+
+    ``runs`` are in commit order (so each channel's are in ``serverSeq``
+    order). N chats streaming at once commit a word or two of each per commit;
+    a fold of the SQLite store's tail (one transaction for many commits) would
+    insert a row per chat per commit — thousands of B-tree and index entries
+    for a megabyte. Joined, a fold inserts about one row per chat. A row's
+    entries stay what they were, in order; a reader decodes a joined row like
+    any other (:data:`SEGMENT`), and a snapshot's deletion (``last_seq`` at or
+    below its number) keeps a joined row until all of it is covered.
+    """
+    if len(runs) < 2:
+        return runs
+    sizes: dict[str, int] = {}
+    out: list[tuple[str, int, int, list[memoryview]]] = []
+    current: dict[str, int] = {}  # channel -> index in out of the row being filled
+    for channel, first, last, entries in runs:
+        if len(entries) <= 2:  # an empty array: nothing to keep
+            continue
+        at = current.get(channel)
+        if (
+            at is not None
+            and first > out[at][2]  # in order (a number twice is left to the table to refuse)
+            and sizes[channel] + len(entries) <= max_bytes
+        ):
+            _, start, _, parts = out[at]
+            out[at] = (channel, start, last, parts)
+            parts.append(memoryview(entries)[1:-1])
+            sizes[channel] += len(entries)
+            continue
+        current[channel] = len(out)
+        sizes[channel] = len(entries)
+        out.append((channel, first, last, [memoryview(entries)[1:-1]]))
+    rows = [
+        (channel, first, last, b"[" + b",".join(parts) + b"]")
+        for channel, first, last, parts in out
+    ]
+    rows.sort(key=lambda row: row[1])
+    return rows
 
 
 class GroupCommit(Store):

@@ -80,7 +80,15 @@ from urllib.parse import quote
 import structlog
 
 from ahp_server.store.base import ChannelRow, CommitWindow, LoadedChannel, Store, StoreError
-from ahp_server.store.group import HIGH_WATER, SEGMENT, Callback, GroupCommit, Row, segments
+from ahp_server.store.group import (
+    HIGH_WATER,
+    SEGMENT,
+    Callback,
+    GroupCommit,
+    Row,
+    merge_segments,
+    segments,
+)
 from ahp_server.store.lift import MARKER, Lifter
 from ahp_server.store.lock import not_writable
 from ahp_server.store.tail import Position, TailFile, replay
@@ -895,6 +903,7 @@ class SqliteStore(GroupCommit, Store):
         try:
             conn.execute("BEGIN IMMEDIATE")
             if rows:
+                rows = merge_segments(rows)  # here, off the loop: a row per chat, not per commit
                 conn.executemany(_INSERT_SEGMENT, rows)
                 _raise_high_water(conn, rows)
             for write in writes:

@@ -1024,3 +1024,45 @@ async def test_a_lone_streams_turn_commits_on_the_loop_at_once(tmp_path: Path) -
     assert delivered == [1]
     assert await store.turns(CHAT, 1, 1) == [b'{"id":"turn-1"}']
     await store.close()
+
+
+async def test_a_fold_writes_a_row_per_chat_not_one_per_commit(tmp_path: Path) -> None:
+    """Three chats streaming at once, a word each per commit: the fold joins each
+    chat's commits into one log row (group.py ``merge_segments``), and every
+    envelope reads back, in order, after the fold and after a reopen."""
+    path = tmp_path / "ahp.db"
+    store = SqliteStore(path, tail_fold_seconds=3600.0)
+    store.open()
+    chats = [f"ahp-chat:/{name}" for name in ("a", "b", "c")]
+    for chat in chats:
+        store.put_channel(chat, "chat", None, "2026-01-01T00:00:00Z", None)
+    async with asyncio.timeout(TIMEOUT):
+        await store.flush()
+    seq = 0
+    for _ in range(40):  # 40 commits, each with one envelope of every chat
+        for chat in chats:
+            seq += 1
+            store.append_envelope(seq, chat, float(seq), b'{"n":%d}' % seq, lambda: None)
+        async with asyncio.timeout(TIMEOUT):
+            await store.flush()
+    assert logged_seqs(path) == []  # all in the tail
+    expected = {chat: list(range(1 + i, seq + 1, 3)) for i, chat in enumerate(chats)}
+    for chat in chats:
+        loaded = await store.load(chat, retained_turns=0)  # folds the tail first
+        assert loaded is not None
+        assert [s for s, _, _ in loaded.envelopes] == expected[chat]
+        assert [e for _, _, e in loaded.envelopes] == [b'{"n":%d}' % s for s in expected[chat]]
+    conn = sqlite3.connect(path)
+    try:
+        rows = conn.execute("SELECT channel, first_seq, last_seq FROM log ORDER BY first_seq")
+        assert rows.fetchall() == [(chat, seqs[0], seqs[-1]) for chat, seqs in expected.items()]
+    finally:
+        conn.close()
+    await store.close()
+    again = SqliteStore(path)
+    assert again.open() == seq
+    for chat in chats:
+        loaded = await again.load(chat, retained_turns=0)
+        assert loaded is not None
+        assert [s for s, _, _ in loaded.envelopes] == expected[chat]
+    await again.close()
