@@ -34,6 +34,7 @@ import contextlib
 import difflib
 import os
 import queue
+import signal
 import sys
 import threading
 import time
@@ -821,6 +822,18 @@ def confirmation_lines(ready: ChatToolCallReadyAction) -> list[str]:
 # -- the command -----------------------------------------------------------------------------
 
 
+def _hear_ctrl_c() -> None:
+    """Ctrl-C raises :class:`KeyboardInterrupt` here, however the command was started.
+
+    Python installs that handler only when SIGINT is not ignored at start, and
+    a job a non-interactive shell starts in the background inherits it ignored:
+    Ctrl-C in the chat would then do nothing, neither cancel a turn nor leave.
+    On a terminal the user's Ctrl-C is meant for this command, so it is heard.
+    """
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 async def _connect(url: str, token: str | None) -> AhpClient:
     return await AhpClient.connect(url, token=token)
 
@@ -881,6 +894,8 @@ def chat_command(
     (``run_client_command``) reports.
     """
     terminal = sys.stdin.isatty()
+    if terminal:
+        _hear_ctrl_c()
     interactive = message is None and not resume and terminal
     if message is None and not resume and not terminal:
         message = sys.stdin.read().strip()

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import signal
 import sys
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -57,9 +58,17 @@ async def host(tmp_path: Path) -> AsyncIterator[str]:
         await daemon.close()
 
 
-def terminal(url: str, state: Path, *args: str) -> pexpect.spawn:
-    """``ahp-server ARGS --url URL`` in a pseudo-terminal; its history under ``state``."""
+def terminal(url: str, state: Path, *args: str, sigint_ignored: bool = False) -> pexpect.spawn:
+    """``ahp-server ARGS --url URL`` in a pseudo-terminal; its history under ``state``.
+
+    ``sigint_ignored``: started as a non-interactive shell starts a background
+    job, with SIGINT ignored (inherited across exec).
+    """
     env = {**os.environ, "XDG_STATE_HOME": str(state), "TERM": "dumb"}
+
+    def ignore_sigint() -> None:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
     return pexpect.spawn(
         sys.executable,
         ["-m", "ahp_server", *args, "--url", url],
@@ -67,6 +76,7 @@ def terminal(url: str, state: Path, *args: str) -> pexpect.spawn:
         encoding="utf-8",
         timeout=EXPECT,
         dimensions=(50, 250),
+        preexec_fn=ignore_sigint if sigint_ignored else None,
     )
 
 
@@ -288,13 +298,16 @@ async def test_sessions_lists_renames_and_deletes_after_asking(host: str, tmp_pa
         assert "no session matches 'nonexistent'" in err
 
 
+@pytest.mark.parametrize("sigint_ignored", [False, True], ids=["default", "started-ignoring"])
 async def test_ctrl_c_cancels_the_turn_on_the_host_and_a_second_leaves(
-    host: str, tmp_path: Path
+    host: str, tmp_path: Path, sigint_ignored: bool
 ) -> None:
+    """Also when started with SIGINT ignored (a background job of a script): on a
+    terminal the chat hears Ctrl-C however it was started."""
     words = " ".join(f"w{i}" for i in range(400))
 
     def cancel() -> int:
-        child = terminal(host, tmp_path / "state", "chat")
+        child = terminal(host, tmp_path / "state", "chat", sigint_ignored=sigint_ignored)
         child.expect_exact(PROMPT)
         child.sendline(f"/slow 100 {words}")
         child.expect_exact("w3 ")  # streaming
