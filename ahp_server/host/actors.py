@@ -1204,6 +1204,25 @@ class ChatActor(ChannelActor[ChatState]):
         await self.submit(_ServerAction(action, runner=runner, final=final_action))
 
     def offer_from_runner(self, runner: TurnRunner, action: object) -> bool:
+        if (
+            type(action) in _STREAMED
+            and runner is self.runner
+            and self._idle
+            and not self.inbox
+            and not self.closed
+            and self._may_run()
+        ):
+            # The hot path of a streaming chat (a delta per word): streamed text
+            # from the running turn to an idle chat, applied here as handle_now
+            # would apply it, without a message to carry it there.
+            self._idle = False  # re-entrant submits queue behind it
+            try:
+                self.apply(action)
+            except Exception:  # this actor's boundary, as in _handle_inline
+                log.exception("actor failed", channel=self.uri, message=type(action).__name__)
+            finally:
+                self._idle = not self.inbox
+            return True
         return self.offer(_ServerAction(action, runner=runner, final=False))
 
     async def stop(self) -> None:

@@ -11,6 +11,7 @@ reusable decoder.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from typing import Any, TypeVar, overload
 
 import msgspec
@@ -24,9 +25,10 @@ T = TypeVar("T")
 _ENCODER = msgspec.json.Encoder(enc_hook=enc_hook)
 
 
-def encode(value: object) -> bytes:
-    """Encode any wire value (struct, union member, builtin) to JSON bytes."""
-    return _ENCODER.encode(value)
+#: Encode any wire value (struct, union member, builtin) to JSON bytes. The
+#: encoder's own method, not a function around it: every envelope a host sends
+#: is encoded here, one Python call fewer each.
+encode: Callable[[Any], bytes] = _ENCODER.encode
 
 
 @functools.cache

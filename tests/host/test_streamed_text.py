@@ -9,6 +9,7 @@ the last *delivered* action while commits lag behind.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from typing import Any
 
@@ -212,3 +213,36 @@ def test_text_goes_to_the_first_part_with_the_id_and_only_of_its_kind() -> None:
     actor.apply(ChatDeltaAction(turn_id="t1", part_id="p2", content="y"))
     actor.apply(ChatDeltaAction(turn_id="other", part_id="p2", content="z"))
     assert _texts(actor.state) == ["r?", "m", "xy"]
+
+
+async def test_a_runner_s_text_is_applied_only_for_the_chat_s_current_runner() -> None:
+    """``offer_from_runner``: an idle chat applies its running turn's text in the call
+    (the hot path); text from a runner the chat no longer runs (its turn was
+    cancelled or replaced) is never applied, and text for a busy chat waits in
+    its inbox, in order."""
+    store = LaggingStore()
+    actor = make_chat(_streaming(MarkdownResponsePart(id="p1", content="a")), store)
+    current: Any = object()  # a runner: only its identity counts here
+    stale: Any = object()
+    actor.runner = current
+    actor.start()
+    try:
+        await asyncio.sleep(0)  # the actor's task parks on its empty inbox
+        seq = actor.host.hub.server_seq
+        assert actor.offer_from_runner(
+            current, ChatDeltaAction(turn_id="t1", part_id="p1", content="b")
+        )
+        assert actor.host.hub.server_seq == seq + 1
+        assert _texts(actor.state) == ["ab"]
+        actor.offer_from_runner(stale, ChatDeltaAction(turn_id="t1", part_id="p1", content="X"))
+        for _ in range(3):
+            await asyncio.sleep(0)  # the actor's task takes it from its inbox
+        assert actor.host.hub.server_seq == seq + 1
+        assert _texts(actor.state) == ["ab"]
+        actor._idle = False  # busy (as while its task handles a message)
+        actor.offer_from_runner(current, ChatDeltaAction(turn_id="t1", part_id="p1", content="c"))
+        assert _texts(actor.state) == ["ab"]  # queued, not applied in the call
+        assert actor.inbox
+    finally:
+        actor.runner = None
+        await actor.stop()
