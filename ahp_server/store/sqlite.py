@@ -850,7 +850,11 @@ class SqliteStore(GroupCommit, Store):
             if self._fold_timer is not None:
                 self._fold_timer.cancel()
                 self._fold_timer = None
-            folded = self._unfolded + (segments(rows) if rows else [])
+            # A row per chat, not one per commit (group.py). Joined here, on the
+            # loop (about a millisecond a megabyte): joined in the writer thread,
+            # the rows' bytes came from that thread's malloc arena, which kept
+            # them after the fold (+10 KiB of resident memory a chat after a turn).
+            folded = merge_segments(self._unfolded + (segments(rows) if rows else []))
             self._unfolded = []
             self._unfolded_bytes = 0
         retired: TailFile | None = None
@@ -903,7 +907,6 @@ class SqliteStore(GroupCommit, Store):
         try:
             conn.execute("BEGIN IMMEDIATE")
             if rows:
-                rows = merge_segments(rows)  # here, off the loop: a row per chat, not per commit
                 conn.executemany(_INSERT_SEGMENT, rows)
                 _raise_high_water(conn, rows)
             for write in writes:
