@@ -1190,6 +1190,11 @@ class ChatActor(ChannelActor[ChatState]):
             if self.apply_dispatch(message):
                 self._post(self._react_to_client(message.action, message.origin.client_id))
             return True
+        if kind in _STREAMED:
+            # Bare: the running turn's text, from offer_from_runner, which checked
+            # what the _ServerAction branch checks (never queued like this).
+            self.apply(message)
+            return True
         return False
 
     def _post(self, messages: list[_ChatChanged]) -> None:
@@ -1212,17 +1217,10 @@ class ChatActor(ChannelActor[ChatState]):
             and not self.closed
             and self._may_run()
         ):
-            # The hot path of a streaming chat (a delta per word): streamed text
-            # from the running turn to an idle chat, applied here as handle_now
-            # would apply it, without a message to carry it there.
-            self._idle = False  # re-entrant submits queue behind it
-            try:
-                self.apply(action)
-            except Exception:  # this actor's boundary, as in _handle_inline
-                log.exception("actor failed", channel=self.uri, message=type(action).__name__)
-            finally:
-                self._idle = not self.inbox
-            return True
+            # The hot path of a streaming chat (a delta per word): the running
+            # turn's text to an idle chat, handled in this call without a
+            # message to carry it (handle_now takes it bare, checked here).
+            return self._handle_inline(action)
         return self.offer(_ServerAction(action, runner=runner, final=False))
 
     async def stop(self) -> None:

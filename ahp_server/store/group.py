@@ -20,6 +20,7 @@ import asyncio
 import time
 from collections import deque
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import msgspec
@@ -104,32 +105,38 @@ def merge_segments(
     """
     if len(runs) < 2:
         return runs
-    sizes: dict[str, int] = {}
-    out: list[tuple[str, int, int, list[memoryview]]] = []
-    current: dict[str, int] = {}  # channel -> index in out of the row being filled
+    rows: list[_Joined] = []
+    filling: dict[str, _Joined] = {}  # each channel's row being filled
     for channel, first, last, entries in runs:
         if len(entries) <= 2:  # an empty array: nothing to keep
             continue
-        at = current.get(channel)
+        row = filling.get(channel)
         if (
-            at is not None
-            and first > out[at][2]  # in order (a number twice is left to the table to refuse)
-            and sizes[channel] + len(entries) <= max_bytes
+            row is not None
+            and first > row.last  # in order (a number twice is left to the table to refuse)
+            and row.size + len(entries) <= max_bytes
         ):
-            _, start, _, parts = out[at]
-            out[at] = (channel, start, last, parts)
-            parts.append(memoryview(entries)[1:-1])
-            sizes[channel] += len(entries)
+            row.last = last
+            row.size += len(entries)
+            row.parts.append(memoryview(entries)[1:-1])
             continue
-        current[channel] = len(out)
-        sizes[channel] = len(entries)
-        out.append((channel, first, last, [memoryview(entries)[1:-1]]))
-    rows = [
-        (channel, first, last, b"[" + b",".join(parts) + b"]")
-        for channel, first, last, parts in out
-    ]
-    rows.sort(key=lambda row: row[1])
-    return rows
+        row = filling[channel] = _Joined(channel, first, last, len(entries), [])
+        row.parts.append(memoryview(entries)[1:-1])
+        rows.append(row)
+    joined = [(r.channel, r.first, r.last, b"[" + b",".join(r.parts) + b"]") for r in rows]
+    joined.sort(key=lambda row: row[1])
+    return joined
+
+
+@dataclass(slots=True)
+class _Joined:
+    """A log row :func:`merge_segments` is filling: its entries' arrays without brackets."""
+
+    channel: str
+    first: int
+    last: int
+    size: int
+    parts: list[memoryview]
 
 
 class GroupCommit(Store):
