@@ -349,8 +349,7 @@ class TurnRunner:
             and not self._send_lock.locked()
             and not self._turnstile.closed()  # N turns' windows ending together
         ):
-            kind, part_id, texts = pending
-            action = kind(turn_id=self.turn_id, part_id=part_id, content="".join(texts))
+            action = self._coalesced(pending)
             self._pending = None
             if self.actor.offer_from_runner(self, action):
                 return
@@ -370,10 +369,13 @@ class TurnRunner:
         async with self._send_lock:
             batches = [*self._pending_order, *([self._pending] if self._pending else [])]
             self._pending, self._pending_order = None, []
-            for kind, part_id, texts in batches:
-                await self._submit(
-                    kind(turn_id=self.turn_id, part_id=part_id, content="".join(texts))
-                )
+            for batch in batches:
+                await self._submit(self._coalesced(batch))
+
+    def _coalesced(self, pending: _Pending) -> ChatDeltaAction | ChatReasoningAction:
+        """One part's coalesced pieces of text as the action that sends them."""
+        kind, part_id, texts = pending
+        return kind(turn_id=self.turn_id, part_id=part_id, content="".join(texts))
 
     def _part_id(self, kind: str) -> str:
         return f"{self.turn_id}.{kind}{next(self._counter)}"
