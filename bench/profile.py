@@ -1,8 +1,8 @@
 """Where the host's CPU goes per unit of work: the real host under ``cProfile``.
 
 Run ``python -m bench.profile SCENARIO [--persist] [--top N]``, SCENARIO one of
-``short-turns`` (per turn), ``tokens`` (per delta) or ``dispatch`` (per round
-trip). It starts the real host
+``short-turns`` (per turn), ``tokens`` (per delta), ``paced`` (per word, each
+its own wake-up, as in ``bench.capacity``) or ``dispatch`` (per round trip). It starts the real host
 as ``python -m cProfile -o FILE -m ahp_server serve`` (the same host and
 config as ``python -m bench``), drives it with the suite's own client code,
 stops it with SIGTERM (the profile is written on the host's orderly exit) —
@@ -66,6 +66,15 @@ SCENARIOS: dict[str, Scenario] = {
         lambda url, pid, n: suite.host_tokens(url, pid, 50, n),
         100,
         500,
+        lambda n: 50 * n,
+    ),
+    # 50 chats streaming ``/slow 10`` words: each word its own wake-up of the
+    # agent's clock and its own frame, as in ``bench.capacity`` (per word).
+    "paced": Scenario(
+        "word",
+        lambda url, pid, n: suite.host_tokens(url, pid, 50, n, interval_ms=10),
+        50,
+        250,
         lambda n: 50 * n,
     ),
 }

@@ -612,11 +612,15 @@ async def floor_stream(url: str, per_connection: int, receivers: int) -> dict[st
 # -- tokens: one delta per loop iteration -----------------------------------------------------
 
 
-async def host_tokens(url: str, pid: int, chats: int, words: int) -> dict[str, Any]:
-    """``chats`` connections, each echoing ``/slow 0`` words: one delta per loop iteration."""
+async def host_tokens(
+    url: str, pid: int, chats: int, words: int, interval_ms: int = 0
+) -> dict[str, Any]:
+    """``chats`` connections, each echoing ``/slow <interval_ms>`` words: one delta
+    per loop iteration (0), or one per wake-up of the agent's clock (the capacity
+    benchmark's pace)."""
 
     pairs = await open_chats(url, chats)
-    text = "/slow 0 " + text_of(words)
+    text = f"/slow {interval_ms} " + text_of(words)
     ends = [wire.turn_end(chat) for wire, chat in pairs]
     for wire, _ in pairs:
         wire.deliveries = 0

@@ -289,15 +289,27 @@ class TurnRunner:
 
     # -- TurnIO -------------------------------------------------------------------------------
 
+    def _taken(self, action: object) -> bool:
+        """The hot path of :meth:`emit`, without a coroutine: no coalescing, room in
+        this turn of the loop, and the chat took ``action`` at once (the usual
+        case: an idle chat applies it in this call). False: nothing was done."""
+        return (
+            self._coalesce_window <= 0
+            and not self.closed
+            and not self._turnstile.closed()
+            and self.actor.offer_from_runner(self, action)
+        )
+
     async def emit(self, action: object) -> None:
         """Submit a server action for this turn (after any text still being coalesced)."""
+        if self._taken(action):
+            return
         if self._turnstile.closed():
             await self._turnstile.wait()
         if self._coalesce_window <= 0:  # the hot path: no buffer, no lock
             if self.closed:
                 raise asyncio.CancelledError
-            # Taken at once (the usual case: an idle chat applies it in this
-            # call), no coroutine is made for it; else wait for room.
+            # Taken at once, no coroutine is made for it; else wait for room.
             if not self.actor.offer_from_runner(self, action):
                 await self.actor.submit_from_runner(self, action)
             return
@@ -388,9 +400,10 @@ class TurnRunner:
         elif delta and self._coalesce_window > 0:
             self._coalesce(ChatDeltaAction, self._markdown, delta)
         elif delta:
-            await self.emit(
-                ChatDeltaAction(turn_id=self.turn_id, part_id=self._markdown, content=delta)
-            )
+            # A word of a stream: one call when the chat takes it at once.
+            action = ChatDeltaAction(turn_id=self.turn_id, part_id=self._markdown, content=delta)
+            if not self._taken(action):
+                await self.emit(action)
 
     async def reasoning(self, delta: str) -> None:
         if self._reasoning is None:
@@ -400,9 +413,11 @@ class TurnRunner:
         elif delta and self._coalesce_window > 0:
             self._coalesce(ChatReasoningAction, self._reasoning, delta)
         elif delta:
-            await self.emit(
-                ChatReasoningAction(turn_id=self.turn_id, part_id=self._reasoning, content=delta)
+            action = ChatReasoningAction(
+                turn_id=self.turn_id, part_id=self._reasoning, content=delta
             )
+            if not self._taken(action):
+                await self.emit(action)
 
     async def usage(self, usage: UsageInfo) -> None:
         await self.emit(ChatUsageAction(turn_id=self.turn_id, usage=usage))

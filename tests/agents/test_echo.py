@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import Callable
-from typing import cast
+from typing import Any, cast
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -62,6 +63,40 @@ async def test_words_are_paced_on_an_absolute_clock() -> None:
     assert times[:3] == on_time[:3]
     assert times[3:5] == [0.11, 0.11]  # due at 75 and 100 ms: behind, sent at once
     assert times[5:] == on_time[5:]
+
+
+async def test_on_the_loop_no_word_comes_before_it_is_due() -> None:
+    """The loop's own timers (no injected clock): word k never before start + k x 10 ms."""
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+    times = [loop.time() - start async for _ in _paced(range(6), 0.01)]
+    assert len(times) == 6
+    for k, at in enumerate(times):
+        assert at >= k * 0.01 - 0.001, (k, at)  # (the loop's timers may run up to 1 ms early)
+
+
+async def test_a_stream_stopped_while_it_waits_leaves_no_timer_behind() -> None:
+    """Cancelled in its wait for the next word (the turn was cancelled), the
+    stream ends at once and the word's timer never fires into a done future."""
+    loop = asyncio.get_running_loop()
+    errors: list[dict[str, Any]] = []
+    loop.set_exception_handler(lambda _, context: errors.append(context))
+    got: list[int] = []
+    first = asyncio.Event()
+
+    async def consume() -> None:
+        async for k in _paced(range(3), 0.05):
+            got.append(k)
+            first.set()
+
+    task = asyncio.create_task(consume())
+    await asyncio.wait_for(first.wait(), 10)
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+    assert task.cancelled()
+    await asyncio.sleep(0.1)  # past the word's due time: its timer was cancelled
+    assert errors == []
+    assert got == [0]
 
 
 def test_markdown_answer_has_the_size_and_the_sections_it_says() -> None:
