@@ -208,6 +208,8 @@ def test_suite_produces_every_figure(tmp_path: Path) -> None:
     assert memory["idle_chat"]["chats"] == SUITE_TINY.idle_chats
     assert memory["chat_after_turn"]["chats"] == SUITE_TINY.turn_chats
     assert memory["chat_after_turn"]["words"] == SUITE_TINY.turn_words
+    assert memory["chat_after_turn"]["next"]["chats"] == SUITE_TINY.turn_chats
+    assert isinstance(memory["chat_after_turn"]["next"]["kib_per_item"], float)
     for key in ("idle_connection", "idle_chat", "chat_after_turn"):
         assert isinstance(memory[key]["kib_per_item"], float)  # RSS may even shrink
     startup = scenarios["startup/off"]
