@@ -107,14 +107,19 @@ class WebSocketTransport:
             and not self._ws.transport.is_closing()
         )
 
-    def write_now(self, frame: bytes) -> bool:
-        """Frame and write ``frame`` now when the socket takes it without waiting
-        (``Connection.send``: its writer is idle); False, nothing written, otherwise."""
+    def write_now(self, frames: list[bytes]) -> bool:
+        """Frame ``frames`` and write them now, in one ``write()``, when the socket
+        takes them without waiting (``Connection``: its writer is idle); False,
+        nothing written, otherwise."""
         ws = self._ws
         if ws.paused or not self._frames_itself():  # paused: over its high-water mark
             return False
+        if len(frames) == 1:
+            data = _text_header(len(frames[0])) + frames[0]
+        else:
+            data = b"".join([_text_header(len(f)) + f for f in frames])
         try:
-            ws.transport.write(_text_header(len(frame)) + frame)
+            ws.transport.write(data)
         except (OSError, RuntimeError):  # the writer's path meets it too, and closes
             return False
         return True

@@ -208,11 +208,11 @@ class DirectTransport(StuckTransport):
         #: What went which way, in order: ("now" | "batch", frames).
         self.writes: list[tuple[str, list[bytes]]] = []
 
-    def write_now(self, frame: bytes) -> bool:
+    def write_now(self, frames: list[bytes]) -> bool:
         if not self.open:
             return False
-        self.writes.append(("now", [frame]))
-        self.sent.append(frame)
+        self.writes.append(("now", list(frames)))
+        self.sent.extend(frames)
         return True
 
     async def send_texts(self, frames: list[bytes]) -> None:
@@ -228,21 +228,124 @@ def direct() -> tuple[Connection, DirectTransport]:
     return conn, transport
 
 
-async def test_the_first_frame_of_a_turn_goes_at_once_and_the_rest_leave_in_one_batch() -> None:
+async def test_a_turns_frames_leave_together_when_it_ends_without_the_writer() -> None:
     conn, transport = direct()
     await settle()  # the writer is parked
     assert conn.send(b"1")
-    assert transport.writes == [("now", [b"1"])]  # written inside send(): no task woke
-    assert conn.queued_frames == 0
     assert conn.send(b"2")
     assert conn.send(b"3")
-    assert conn.queued_frames == 2  # the same turn of the loop: queued
-    await settle()
-    assert transport.writes == [("now", [b"1"]), ("batch", [b"2", b"3"])]
-    assert conn.send(b"4")  # a later turn, the writer parked again
+    assert transport.writes == []  # held for the end of this turn of the loop
+    assert conn.queued_frames == 0  # not queued: the writer was not woken
+    await asyncio.sleep(0)  # the turn ends
+    assert transport.writes == [("now", [b"1", b"2", b"3"])]
+    assert conn.send(b"4")  # a later turn
+    await asyncio.sleep(0)
     assert transport.writes[-1] == ("now", [b"4"])
     assert transport.sent == [b"1", b"2", b"3", b"4"]
     assert conn.frames_sent == 4
+    await conn.stop()
+
+
+async def test_connections_held_in_a_turn_are_written_one_after_another_in_one_callback() -> None:
+    """N streams' frames made in one turn of the loop reach their sockets together,
+    in the order each connection was first sent one (docs/performance.md)."""
+    budget = OutboxBudget(None)
+    log: list[bytes] = []
+
+    class Logged(DirectTransport):
+        def write_now(self, frames: list[bytes]) -> bool:
+            log.extend(frames)
+            return super().write_now(frames)
+
+    conns = [Connection(Logged(), max_frames=10, max_bytes=10_000, budget=budget) for _ in range(3)]
+    for conn in conns:
+        conn.start()
+    await settle()
+    for conn, frame in zip([*conns, conns[0]], [b"a0", b"b0", b"c0", b"a1"], strict=True):
+        assert conn.send(frame)
+    assert log == []
+    assert budget.holding == conns  # one write callback for the turn, each connection once
+    await asyncio.sleep(0)
+    assert log == [b"a0", b"a1", b"b0", b"c0"]
+    assert budget.holding == []
+    for conn in conns:
+        await conn.stop()
+
+
+async def test_a_transport_failing_at_the_turns_end_fails_only_its_connection() -> None:
+    budget = OutboxBudget(None)
+
+    class Broken(DirectTransport):
+        def write_now(self, frames: list[bytes]) -> bool:
+            raise ValueError("a bug in a transport")
+
+    broken, fine = Broken(), DirectTransport()
+    conns = [Connection(t, max_frames=10, max_bytes=10_000, budget=budget) for t in (broken, fine)]
+    for conn in conns:
+        conn.start()
+    await settle()
+    assert conns[0].send(b"lost")
+    assert conns[1].send(b"kept")
+    await settle()
+    assert fine.sent == [b"kept"]
+    assert conns[0].state is ConnState.CLOSING
+    assert conns[1].send(b"next")  # the callback went on, and later turns still write
+    await settle()
+    assert fine.sent == [b"kept", b"next"]
+    for conn in conns:
+        await conn.stop()
+
+
+async def test_more_than_a_turn_may_hold_queues_behind_what_was_held() -> None:
+    transport = DirectTransport()
+    conn = Connection(transport, max_frames=1000, max_bytes=1 << 20, budget=OutboxBudget(None))
+    conn.start()
+    await settle()
+    assert conn.send(b"1")
+    big = b"x" * WRITE_NOW_MAX_BYTES
+    assert conn.send(big)  # 1 + big is more than a turn holds: both go to the writer
+    assert conn.queued_frames == 2
+    assert conn.send(b"2")  # and the rest of the turn's frames behind them
+    await settle()
+    assert transport.writes == [("batch", [b"1", big, b"2"])]
+    assert conn.frames_sent == 3
+    await conn.stop()
+
+
+async def test_frames_held_when_a_socket_stops_taking_them_go_to_the_writer() -> None:
+    conn, transport = direct()
+    await settle()
+    assert conn.send(b"1")
+    assert conn.send(b"2")
+    transport.open = False  # the socket's buffer is full when the turn ends
+    transport.flowing.clear()
+    await asyncio.sleep(0)
+    assert conn.queued_frames == 2  # the writer has them, in order
+    transport.flowing.set()
+    await settle()
+    assert transport.writes == [("batch", [b"1", b"2"])]
+    await conn.stop()
+
+
+async def test_a_frame_sent_just_before_a_close_still_leaves_first() -> None:
+    """An answer sent and the connection closed in the same turn (an error, then
+    1008): the answer is written before the close, as it was sent."""
+    conn, transport = direct()
+    await settle()
+    assert conn.send(b"error")
+    conn.close(1008, "policy")
+    assert transport.sent == [b"error"]
+    await settle()
+    assert transport.closed == (1008, "policy")
+    await conn.stop()
+
+
+async def test_flush_and_close_drains_what_is_held() -> None:
+    conn, transport = direct()
+    await settle()
+    assert conn.send(b"bye")
+    await conn.flush_and_close(1001, "going away", grace=TIMEOUT)
+    assert transport.sent == [b"bye"]
     await conn.stop()
 
 
@@ -258,6 +361,7 @@ async def test_a_frame_never_overtakes_one_queued_or_leaving() -> None:
     for _ in range(3):
         await asyncio.sleep(0)  # new turns of the loop: the queue is not empty
         assert conn.send(b"x")
+    await asyncio.sleep(0)
     assert [how for how, _ in transport.writes] == []
     transport.flowing.set()
     await settle()
@@ -295,5 +399,6 @@ async def test_a_large_frame_waits_in_the_outbox_counted_against_the_budget() ->
     assert transport.writes == [("batch", [big])]
     assert budget.used == 0
     assert conn.send(b"x" * WRITE_NOW_MAX_BYTES)  # the largest that may skip it
+    await asyncio.sleep(0)
     assert transport.writes[-1][0] == "now"
     await conn.stop()

@@ -14,7 +14,7 @@ from websockets.asyncio.server import ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
 
 from ahp_server.client import AhpClient
-from ahp_server.host.core.fanout import Connection
+from ahp_server.host.core.fanout import WRITE_NOW_MAX_BYTES, Connection
 from ahp_server.protocol.types import ChatDeltaAction
 from ahp_server.transport.websocket import WebSocketTransport, forwarded_client
 from tests.conftest import RunningHost
@@ -124,11 +124,11 @@ async def _write_now(compression: str | None) -> tuple[list[bool], list[str | by
 
     async def handler(ws: ServerConnection) -> None:
         transport = WebSocketTransport(ws)
-        answers.append(transport.write_now(b'{"n":1}'))
+        answers.append(transport.write_now([b'{"n":1}']))
         ws.pause_writing()  # what the event loop calls when the socket's buffer is full
-        answers.append(transport.write_now(b'{"n":2}'))  # it would have to wait: declined
+        answers.append(transport.write_now([b'{"n":2}']))  # it would have to wait: declined
         ws.resume_writing()
-        answers.append(transport.write_now(big))
+        answers.append(transport.write_now([big, b'{"n":3}']))  # several: each its own frame
         await ws.close()
 
     return answers, await _received(handler, compression)
@@ -137,7 +137,8 @@ async def _write_now(compression: str | None) -> tuple[list[bool], list[str | by
 async def test_write_now_frames_what_the_socket_takes_at_once_and_declines_the_rest() -> None:
     answers, received = await _write_now(compression=None)
     assert answers == [True, False, True]
-    assert received == ['{"n":1}', '{"big":"' + "y" * 70_000 + '"}']  # text frames, intact
+    # text frames, intact
+    assert received == ['{"n":1}', '{"big":"' + "y" * 70_000 + '"}', '{"n":3}']
 
 
 async def test_write_now_leaves_compressed_connections_to_the_library() -> None:
@@ -146,11 +147,12 @@ async def test_write_now_leaves_compressed_connections_to_the_library() -> None:
     assert received == []
 
 
-async def test_an_idle_connection_gets_a_frame_in_the_call_that_sends_it(
+async def test_what_an_idle_connection_is_sent_in_a_turn_leaves_when_the_turn_ends(
     running_host: RunningHost,
 ) -> None:
-    """Connection.send with the writer parked: written before send() returns, the
-    frames after it in the same turn of the loop in one batch, all in order."""
+    """Connection.send with the writer parked: held, and written in one write when
+    the turn of the loop ends, in order; past the turn's allowance, queued for the
+    writer's batch behind what was held."""
     async with websockets.connect(running_host.url) as client:
         async with asyncio.timeout(TIMEOUT):
             while not running_host.host.connections:  # noqa: ASYNC110 - nothing to await
@@ -160,14 +162,24 @@ async def test_an_idle_connection_gets_a_frame_in_the_call_that_sends_it(
         for _ in range(5):
             await asyncio.sleep(0)  # the writer parks
         frames = [b'{"jsonrpc":"2.0","method":"x","params":{"n":%d}}' % i for i in range(4)]
-        assert connection.send(frames[0])
-        assert writes == [len(frames[0]) + 2]  # header and frame, one write, inside send()
-        for frame in frames[1:]:
+        for frame in frames:
             assert connection.send(frame)
-        assert connection.queued_frames == 3
+        assert writes == []  # held until this turn of the loop ends
+        assert connection.queued_frames == 0  # not queued: the writer stays parked
         received = [await asyncio.wait_for(client.recv(), TIMEOUT) for _ in frames]
         assert received == [frame.decode() for frame in frames]
-        assert writes == [len(frames[0]) + 2, sum(len(f) + 2 for f in frames[1:])]
+        assert writes == [sum(len(f) + 2 for f in frames)]  # headers and frames, one write
+        # More than a turn may hold: what was held, then the rest, in the writer's batch.
+        writes.clear()
+        for _ in range(5):
+            await asyncio.sleep(0)
+        big = b'{"jsonrpc":"2.0","method":"x","params":{"s":"%s"}}' % (b"z" * WRITE_NOW_MAX_BYTES)
+        assert connection.send(frames[0])
+        assert connection.send(big)
+        assert connection.queued_frames == 2
+        assert await asyncio.wait_for(client.recv(), TIMEOUT) == frames[0].decode()
+        assert await asyncio.wait_for(client.recv(), TIMEOUT) == big.decode()
+        assert writes == [len(frames[0]) + 2 + len(big) + 4]  # one batch: held first
 
 
 PROXIES = [ipaddress.ip_network("10.0.0.0/8"), ipaddress.ip_network("fd00::/8")]
