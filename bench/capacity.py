@@ -15,7 +15,9 @@ frame carries, coalesced or not. Lateness of word k on a subscription =
 arrival − (arrival of word 0 + k × ms). Per N: p50/p99 lateness, the
 server's CPU (``/proc/<pid>/stat``), its main thread's run-queue wait
 (``/proc/<pid>/schedstat``), RSS, deltas/s, the host's event-loop lag
-(``ahp_event_loop_lag_seconds`` from ``/metrics``) and the generator's CPU.
+(``ahp_event_loop_lag_seconds`` from ``/metrics``) and the loop's own share of
+it (``ahp_event_loop_stall_seconds``: less its thread's waits for a CPU), and
+the generator's CPU.
 The knee of a series is the largest N whose p99 lateness is ≤ ``--bound`` ms;
 a series stops once its p99 passes twice the bound. docs/performance.md,
 "Capacity", has the full run's command and what each column means.
@@ -306,6 +308,9 @@ def _loop_lag(url: str) -> dict[str, Any]:
         return {"buckets": buckets, "max_ever": float(found.group(1)) * 1000 if found else math.nan}
 
     lag = histogram("ahp_event_loop_lag_seconds", "", "ahp_event_loop_lag_max_seconds")
+    # The loop's own share of it (less its thread's waits for a CPU), where the kernel
+    # tells those waits (Linux): an empty histogram elsewhere.
+    lag["own"] = histogram("ahp_event_loop_stall_seconds", "", "ahp_event_loop_stall_max_seconds")
     lag["gc"] = [
         histogram(
             "ahp_gc_pause_seconds",
@@ -437,6 +442,10 @@ def measure(variant: Variant, n: int, config: Config) -> dict[str, Any]:
             "max_during_setup": lag_before["max_ever"],
             # From a fifth of the stream on: without the burst of N turns starting.
             "steady_max": _lag_between(lag_steady, lag)["max"],
+            # The same less the loop thread's waits for a CPU meanwhile: what held the
+            # loop itself, not the machine's other work (the load generator's).
+            "own_max": _lag_between(lag_before["own"], lag["own"])["max"],
+            "own_steady_max": _lag_between(lag_steady["own"], lag["own"])["max"],
             # The stream's middle (a fifth to four fifths), and its last fifth (the
             # N turns ending): where a stall came from.
             "mid": _lag_between(lag_steady, lag_mid),
@@ -507,6 +516,14 @@ def run(config: Config, out: Path | None = None) -> dict[str, Any]:
             entry["max_steady_stall_ms_at_half_knee"] = max(
                 r["loop_lag_ms"]["steady_max"] for r in half
             )
+            # The loop's own share (less its thread's waits for a CPU); NaN where the
+            # kernel does not tell those waits.
+            entry["max_own_stall_ms_at_half_knee"] = max(
+                (r["loop_lag_ms"]["own_max"] for r in half), key=_nan_low
+            )
+            entry["max_own_steady_stall_ms_at_half_knee"] = max(
+                (r["loop_lag_ms"]["own_steady_max"] for r in half), key=_nan_low
+            )
             reference = f"memory-{variant.subscribers}"
             if variant.store != "memory" and reference in rows:
                 memory_knee = knee(rows[reference], config.bound_ms)
@@ -525,6 +542,11 @@ def run(config: Config, out: Path | None = None) -> dict[str, Any]:
     return results
 
 
+def _nan_low(value: float) -> float:
+    """Sort key: NaN (no figure) below every figure."""
+    return -math.inf if math.isnan(value) else value
+
+
 def _f(value: float, digits: int = 1) -> str:
     return "-" if not math.isfinite(value) else f"{value:.{digits}f}"
 
@@ -535,11 +557,13 @@ def format_report(results: dict[str, Any]) -> str:
         f"capacity: {config['words']} words at one per {config['ms']:g} ms per chat; "
         f"knee = largest N with p99 lateness <= {config['bound_ms']:g} ms",
         f"{'series':<16}{'N':>5}{'p50ms':>8}{'p99ms':>9}{'p99*ms':>9}{'cpu%':>7}{'rqms/s':>8}"
-        f"{'rssMB':>8}{'deltas/s':>10}{'us/word':>9}{'lagmax':>8}{'gcmax':>7}{'gen%':>7}{'words':>9}",
+        f"{'rssMB':>8}{'deltas/s':>10}{'us/word':>9}{'lagmax':>8}{'ownmax':>8}{'gcmax':>7}"
+        f"{'gen%':>7}{'words':>9}",
     ]
     for name, rows in results["series"].items():
         for r in rows:
             lag = r.get("loop_lag_ms", {}).get("max", math.nan)
+            own = r.get("loop_lag_ms", {}).get("own_max", math.nan)
             gcs = [g["max"] for g in r.get("gc_pause_ms", []) if g["count"]]
             gc_max = max(gcs, default=math.nan)
             words = "ok" if r["in_order"] else f"{r['words_received']}/{r['words_expected']}"
@@ -548,13 +572,13 @@ def format_report(results: dict[str, Any]) -> str:
                 f"{_f(r.get('p99_anchored_ms', math.nan)):>9}"
                 f"{_f(r['server_cpu_pct'], 0):>7}{_f(r['runqueue_wait_ms_per_s'], 0):>8}"
                 f"{_f(r['rss_mb']):>8}{_f(r['deltas_per_s'], 0):>10}"
-                f"{_f(r['server_cpu_us_per_word'], 0):>9}{_f(lag):>8}{_f(gc_max):>7}"
+                f"{_f(r['server_cpu_us_per_word'], 0):>9}{_f(lag):>8}{_f(own):>8}{_f(gc_max):>7}"
                 f"{_f(r['generator_cpu_pct'], 0):>7}{words:>9}"
             )
     lines.append("")
     lines.append(
         f"{'series':<16}{'knee':>6}{'floor':>8}{'ratio':>8}{'stall ms':>10}{'@half':>8}"
-        f"{'steady':>8}{'/memory':>9}"
+        f"{'steady':>8}{'own@half':>10}{'steady':>8}{'/memory':>9}"
     )
     for name, entry in results["knees"].items():
         if "floor" not in entry:
@@ -564,6 +588,8 @@ def format_report(results: dict[str, Any]) -> str:
             f"{name:<16}{entry['knee']:>6}{entry['floor_knee']:>8}{_f(entry['ratio'], 2):>8}"
             f"{_f(entry['max_loop_stall_ms']):>10}{_f(entry['max_loop_stall_ms_at_half_knee']):>8}"
             f"{_f(entry['max_steady_stall_ms_at_half_knee']):>8}"
+            f"{_f(entry.get('max_own_stall_ms_at_half_knee', math.nan)):>10}"
+            f"{_f(entry.get('max_own_steady_stall_ms_at_half_knee', math.nan)):>8}"
             f"{_f(entry.get('memory_ratio', math.nan), 2):>9}"
         )
     return "\n".join(lines)

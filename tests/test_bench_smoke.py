@@ -462,6 +462,10 @@ def test_capacity_measures_every_series_and_computes_the_knee(tmp_path: Path) ->
                 assert all(lag[k] >= 0 for k in ("p50", "p99", "max"))
                 # the steady part of the window is within the whole of it
                 assert not lag["steady_max"] > lag["max"]
+                # the loop's own share (less its waits for a CPU) is within the lag itself
+                assert math.isfinite(lag["own_max"])
+                assert 0 <= lag["own_max"] <= lag["max"]
+                assert not lag["own_steady_max"] > lag["own_max"]
                 # collections between the scrapes, per generation, read from /metrics too
                 assert [g["count"] >= 0 for g in row["gc_pause_ms"]] == [True] * 3
     knees = results["knees"]
@@ -474,6 +478,7 @@ def test_capacity_measures_every_series_and_computes_the_knee(tmp_path: Path) ->
     if host["floor_knee"]:
         assert host["ratio"] == host["knee"] / host["floor_knee"]
     assert math.isfinite(host["max_loop_stall_ms"])
+    assert not host["max_own_stall_ms_at_half_knee"] > host["max_loop_stall_ms_at_half_knee"]
     report = format_capacity(results)
     for text in ("knee", "memory-1", "floor-1"):
         assert text in report

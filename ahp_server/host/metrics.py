@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 
+from ahp_server.host.core.looplag import Durations
 from ahp_server.host.host import Host
 
 __all__ = ["CONTENT_TYPE", "render"]
@@ -89,33 +90,56 @@ def render(host: Host) -> str:
         [("", budget.evictions)],
     )
     lag = host.loop_lag
-    lines.append(
-        "# HELP ahp_event_loop_lag_seconds How late the event loop woke a ticker due every "
-        "10 ms: time it spent on something else."
+
+    def histogram(name: str, help_text: str, series: list[tuple[str, Durations]]) -> None:
+        """A Prometheus histogram per label set (``'generation="2",'`` or ``""``)."""
+        lines.append(f"# HELP {name} {help_text}")
+        lines.append(f"# TYPE {name} histogram")
+        for labels, durations in series:
+            for bound, count in durations.cumulative():
+                lines.append(f'{name}_bucket{{{labels}le="{bound}"}} {count}')
+            sample = f"{{{labels.rstrip(',')}}}" if labels else ""
+            lines.append(f"{name}_sum{sample} {durations.sum:g}")
+            lines.append(f"{name}_count{sample} {durations.count}")
+
+    histogram(
+        "ahp_event_loop_lag_seconds",
+        "How late the event loop woke a ticker due every 10 ms: time it spent on "
+        "something else, or its thread waited for a CPU.",
+        [("", lag)],
     )
-    lines.append("# TYPE ahp_event_loop_lag_seconds histogram")
-    for bound, count in lag.cumulative():
-        lines.append(f'ahp_event_loop_lag_seconds_bucket{{le="{bound}"}} {count}')
-    lines.append(f"ahp_event_loop_lag_seconds_sum {lag.sum:g}")
-    lines.append(f"ahp_event_loop_lag_seconds_count {lag.count}")
     metric(
         "ahp_event_loop_lag_max_seconds",
         "gauge",
         "The longest the event loop was late since the host started (its longest stall).",
         [("", lag.max)],
     )
-    lines.append(
-        "# HELP ahp_gc_pause_seconds How long the garbage collector ran, by generation "
-        "(on the loop's thread: a stall of the loop)."
+    if lag.measures_cpu_wait:  # Linux: the loop's own share, without waits for a CPU
+        histogram(
+            "ahp_event_loop_stall_seconds",
+            "The ticker's lateness less the time the loop's thread waited meanwhile for "
+            "a CPU: what held the loop itself (its work, a blocking call, a collection).",
+            [("", lag.own)],
+        )
+        metric(
+            "ahp_event_loop_stall_max_seconds",
+            "gauge",
+            "The longest the event loop itself was held since the host started.",
+            [("", lag.own.max)],
+        )
+        metric(
+            "ahp_event_loop_cpu_wait_seconds_total",
+            "counter",
+            "Time the event loop's thread was ready to run but waited for a CPU "
+            "(the machine's other work).",
+            [("", lag.cpu_wait)],
+        )
+    histogram(
+        "ahp_gc_pause_seconds",
+        "How long the garbage collector ran, by generation (on the loop's thread: a "
+        "stall of the loop).",
+        [(f'generation="{g}",', pauses) for g, pauses in enumerate(lag.gc.generations)],
     )
-    lines.append("# TYPE ahp_gc_pause_seconds histogram")
-    for generation, pauses in enumerate(lag.gc.generations):
-        for bound, count in pauses.cumulative():
-            lines.append(
-                f'ahp_gc_pause_seconds_bucket{{generation="{generation}",le="{bound}"}} {count}'
-            )
-        lines.append(f'ahp_gc_pause_seconds_sum{{generation="{generation}"}} {pauses.sum:g}')
-        lines.append(f'ahp_gc_pause_seconds_count{{generation="{generation}"}} {pauses.count}')
     metric(
         "ahp_gc_pause_max_seconds",
         "gauge",

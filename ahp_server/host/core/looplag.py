@@ -1,10 +1,15 @@
 """Event-loop lag, and the collector's pauses: what keeps the host's loop from running.
 
-Layer: host, at the bottom (asyncio and ``gc``, no other host module). One
-task sleeps :data:`PERIOD` at a time and records how much later than asked it
-woke: the time the loop was busy with something else. A stall anywhere on the
-loop — a long commit, a fold, a large encode, a garbage collection — shows up
-there, whoever caused it. While it runs, a ``gc`` callback times every
+Layer: host, at the bottom (asyncio, ``gc`` and ``/proc``, no other host module).
+One task sleeps :data:`PERIOD` at a time and records how much later than asked
+it woke: the time the loop was busy with something else. A stall anywhere on
+the loop — a long commit, a fold, a large encode, a garbage collection — shows
+up there, whoever caused it. So does a loop that had nothing to do but whose
+thread waited for a CPU (a machine whose cores other processes keep busy): on
+Linux the ticker also reads how long its thread waited on a run queue meanwhile
+(``/proc/thread-self/schedstat``) and records the lateness less that wait — the
+loop's *own* stall, what the host did or blocked on — beside the lateness itself
+(docs/deploy.md "Event-loop lag"). While it runs, a ``gc`` callback times every
 collection by generation, so ``/metrics`` can tell a collector's pause from
 the host's own work. Recording is an increment and a comparison; scraping
 reads the numbers.
@@ -15,10 +20,11 @@ from __future__ import annotations
 import asyncio
 import bisect
 import gc
+import os
 import time
 from typing import Any
 
-__all__ = ["BUCKETS", "PERIOD", "Durations", "GcPauses", "LoopLag"]
+__all__ = ["BUCKETS", "PERIOD", "Durations", "GcPauses", "LoopLag", "RunQueueWait"]
 
 #: How long the ticker sleeps each time (seconds): about 100 wake-ups a second.
 PERIOD = 0.01
@@ -80,23 +86,88 @@ class GcPauses:
             self._started = 0.0
 
 
-class LoopLag(Durations):
-    """Lateness of a ticker on the event loop, and the collector's pauses meanwhile."""
+class RunQueueWait:
+    """How long the calling thread has waited on a run queue, runnable but not running.
 
-    __slots__ = ("gc",)
+    Reads ``/proc/thread-self/schedstat`` (its second field, nanoseconds) through one
+    descriptor opened on the thread it measures: a ``pread``, under a microsecond.
+    :meth:`open` returns ``None`` where the kernel does not say (no ``/proc``, or a
+    kernel built without scheduler statistics).
+    """
+
+    __slots__ = ("_fd",)
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+
+    @classmethod
+    def open(cls) -> RunQueueWait | None:
+        """The calling thread's clock, or ``None`` where there is none."""
+        try:
+            fd = os.open("/proc/thread-self/schedstat", os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:
+            return None
+        clock = cls(fd)
+        try:
+            clock.seconds()
+        except (OSError, ValueError, IndexError):
+            clock.close()
+            return None
+        return clock
+
+    def seconds(self) -> float:
+        """The thread's run-queue wait so far."""
+        return int(os.pread(self._fd, 64, 0).split()[1]) / 1e9
+
+    def close(self) -> None:
+        os.close(self._fd)
+
+
+class LoopLag(Durations):
+    """Lateness of a ticker on the event loop, the loop's own share of it (:attr:`own`),
+    and the collector's pauses meanwhile."""
+
+    __slots__ = ("cpu_wait", "gc", "measures_cpu_wait", "own")
 
     def __init__(self) -> None:
         super().__init__()
         self.gc = GcPauses()
+        #: Each tick's lateness less the time the loop's thread waited meanwhile for a
+        #: CPU: what held the loop itself (its own work, a blocking call, a collection,
+        #: the GIL held by another of the host's threads). A lower bound — a wait for a
+        #: CPU before the tick was due is taken off too — where the lateness is the
+        #: upper. Recorded only where :attr:`measures_cpu_wait`.
+        self.own = Durations()
+        #: Seconds the loop's thread, runnable, waited for a CPU while the ticker ran.
+        self.cpu_wait = 0.0
+        #: Whether this kernel tells the wait (:class:`RunQueueWait`); set by :meth:`run`.
+        self.measures_cpu_wait = False
+
+    def tick(self, late: float, waited: float | None) -> None:
+        """One tick: ``late`` seconds after it was due, its thread having waited
+        ``waited`` seconds for a CPU since it went to sleep (``None``: not known)."""
+        self.record(late)
+        if waited is not None:
+            self.cpu_wait += waited
+            self.own.record(late - waited)
 
     async def run(self) -> None:
         """Tick until cancelled (the host runs it as a background task)."""
         loop = asyncio.get_running_loop()
+        clock = RunQueueWait.open()  # here: on the loop's thread
+        self.measures_cpu_wait = clock is not None
         gc.callbacks.append(self.gc)
         try:
             while True:
                 due = loop.time() + PERIOD
+                if clock is None:
+                    await asyncio.sleep(PERIOD)
+                    self.tick(loop.time() - due, None)
+                    continue
+                before = clock.seconds()
                 await asyncio.sleep(PERIOD)
-                self.record(loop.time() - due)
+                self.tick(loop.time() - due, clock.seconds() - before)
         finally:
             gc.callbacks.remove(self.gc)
+            if clock is not None:
+                clock.close()
