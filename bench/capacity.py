@@ -127,6 +127,10 @@ class Config:
     workers: int = 4
     #: Seconds over which the N turns start (0: in one instant; docs/performance.md).
     ramp_s: float = 0.0
+    #: Rounds at each N, every series once a round (interleaved): a series' row is its
+    #: median round by p99 (``rounds`` keeps them all), so one noisy minute on a shared
+    #: machine moves a knee less.
+    repeat: int = 1
 
 
 SMOKE = Config(ns=(1, 2), variants=("memory-1",), words=12, ms=10.0, workers=1)
@@ -468,6 +472,27 @@ def _quantile(ordered: list[float], q: float) -> float:
 # -- the run ----------------------------------------------------------------------------------
 
 
+def median_round(rounds: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """One N's row from its rounds: the round with the median p99 (the lower middle of an
+    even count), its figures all from that one run; with more than one round, ``rounds``
+    holds every round's row, and its words count as delivered only when every round's
+    were (the lowest count; in order only if in order each time)."""
+    if len(rounds) == 1:
+        return rounds[0]
+    ordered = sorted(rounds, key=lambda r: r["p99_ms"] if math.isfinite(r["p99_ms"]) else math.inf)
+    row = dict(ordered[(len(ordered) - 1) // 2])
+    row["words_received"] = min(r["words_received"] for r in rounds)
+    row["in_order"] = all(r["in_order"] for r in rounds)
+    row["rounds"] = list(rounds)
+    return row
+
+
+def _rounds(row: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every round a row stands for (itself, when it ran once)."""
+    rounds: list[dict[str, Any]] = row.get("rounds", [row])
+    return rounds
+
+
 def knee(rows: Sequence[dict[str, Any]], bound_ms: float) -> int:
     """The largest N whose p99 lateness is within the bound and whose every word came (0: none)."""
     good = [
@@ -486,18 +511,22 @@ def run(config: Config, out: Path | None = None) -> dict[str, Any]:
     rows: dict[str, list[dict[str, Any]]] = {name: [] for name in series}
     stopped: set[str] = set()
     for n in config.ns:
-        for name in series:
-            if name in stopped:
-                continue
-            progress(f"capacity {name} N={n}")
-            row = measure(VARIANTS[name], n, config)
+        running = [name for name in series if name not in stopped]
+        rounds: dict[str, list[dict[str, Any]]] = {name: [] for name in running}
+        for number in range(config.repeat):
+            for name in running:
+                progress(f"capacity {name} N={n}" + (f" round {number + 1}" * (config.repeat > 1)))
+                row = measure(VARIANTS[name], n, config)
+                rounds[name].append(row)
+                lag = row.get("loop_lag_ms", {}).get("max", math.nan)
+                progress(
+                    f"  p50 {row['p50_ms']:.1f} ms, p99 {row['p99_ms']:.1f} ms, "
+                    f"cpu {row['server_cpu_pct']:.0f}%, loop lag max {lag:.1f} ms, "
+                    f"words {row['words_received']}/{row['words_expected']}"
+                )
+        for name in running:
+            row = median_round(rounds[name])
             rows[name].append(row)
-            lag = row.get("loop_lag_ms", {}).get("max", math.nan)
-            progress(
-                f"  p50 {row['p50_ms']:.1f} ms, p99 {row['p99_ms']:.1f} ms, "
-                f"cpu {row['server_cpu_pct']:.0f}%, loop lag max {lag:.1f} ms, "
-                f"words {row['words_received']}/{row['words_expected']}"
-            )
             if not row["p99_ms"] <= 2 * config.bound_ms:
                 stopped.add(name)
     knees: dict[str, dict[str, Any]] = {}
@@ -511,18 +540,18 @@ def run(config: Config, out: Path | None = None) -> dict[str, Any]:
             entry["floor_knee"] = floor_knee
             entry["ratio"] = own / floor_knee if floor_knee else math.nan
             half = [r for r in rows[name] if r["n"] <= own / 2] or rows[name][:1]
-            entry["max_loop_stall_ms"] = max(r["loop_lag_ms"]["max"] for r in rows[name])
-            entry["max_loop_stall_ms_at_half_knee"] = max(r["loop_lag_ms"]["max"] for r in half)
-            entry["max_steady_stall_ms_at_half_knee"] = max(
-                r["loop_lag_ms"]["steady_max"] for r in half
-            )
-            # The loop's own share (less its thread's waits for a CPU); NaN where the
-            # kernel does not tell those waits.
+            # Stalls: the worst of every round. The loop's own share (less its thread's
+            # waits for a CPU) is NaN where the kernel does not tell those waits.
+            every = [x["loop_lag_ms"] for r in rows[name] for x in _rounds(r)]
+            at_half = [x["loop_lag_ms"] for r in half for x in _rounds(r)]
+            entry["max_loop_stall_ms"] = max(lag["max"] for lag in every)
+            entry["max_loop_stall_ms_at_half_knee"] = max(lag["max"] for lag in at_half)
+            entry["max_steady_stall_ms_at_half_knee"] = max(lag["steady_max"] for lag in at_half)
             entry["max_own_stall_ms_at_half_knee"] = max(
-                (r["loop_lag_ms"]["own_max"] for r in half), key=_nan_low
+                (lag["own_max"] for lag in at_half), key=_nan_low
             )
             entry["max_own_steady_stall_ms_at_half_knee"] = max(
-                (r["loop_lag_ms"]["own_steady_max"] for r in half), key=_nan_low
+                (lag["own_steady_max"] for lag in at_half), key=_nan_low
             )
             reference = f"memory-{variant.subscribers}"
             if variant.store != "memory" and reference in rows:
@@ -566,7 +595,12 @@ def format_report(results: dict[str, Any]) -> str:
             own = r.get("loop_lag_ms", {}).get("own_max", math.nan)
             gcs = [g["max"] for g in r.get("gc_pause_ms", []) if g["count"]]
             gc_max = max(gcs, default=math.nan)
-            words = "ok" if r["in_order"] else f"{r['words_received']}/{r['words_expected']}"
+            words = (
+                "ok"
+                if r["in_order"] and r["words_received"] == r["words_expected"]
+                else f"{r['words_received']}/{r['words_expected']}"
+            )
+            each = "/".join(_f(x["p99_ms"], 0) for x in r.get("rounds", ()))
             lines.append(
                 f"{name:<16}{r['n']:>5}{_f(r['p50_ms']):>8}{_f(r['p99_ms']):>9}"
                 f"{_f(r.get('p99_anchored_ms', math.nan)):>9}"
@@ -574,6 +608,7 @@ def format_report(results: dict[str, Any]) -> str:
                 f"{_f(r['rss_mb']):>8}{_f(r['deltas_per_s'], 0):>10}"
                 f"{_f(r['server_cpu_us_per_word'], 0):>9}{_f(lag):>8}{_f(own):>8}{_f(gc_max):>7}"
                 f"{_f(r['generator_cpu_pct'], 0):>7}{words:>9}"
+                + (f"  p99 by round {each}" if each else "")
             )
     lines.append("")
     lines.append(
@@ -614,6 +649,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=4, help="load-generator processes")
     parser.add_argument("--out", type=Path, default=None, help="write the JSON here")
     parser.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        help="rounds at each N, every series once a round; a row is its median round by p99",
+    )
+    parser.add_argument(
         "--ramp-s",
         type=float,
         default=0.0,
@@ -628,7 +669,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     config = (
         SMOKE
         if args.smoke
-        else Config(args.ns, names, args.words, args.ms, args.bound_ms, args.workers, args.ramp_s)
+        else Config(
+            args.ns,
+            names,
+            args.words,
+            args.ms,
+            args.bound_ms,
+            args.workers,
+            args.ramp_s,
+            max(1, args.repeat),
+        )
     )
     results = run(config, out=args.out)
     print(format_report(results))

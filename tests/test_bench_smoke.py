@@ -494,3 +494,47 @@ def test_capacity_measures_every_series_and_computes_the_knee(tmp_path: Path) ->
     assert [len(line.attrib["points"].split()) for line in lines] == [
         len(rows) for rows in results["series"].values()
     ]
+
+
+def test_capacity_rounds_keep_the_median_round_and_every_rounds_words() -> None:
+    from bench.capacity import median_round
+
+    def row(p99: float, received: int = 10, in_order: bool = True) -> dict[str, object]:
+        return {
+            "p99_ms": p99,
+            "words_received": received,
+            "words_expected": 10,
+            "in_order": in_order,
+            "cpu": p99 * 2,
+        }
+
+    once = row(5.0)
+    assert median_round([once]) is once  # one round: the row itself, no "rounds"
+    rounds = [row(300.0), row(20.0, received=9), row(40.0)]
+    median = median_round(rounds)
+    assert median["p99_ms"] == 40.0
+    assert median["cpu"] == 80.0  # every figure from that one round
+    assert median["rounds"] == rounds
+    assert median["words_received"] == 9  # a round that lost a word: not delivered
+    assert median_round([row(50.0), row(float("nan")), row(10.0)])["p99_ms"] == 50.0
+    assert median_round([row(7.0), row(3.0, in_order=False)])["in_order"] is False
+    assert median_round([row(7.0), row(3.0)])["p99_ms"] == 3.0  # the lower middle
+
+
+def test_capacity_repeats_each_n_in_interleaved_rounds() -> None:
+    import dataclasses
+
+    from bench.capacity import SMOKE
+    from bench.capacity import format_report as format_capacity
+    from bench.capacity import run as run_capacity
+
+    results = run_capacity(dataclasses.replace(SMOKE, ns=(1,), repeat=3))
+    for name, rows in results["series"].items():
+        (row,) = rows
+        p99s = sorted(r["p99_ms"] for r in row["rounds"])
+        assert len(p99s) == 3, name
+        assert row["p99_ms"] == p99s[1], name
+        assert all(r["words_received"] == r["words_expected"] for r in row["rounds"])
+    lags = [r["loop_lag_ms"]["max"] for r in results["series"]["memory-1"][0]["rounds"]]
+    assert results["knees"]["memory-1"]["max_loop_stall_ms"] == max(lags)
+    assert "p99 by round" in format_capacity(results)
