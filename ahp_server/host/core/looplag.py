@@ -160,13 +160,10 @@ class LoopLag(Durations):
         try:
             while True:
                 due = loop.time() + PERIOD
-                if clock is None:
-                    await asyncio.sleep(PERIOD)
-                    self.tick(loop.time() - due, None)
-                    continue
-                before = clock.seconds()
+                before = clock.seconds() if clock is not None else 0.0
                 await asyncio.sleep(PERIOD)
-                self.tick(loop.time() - due, clock.seconds() - before)
+                waited = clock.seconds() - before if clock is not None else None
+                self.tick(loop.time() - due, waited)
         finally:
             gc.callbacks.remove(self.gc)
             if clock is not None:
