@@ -630,6 +630,13 @@ def format_report(results: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _at_least_one(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"at least 1, not {value}")
+    return value
+
+
 def _ints(text: str) -> tuple[int, ...]:
     return tuple(int(x) for x in text.split(",") if x)
 
@@ -650,7 +657,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=None, help="write the JSON here")
     parser.add_argument(
         "--repeat",
-        type=int,
+        type=_at_least_one,
         default=1,
         help="rounds at each N, every series once a round; a row is its median round by p99",
     )
@@ -677,7 +684,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             args.bound_ms,
             args.workers,
             args.ramp_s,
-            max(1, args.repeat),
+            args.repeat,
         )
     )
     results = run(config, out=args.out)

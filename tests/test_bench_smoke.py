@@ -521,6 +521,15 @@ def test_capacity_rounds_keep_the_median_round_and_every_rounds_words() -> None:
     assert median_round([row(7.0), row(3.0)])["p99_ms"] == 3.0  # the lower middle
 
 
+def test_capacity_refuses_fewer_than_one_round(capsys: pytest.CaptureFixture[str]) -> None:
+    from bench.capacity import main as capacity_main
+
+    with pytest.raises(SystemExit) as exited:
+        capacity_main(["--smoke", "--repeat", "0"])
+    assert exited.value.code == 2
+    assert "--repeat: at least 1, not 0" in capsys.readouterr().err
+
+
 def test_capacity_repeats_each_n_in_interleaved_rounds() -> None:
     import dataclasses
 
