@@ -13,6 +13,7 @@ raises :class:`ConfigError` naming the offending key.
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import ipaddress
 import os
 import re
@@ -1067,8 +1068,41 @@ def _missing_program(command: str, problem: str) -> str:
     )
 
 
+#: The optional Python packages a setting needs, with the extra that installs them
+#: (pyproject.toml ``[project.optional-dependencies]``): a plain ``pip install ahp-server``
+#: runs the embedded default without them.
+OPTIONAL_DRIVERS: dict[str, tuple[tuple[str, str], ...]] = {
+    "storage.store": (("asyncpg", "postgres"),),
+    "cluster.bus": (("nats", "cluster"), ("asyncpg", "cluster")),
+}
+
+
+def driver_problems(settings: Settings) -> list[Problem]:
+    """A PostgreSQL store or a cluster bus whose driver is not installed: fatal, with the fix.
+
+    Checked by importing it, as the host will: a package that is present but broken
+    (built for another Python, say) counts as missing too.
+    """
+    problems: list[Problem] = []
+    configured = {"storage.store": settings.store, "cluster.bus": settings.bus}
+    for key, drivers in OPTIONAL_DRIVERS.items():
+        if configured[key] is None:
+            continue
+        for module, extra in drivers:
+            try:
+                importlib.import_module(module)
+            except ImportError:
+                problem = (
+                    f"needs the Python package {module!r}, which is not installed: "
+                    f"pip install 'ahp-server[{extra}]'"
+                )
+                problems.append(Problem(key, problem, fatal=True))
+    return problems
+
+
 def machine_problems(settings: Settings) -> list[Problem]:
-    """Every agent's program and every configured workspace root, checked on this machine.
+    """Every agent's program, every configured workspace root and every optional driver a
+    setting needs, checked on this machine.
 
     An ``acp`` agent's ``command`` is looked up on the ``PATH`` the agent will get (its own
     ``env`` may set one), as the host does when it starts the agent; an absolute path must
@@ -1103,4 +1137,4 @@ def machine_problems(settings: Settings) -> list[Problem]:
                 problems.append(Problem(key, f"{root!r} does not exist", fatal=True))
             elif not os.path.isdir(root):
                 problems.append(Problem(key, f"{root!r} is not a directory", fatal=True))
-    return problems
+    return problems + driver_problems(settings)

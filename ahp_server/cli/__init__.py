@@ -72,7 +72,6 @@ from ahp_server.client import (
     RemoteError,
     TurnFailedError,
 )
-from ahp_server.cluster import ClusterNode, NodeFailed, ShardedNode
 from ahp_server.config import ConfigError, Settings, load_settings, machine_problems
 from ahp_server.eventloop import loop_name
 from ahp_server.eventloop import run as run_loop
@@ -467,6 +466,11 @@ async def serve_cluster(settings: Settings) -> None:
     :class:`NodeFailed`: the process exits non-zero for its supervisor to
     start it again (as an edge).
     """
+    # Imported here, not at the top: cluster mode's drivers (nats-py, asyncpg) are the
+    # optional extra ``ahp-server[cluster]``, and a plain install must start without them
+    # (``machine_problems`` has refused a bus without them before this runs).
+    from ahp_server.cluster import ClusterNode, NodeFailed, ShardedNode
+
     node: ClusterNode | ShardedNode = (
         ShardedNode(settings) if settings.cluster_mode == "sharded" else ClusterNode(settings)
     )
