@@ -366,7 +366,7 @@ def _server(variant: Variant) -> Iterator[tuple[str, int]]:
 
 def measure(variant: Variant, n: int, config: Config) -> dict[str, Any]:
     """One series at one N: a fresh server, N streams, every figure of the row."""
-    context = multiprocessing.get_context("fork")
+    context = multiprocessing.get_context("spawn")
     workers = max(1, min(config.workers, n))
     timeout = config.words * config.ms / 1000 + 60
     kind = "floor" if variant.store == "floor" else "host"

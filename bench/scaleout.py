@@ -110,7 +110,7 @@ _VARIANT = Variant("sharded", "postgres", 1)
 
 def measure(nodes: list[NodeProcess], n: int, config: Config) -> dict[str, Any]:
     """N chats spread over ``nodes`` (each worker process on one node), one point."""
-    context = multiprocessing.get_context("fork")
+    context = multiprocessing.get_context("spawn")
     per_node = max(1, config.workers)
     timeout = config.words * config.ms / 1000 + 60
     ready, results, go = context.Queue(), context.Queue(), context.Event()
