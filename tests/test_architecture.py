@@ -2,6 +2,8 @@
 
 ``.ci/run`` runs ``lint-imports`` on the tree; here it also runs on a copy of
 the package with one forbidden import added, to show each kind of breach fails.
+What ``serve`` imports is checked too: the agent SDKs only for the agents
+configured, and nothing outside the core dependencies (no extra installed).
 """
 
 from __future__ import annotations
@@ -103,3 +105,77 @@ def test_agent_sdks_are_imported_only_for_the_agents_configured(
         check=True,
     )
     assert result.stdout.strip() == imported
+
+
+_SERVE_IMPORTS = """
+import builtins
+import sys
+# Every module our own code imports (a library's own imports, optional ones among them,
+# are its business): an import statement in an ahp_server module goes through here.
+direct = set()
+real_import = builtins.__import__
+def spy(name, globals=None, locals=None, fromlist=(), level=0):
+    if level == 0 and str((globals or {}).get("__name__", "")).startswith("ahp_server"):
+        direct.add(name.split(".")[0])
+    return real_import(name, globals, locals, fromlist, level)
+builtins.__import__ = spy
+from ahp_server.cli import main  # everything `ahp-server serve` imports
+from ahp_server.app import providers_from
+from ahp_server.config import AgentConfig, Settings
+agents = tuple(AgentConfig(name=k, kind=k, command="x", model="m") for k in ("acp", "openai"))
+providers_from(Settings(agents=agents))
+print(" ".join(sorted(direct)))
+"""
+
+
+def _core_distributions() -> set[str]:
+    """ahp-server's dependencies with no extra, and theirs, as installed here."""
+    from importlib import metadata
+
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    found: set[str] = set()
+    todo = [("ahp-server", "")]
+    seen: set[tuple[str, str]] = set()
+    while todo:
+        name, extra = todo.pop()
+        if (name, extra) in seen:
+            continue
+        seen.add((name, extra))
+        for text in metadata.requires(name) or ():
+            requirement = Requirement(text)
+            marker = requirement.marker
+            if marker is not None and not marker.evaluate({"extra": extra}):
+                continue
+            dependency = canonicalize_name(requirement.name)
+            found.add(dependency)
+            todo += [(dependency, "")] + [(dependency, wanted) for wanted in requirement.extras]
+    return found
+
+
+def test_serve_imports_only_the_core_dependencies() -> None:
+    # The README's first command installs no extra: a module-level import of an
+    # optional driver (nats-py once broke `ahp-server serve` so) or of a test
+    # tool would fail there. Every package our modules import on serve's way,
+    # both agent SDKs' included, must come from the core dependencies' closure.
+    from importlib import metadata
+
+    from packaging.utils import canonicalize_name
+
+    result = subprocess.run(
+        [sys.executable, "-c", _SERVE_IMPORTS],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    owners = metadata.packages_distributions()
+    imported = {
+        canonicalize_name(distribution)
+        for module in result.stdout.split()
+        for distribution in owners.get(module, ())
+    }
+    assert "msgspec" in imported  # the mapping found the installed packages
+    assert imported - {"ahp-server"} - _core_distributions() == set()
