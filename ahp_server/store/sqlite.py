@@ -1336,10 +1336,12 @@ class SqliteStore(GroupCommit, Store):
             # Its numbers may be the newest ever sent: keep them in the mark.
             conn.execute(
                 "UPDATE meta SET value = max(CAST(value AS INTEGER),"
-                " coalesce((SELECT max(last_seq) FROM log WHERE channel = ?1), 0),"
-                " coalesce((SELECT seq FROM snapshots WHERE channel = ?1), 0))"
+                " coalesce((SELECT max(last_seq) FROM log WHERE channel = ?), 0),"
+                " coalesce((SELECT seq FROM snapshots WHERE channel = ?), 0))"
                 " WHERE key = 'server_seq'",
-                (uri,),
+                # Plain ``?`` twice: Python 3.12.0-3.12.3 warn that a numbered ``?1`` bound
+                # from a sequence will be an error.
+                (uri, uri),
             )
             for table, column in (
                 ("channels", "uri"),
